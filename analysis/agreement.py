@@ -1,0 +1,430 @@
+"""Inter-rater agreement: Krippendorff's alpha, percent agreement, Gwet's AC1, Fleiss' kappa.
+
+Every function takes a units x values count matrix (``counts[u, v]`` = how many ratings unit ``u``
+received with value ``domain[v]``), as built by :func:`value_counts`. Units may have any number of
+ratings; a unit with fewer than two ratings has no pair of ratings to compare and drops out of
+every observed-agreement term.
+
+A statistic that is undefined on the data comes back as ``Estimate(value=None, note=...)``; these
+functions never raise on data and never report 0 or 1 in place of an undefined value.
+
+Bootstrap intervals resample units with replacement (never coincidence pairs, whose bootstrap is
+too narrow; see /work/shared/notes/statistics.md). Units with identical count rows contribute
+identically, so they are grouped first and resampled through a multinomial over the distinct
+rows: by the aggregation property of the multinomial this has exactly the distribution of
+resampling single units, and it makes 1,000 resamples of 100,000 units a matter of milliseconds.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+import pandas as pd
+
+Level = Literal["nominal", "ordinal", "interval"]
+
+# Upper bound for one chunk of bootstrap weights plus its float copy.
+_CHUNK_BYTES = 200 * 1024**2
+_PERCENTILES = (2.5, 97.5)
+
+
+@dataclass(frozen=True)
+class Estimate:
+    value: float | None
+    ci95: tuple[float, float] | None = None
+    note: str | None = None
+
+    def as_dict(self) -> dict:
+        out: dict = {"value": _json_float(self.value), "ci95": None}
+        if self.ci95 is not None:
+            lo, hi = (_json_float(b) for b in self.ci95)
+            if lo is not None and hi is not None:
+                out["ci95"] = [lo, hi]
+        if self.note is not None:
+            out["note"] = self.note
+        return out
+
+
+def _json_float(x: float | None) -> float | None:
+    if x is None:
+        return None
+    x = float(x)
+    return x if math.isfinite(x) else None
+
+
+def _undefined(note: str) -> Estimate:
+    return Estimate(value=None, ci95=None, note=note)
+
+
+# --------------------------------------------------------------------------------------------
+# Input
+
+
+def value_counts(
+    labels: pd.DataFrame, *, unit: str | list[str], value: str, domain: Sequence
+) -> np.ndarray:
+    """Long table (one row per rating) -> units x len(domain) integer count matrix.
+
+    Rows follow the sorted order of the unit key(s). Missing values (NaN/None) are ignored, but
+    their unit still gets a row (of zeros if it has no rating at all). Values outside ``domain``
+    raise ``ValueError`` naming them.
+    """
+    unit_cols = [unit] if isinstance(unit, str) else list(unit)
+    index = _domain_index(domain)
+    if labels.empty:
+        return np.zeros((0, len(index)), dtype=np.int64)
+    if labels[unit_cols].isna().to_numpy().any():
+        raise ValueError(f"missing unit ids in column(s) {unit_cols}")
+
+    values = labels[value]
+    present = values.notna().to_numpy()
+    codes = index.get_indexer(values)
+    outside = present & (codes < 0)
+    if outside.any():
+        bad = sorted({repr(v) for v in values[outside]})
+        raise ValueError(f"values outside the domain {list(domain)!r}: {', '.join(bad)}")
+
+    units = labels.groupby(unit_cols, sort=True).ngroup().to_numpy()
+    counts = np.zeros((units.max() + 1, len(index)), dtype=np.int64)
+    np.add.at(counts, (units[present], codes[present]), 1)
+    return counts
+
+
+def _domain_index(domain: Sequence) -> pd.Index:
+    index = pd.Index(list(domain))
+    if len(index) == 0:
+        raise ValueError("the domain is empty")
+    if not index.is_unique:
+        raise ValueError(f"the domain has duplicate values: {list(domain)!r}")
+    return index
+
+
+def _as_counts(counts: np.ndarray) -> np.ndarray:
+    counts = np.asarray(counts)
+    if counts.ndim != 2:
+        raise ValueError(f"counts must be a units x values matrix, got shape {counts.shape}")
+    if counts.size and (counts < 0).any():
+        raise ValueError("counts must be non-negative")
+    return counts.astype(np.int64, copy=False)
+
+
+# --------------------------------------------------------------------------------------------
+# Bootstrap machinery
+
+
+def unit_patterns(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct count rows and how many units have each one."""
+    counts = _as_counts(counts)
+    if counts.shape[0] == 0:
+        return counts, np.zeros(0, dtype=np.int64)
+    patterns, frequencies = np.unique(counts, axis=0, return_counts=True)
+    return patterns, frequencies
+
+
+def bootstrap_weights(
+    frequencies: np.ndarray, *, resamples: int, seed: int
+) -> Iterator[np.ndarray]:
+    """Chunks of resample weights: row b says how often each unit pattern is drawn.
+
+    Drawing ``sum(frequencies)`` units with replacement and counting them per pattern is a
+    multinomial with probabilities ``frequencies / sum(frequencies)``. Chunks keep the weight
+    matrix under about 200 MB whatever the number of patterns.
+    """
+    frequencies = np.asarray(frequencies, dtype=np.int64)
+    total = int(frequencies.sum())
+    rng = np.random.Generator(np.random.PCG64(seed))
+    pvals = frequencies / total
+    rows = max(1, _CHUNK_BYTES // (16 * len(frequencies)))
+    for start in range(0, resamples, rows):
+        yield rng.multinomial(total, pvals, size=min(rows, resamples - start))
+
+
+def _percentile_ci(samples: np.ndarray, *, resamples: int) -> tuple[tuple | None, str | None]:
+    """95% percentile interval of the defined resamples, with a note on dropped ones."""
+    defined = samples[np.isfinite(samples)]
+    dropped = resamples - defined.size
+    if defined.size * 2 < resamples:
+        return None, (
+            f"bootstrap interval omitted: the statistic is undefined in {dropped} of "
+            f"{resamples} resamples"
+        )
+    lo, hi = np.percentile(defined, _PERCENTILES)
+    note = None
+    if dropped:
+        note = f"{dropped} of {resamples} bootstrap resamples were undefined and dropped"
+    return (float(lo), float(hi)), note
+
+
+def _bootstrap(statistic, frequencies: np.ndarray, *, resamples: int, seed: int):
+    """Percentile interval of ``statistic(weights)`` (a vector per chunk) over all resamples."""
+    chunks = [
+        statistic(w.astype(np.float64))
+        for w in bootstrap_weights(frequencies, resamples=resamples, seed=seed)
+    ]
+    return _percentile_ci(np.concatenate(chunks), resamples=resamples)
+
+
+def _join_notes(*notes: str | None) -> str | None:
+    kept = [n for n in notes if n]
+    return "; ".join(kept) if kept else None
+
+
+# --------------------------------------------------------------------------------------------
+# Krippendorff's alpha
+
+
+def _unit_coincidences(counts: np.ndarray) -> np.ndarray:
+    """Per-unit coincidence contributions n_uc (n_uk - [c == k]) / (m_u - 1), as U x V*V.
+
+    Units with fewer than two ratings contribute zero.
+    """
+    counts = counts.astype(np.float64)
+    n_units, n_values = counts.shape
+    m = counts.sum(axis=1)
+    outer = counts[:, :, None] * counts[:, None, :]
+    outer[:, np.arange(n_values), np.arange(n_values)] -= counts
+    pairable = m >= 2
+    outer[~pairable] = 0.0
+    outer[pairable] /= (m[pairable] - 1)[:, None, None]
+    return outer.reshape(n_units, n_values * n_values)
+
+
+def _distances(level: Level, domain: Sequence, marginals: np.ndarray) -> np.ndarray:
+    """Squared distances delta^2(c, k); shape (V, V), or (B, V, V) for ordinal.
+
+    Ordinal distances depend on the marginal frequencies n_g of the ordered domain
+    (Krippendorff 2011): (sum_{g=c..k} n_g - (n_c + n_k) / 2)^2.
+    """
+    n_values = marginals.shape[-1]
+    if level == "nominal":
+        return 1.0 - np.eye(n_values)
+    if level == "interval":
+        points = np.asarray(domain, dtype=np.float64)
+        return (points[:, None] - points[None, :]) ** 2
+    if level == "ordinal":
+        idx = np.arange(n_values)
+        lo = np.minimum(idx[:, None], idx[None, :])
+        hi = np.maximum(idx[:, None], idx[None, :])
+        cumulative = np.cumsum(marginals, axis=-1)
+        between = cumulative[..., hi] - cumulative[..., lo] + marginals[..., lo]
+        ends = (marginals[..., lo] + marginals[..., hi]) / 2
+        return (between - ends) ** 2
+    raise ValueError(f"unknown level of measurement {level!r}")
+
+
+def _alpha_from_coincidences(
+    coincidences: np.ndarray, *, level: Level, domain: Sequence
+) -> np.ndarray:
+    """Alpha for each B x V*V row of summed coincidences; NaN where undefined."""
+    n_values = len(domain)
+    o = coincidences.reshape(-1, n_values, n_values)
+    marginals = o.sum(axis=2)
+    total = marginals.sum(axis=1)
+    delta = _distances(level, domain, marginals)
+    observed = (o * delta).sum(axis=(1, 2))
+    expected_pairs = marginals[:, :, None] * marginals[:, None, :]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        expected = (expected_pairs * delta).sum(axis=(1, 2)) / (total - 1)
+        # delta(c, c) = 0, so expected == 0 exactly when a single value is used.
+        alphas = 1.0 - observed / expected
+    alphas[~(expected > 0)] = np.nan
+    return alphas
+
+
+def resampled_alpha(
+    counts: np.ndarray, weights: np.ndarray, *, level: Level, domain: Sequence
+) -> np.ndarray:
+    """Alpha of each resample, where ``weights[b, u]`` counts the copies of unit row ``u``.
+
+    One matrix product (B x U) @ (U x V*V) replaces B recomputations. NaN marks undefined.
+    """
+    contributions = _unit_coincidences(_as_counts(counts))
+    summed = np.asarray(weights, dtype=np.float64) @ contributions
+    return _alpha_from_coincidences(summed, level=level, domain=domain)
+
+
+def alpha(
+    counts: np.ndarray,
+    *,
+    level: Literal["nominal", "ordinal", "interval"],
+    domain: Sequence,
+    bootstrap: int = 0,
+    seed: int = 0,
+) -> Estimate:
+    """Krippendorff's alpha with an optional unit-bootstrap 95% percentile interval.
+
+    The point value equals ``krippendorff.alpha(value_counts=counts, value_domain=domain,
+    level_of_measurement=level)`` wherever that is defined. Only units with two or more ratings
+    are resampled: the others carry no information about agreement.
+    """
+    counts = _as_counts(counts)
+    if counts.shape[1] != len(domain):
+        raise ValueError(f"counts has {counts.shape[1]} columns but the domain has {len(domain)}")
+    pairable = counts[counts.sum(axis=1) >= 2]
+    if pairable.shape[0] == 0:
+        return _undefined("undefined: no unit has two or more ratings")
+
+    patterns, frequencies = unit_patterns(pairable)
+    point = resampled_alpha(patterns, frequencies[None, :], level=level, domain=domain)[0]
+    if not np.isfinite(point):
+        return _undefined("undefined: every rating has the same value (no variation)")
+    if bootstrap <= 0:
+        return Estimate(value=float(point))
+
+    ci, note = _bootstrap(
+        lambda w: resampled_alpha(patterns, w, level=level, domain=domain),
+        frequencies,
+        resamples=bootstrap,
+        seed=seed,
+    )
+    return Estimate(value=float(point), ci95=ci, note=note)
+
+
+# --------------------------------------------------------------------------------------------
+# Percent agreement, Gwet's AC1, Fleiss' kappa
+
+
+def _unit_agreement(counts: np.ndarray) -> np.ndarray:
+    """Share of agreeing rater pairs in each unit: sum_c n_uc (n_uc - 1) / (m_u (m_u - 1)).
+
+    Only meaningful for units with two or more ratings (NaN elsewhere).
+    """
+    counts = counts.astype(np.float64)
+    m = counts.sum(axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        shares = (counts * (counts - 1)).sum(axis=1) / (m * (m - 1))
+    shares[m < 2] = np.nan
+    return shares
+
+
+def percent_agreement(counts: np.ndarray, *, bootstrap: int = 0, seed: int = 0) -> Estimate:
+    """Mean over units with two or more ratings of the share of agreeing rater pairs.
+
+    Every column (including a tie) is its own category.
+    """
+    counts = _as_counts(counts)
+    pairable = counts[counts.sum(axis=1) >= 2]
+    if pairable.shape[0] == 0:
+        return _undefined("undefined: no unit has two or more ratings")
+    patterns, frequencies = unit_patterns(pairable)
+    shares = _unit_agreement(patterns)
+    value = float(shares @ frequencies / frequencies.sum())
+    if bootstrap <= 0:
+        return Estimate(value=value)
+    ci, note = _bootstrap(
+        lambda w: (w @ shares) / w.sum(axis=1), frequencies, resamples=bootstrap, seed=seed
+    )
+    return Estimate(value=value, ci95=ci, note=note)
+
+
+def _ac1_from_weights(patterns: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """AC1 for each row of unit-pattern weights; NaN where undefined.
+
+    Gwet (2008), Handbook of Inter-Rater Reliability (4th ed.), irrCAC ``gwet.ac1.raw``:
+    pa over units with >= 2 ratings; pi_k = mean over units with >= 1 rating of n_uk / m_u;
+    pe = sum_k pi_k (1 - pi_k) / (Q - 1).
+    """
+    n_categories = patterns.shape[1]
+    m = patterns.sum(axis=1).astype(np.float64)
+    pairable = m >= 2
+    shares = np.nan_to_num(_unit_agreement(patterns))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        pa = (weights @ (shares * pairable)) / (weights @ pairable)
+        pi = (weights @ (patterns / m[:, None])) / weights.sum(axis=1)[:, None]
+        pe = (pi * (1 - pi)).sum(axis=1) / (n_categories - 1)
+        ac1 = (pa - pe) / (1 - pe)
+    ac1[~np.isfinite(ac1) | (pe >= 1)] = np.nan
+    return ac1
+
+
+def gwet_ac1(counts: np.ndarray, *, bootstrap: int = 0, seed: int = 0) -> Estimate:
+    """Gwet's AC1 for any number of raters per unit (missing ratings allowed).
+
+    Q is the number of columns of ``counts`` (the whole domain, used or not), as in irrCAC
+    with ``categ.labels`` given. With no variation at all AC1 is 1 (pe = 0): that is the
+    coefficient's definition, not a convention added here. The bootstrap resamples units with
+    at least one rating, since those all enter pi_k.
+    """
+    counts = _as_counts(counts)
+    if counts.shape[1] < 2:
+        return _undefined("undefined: AC1 needs at least two categories")
+    rated = counts[counts.sum(axis=1) >= 1]
+    if not (rated.sum(axis=1) >= 2).any():
+        return _undefined("undefined: no unit has two or more ratings")
+    patterns, frequencies = unit_patterns(rated)
+    point = _ac1_from_weights(patterns, frequencies[None, :].astype(np.float64))[0]
+    if not np.isfinite(point):
+        return _undefined("undefined: chance agreement is 1")
+    if bootstrap <= 0:
+        return Estimate(value=float(point))
+    ci, note = _bootstrap(
+        lambda w: _ac1_from_weights(patterns, w), frequencies, resamples=bootstrap, seed=seed
+    )
+    return Estimate(value=float(point), ci95=ci, note=note)
+
+
+def fleiss_kappa(counts: np.ndarray) -> Estimate:
+    """Fleiss' (1971) kappa; requires the same number of ratings (>= 2) for every rated unit.
+
+    Units with no rating at all are ignored.
+    """
+    counts = _as_counts(counts)
+    rated = counts[counts.sum(axis=1) >= 1].astype(np.float64)
+    if rated.shape[0] == 0:
+        return _undefined("undefined: no rated unit")
+    per_unit = np.unique(rated.sum(axis=1))
+    if per_unit.size != 1:
+        return _undefined(
+            "undefined: Fleiss' kappa needs the same number of ratings per unit, got "
+            + ", ".join(str(int(r)) for r in per_unit)
+        )
+    m = per_unit[0]
+    if m < 2:
+        return _undefined("undefined: no unit has two or more ratings")
+    p_bar = ((rated * (rated - 1)).sum(axis=1) / (m * (m - 1))).mean()
+    p_j = rated.sum(axis=0) / rated.sum()
+    p_e = float((p_j**2).sum())
+    if p_e >= 1:
+        return _undefined("undefined: every rating has the same value (no variation)")
+    return Estimate(value=float((p_bar - p_e) / (1 - p_e)))
+
+
+# --------------------------------------------------------------------------------------------
+# Label-independent orientation
+
+_FLIP = {"chosen": "second", "rejected": "first", "tie": "tie"}
+_KEEP = {"chosen": "first", "rejected": "second", "tie": "tie"}
+
+
+def chosen_is_first(pair_id: str) -> bool:
+    """Stable, label-independent coin for a pair: the low bit of sha256(pair id)."""
+    return hashlib.sha256(str(pair_id).encode("utf-8")).digest()[0] % 2 == 0
+
+
+def neutral_orientation(pair_ids: Sequence[str], preferences: Sequence[str]) -> list[str]:
+    """Map chosen/rejected/tie to first/second/tie, "first" decided per pair by a hash.
+
+    Alpha on chosen/rejected labels suffers from lopsided marginals when most annotators pick
+    ``chosen``; orienting each pair by a coin that ignores the labels removes that, and being a
+    hash of the pair id it is the same in every process. Missing preferences (None/NaN) stay None.
+    """
+    if len(pair_ids) != len(preferences):
+        raise ValueError(
+            f"{len(pair_ids)} pair ids but {len(preferences)} preferences; they must align"
+        )
+    unknown = {p for p in preferences if not _is_missing(p) and p not in _KEEP}
+    if unknown:
+        raise ValueError(f"unknown preference labels: {sorted(map(repr, unknown))}")
+    return [
+        None if _is_missing(pref) else (_KEEP if chosen_is_first(pid) else _FLIP)[pref]
+        for pid, pref in zip(pair_ids, preferences, strict=True)
+    ]
+
+
+def _is_missing(x) -> bool:
+    return x is None or (isinstance(x, float) and math.isnan(x))
