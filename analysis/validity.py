@@ -1,0 +1,157 @@
+"""Validity of the constructed pairs: agreement with the label, position bias, equal quality.
+
+Every function returns a JSON-ready dict. A statistic that cannot be computed on the data is
+``None`` with a sibling ``"note"``; these functions never raise on data.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+from scipy import stats
+
+_Z95 = float(stats.norm.ppf(0.975))
+
+
+def _exact_ci(k: int, n: int) -> list[float]:
+    # The interval must come from a two-sided test object: proportion_ci of a one-sided
+    # binomtest is a one-sided interval.
+    ci = stats.binomtest(k, n, 0.5).proportion_ci(confidence_level=0.95, method="exact")
+    return [float(ci.low), float(ci.high)]
+
+
+def _check_count(k: int, n: int) -> None:
+    if not (0 <= k <= n):
+        raise ValueError(f"need 0 <= k <= n, got k={k}, n={n}")
+
+
+def label_agreement(majorities: Sequence[str]) -> dict:
+    """Share of decided pairs whose annotator majority is ``chosen``, tested against 0.5.
+
+    The unit is the pair (annotations of one pair are not independent). Anything other than
+    ``chosen``/``rejected`` (tie, no consensus, missing) is excluded. ``p_value`` is the exact
+    one-sided binomial test of H1: p > 0.5; ``ci95`` the exact Clopper-Pearson interval.
+    """
+    k = sum(1 for m in majorities if m == "chosen")
+    n = k + sum(1 for m in majorities if m == "rejected")
+    if n == 0:
+        return {
+            "value": None,
+            "ci95": None,
+            "p_value": None,
+            "n": 0,
+            "k": 0,
+            "note": "undefined: no pair has a chosen or rejected majority",
+        }
+    p_value = stats.binomtest(k, n, 0.5, alternative="greater").pvalue
+    return {"value": k / n, "ci95": _exact_ci(k, n), "p_value": float(p_value), "n": n, "k": k}
+
+
+def position_bias(*, first_slot_picks: int, n: int) -> dict:
+    """Share of decisive annotations that picked the first slot, two-sided exact test vs 0.5."""
+    _check_count(first_slot_picks, n)
+    if n == 0:
+        return {
+            "first_slot_rate": None,
+            "p_value": None,
+            "n": 0,
+            "ci95": None,
+            "note": "undefined: no decisive annotation with a known slot",
+        }
+    p_value = stats.binomtest(first_slot_picks, n, 0.5).pvalue
+    return {
+        "first_slot_rate": first_slot_picks / n,
+        "p_value": float(p_value),
+        "n": n,
+        "ci95": _exact_ci(first_slot_picks, n),
+    }
+
+
+def wilson_interval(k: int, n: int, *, z: float = _Z95) -> tuple[float, float]:
+    """Wilson score interval without continuity correction (Newcombe 1998, method 3)."""
+    _check_count(k, n)
+    if n == 0:
+        raise ValueError("the Wilson interval needs n > 0")
+    centre = (k + z * z / 2) / (n + z * z)
+    half = z / (n + z * z) * math.sqrt(k * (n - k) / n + z * z / 4)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def proportion(k: int, n: int) -> dict:
+    """k out of n with a 95% Wilson interval."""
+    _check_count(k, n)
+    if n == 0:
+        return {"value": None, "ci95": None, "n": 0, "k": 0, "note": "undefined: n is 0"}
+    return {"value": k / n, "ci95": list(wilson_interval(k, n)), "n": n, "k": k}
+
+
+def tost_paired(differences: Sequence[float], *, margin: float, alpha: float = 0.05) -> dict:
+    """Equivalence of the per-pair differences (chosen minus rejected) to zero within ``margin``.
+
+    Two one-sided one-sample t-tests (Schuirmann 1987; Lakens 2017) of H0: mu <= -margin and
+    H0: mu >= +margin; ``tost_p`` is the larger p-value and ``equivalent`` is ``tost_p < alpha``,
+    which is the same as the (1 - 2 alpha) confidence interval ``ci90`` lying inside
+    (-margin, +margin). NaN differences are dropped.
+
+    Zero variance (every difference identical, n >= 2): the t statistics are +-infinity, so
+    the p-values are their limits: ``tost_p`` is 0 (equivalent) when |mean| < margin and 1
+    otherwise, with a note saying so. The data carry no estimate of spread, so the report
+    should show this note rather than a bare p of 0.
+    """
+    if not margin > 0:
+        raise ValueError(f"margin must be positive, got {margin}")
+    if not 0 < alpha < 0.5:
+        raise ValueError(f"alpha must be in (0, 0.5), got {alpha}")
+    values = np.asarray(differences, dtype=np.float64)
+    values = values[~np.isnan(values)]
+    n = int(values.size)
+    if n < 2:
+        return _tost_undefined(n, "undefined: fewer than two pairs with a difference")
+
+    mean = float(values.mean())
+    sd = float(values.std(ddof=1))
+    if sd == 0.0:
+        return _tost_zero_variance(mean, n, margin=margin, alpha=alpha)
+
+    df = n - 1
+    se = sd / math.sqrt(n)
+    p_lower = stats.t.sf((mean + margin) / se, df)  # H0: mu <= -margin
+    p_upper = stats.t.cdf((mean - margin) / se, df)  # H0: mu >= +margin
+    tost_p = float(max(p_lower, p_upper))
+    half_width = float(stats.t.ppf(1 - alpha, df)) * se
+    return {
+        "mean_diff": mean,
+        "tost_p": tost_p,
+        "equivalent": tost_p < alpha,
+        "n": n,
+        "ci90": [mean - half_width, mean + half_width],
+    }
+
+
+def _tost_undefined(n: int, note: str) -> dict:
+    return {
+        "mean_diff": None,
+        "tost_p": None,
+        "equivalent": None,
+        "n": n,
+        "ci90": None,
+        "note": note,
+    }
+
+
+def _tost_zero_variance(mean: float, n: int, *, margin: float, alpha: float) -> dict:
+    inside = abs(mean) < margin
+    tost_p = 0.0 if inside else 1.0
+    return {
+        "mean_diff": mean,
+        "tost_p": tost_p,
+        "equivalent": tost_p < alpha,
+        "n": n,
+        "ci90": [mean, mean],
+        "note": (
+            f"all {n} differences equal {mean:g} (zero variance); tost_p is the limit of the "
+            "t-tests, " + ("0: inside the margin" if inside else "1: not inside the margin")
+        ),
+    }

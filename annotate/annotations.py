@@ -1,0 +1,272 @@
+"""Storing annotations: one row per (study, pair, annotator), written by an upsert so that a
+double click, a rerun or a second tab can never create a second row or lose the first."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+
+import pandas as pd
+from sqlalchemy import update
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, select
+
+from annotate.assignment import ensure_assignment
+from annotate.db import retrying, session
+from annotate.models import Annotation, Annotator, Assignment, Pair, Study, utcnow
+
+RATING_COLUMNS = [
+    f"{dimension}_{side}"
+    for side in ("chosen", "rejected")
+    for dimension in ("correctness", "relevance", "helpfulness")
+]
+EXPORT_COLUMNS = [
+    "pair_id",
+    "annotator",
+    "preference",
+    "chosen_position",
+    *RATING_COLUMNS,
+    "main_reason",
+    "comment",
+    "seconds",
+    "submitted_at",
+]
+_UPSERT_FIELDS = [
+    "preference",
+    "chosen_position",
+    *RATING_COLUMNS,
+    "main_reason",
+    "comment",
+    "seconds",
+    "submitted_at",
+    "source",
+]
+
+
+def preference_from_slot(slot: str, chosen_position: str) -> str:
+    """Map the slot the annotator picked ("A", "B" or "tie") back to chosen/rejected/tie."""
+    if slot == "tie":
+        return "tie"
+    if slot not in ("A", "B") or chosen_position not in ("A", "B"):
+        raise ValueError(f"unknown slot {slot!r} or position {chosen_position!r}")
+    return "chosen" if slot == chosen_position else "rejected"
+
+
+def slot_from_preference(preference: str, chosen_position: str) -> str:
+    if preference == "tie":
+        return "tie"
+    same = preference == "chosen"
+    return chosen_position if same else ("B" if chosen_position == "A" else "A")
+
+
+@dataclass
+class Answer:
+    preference: str
+    chosen_position: str | None
+    ratings: dict[str, int | None] = field(default_factory=dict)  # e.g. {"correctness_chosen": 4}
+    main_reason: str | None = None
+    comment: str | None = None
+    seconds: float | None = None
+    submitted_at: datetime | None = None
+
+    def values(self) -> dict:
+        unknown = set(self.ratings) - set(RATING_COLUMNS)
+        if unknown:
+            raise ValueError(f"unknown rating columns: {sorted(unknown)}")
+        return {
+            "preference": self.preference,
+            "chosen_position": self.chosen_position,
+            **{column: self.ratings.get(column) for column in RATING_COLUMNS},
+            "main_reason": self.main_reason,
+            "comment": self.comment or None,
+            "seconds": self.seconds,
+            "submitted_at": self.submitted_at or utcnow(),
+        }
+
+
+def _upsert(s: Session, rows: list[dict]) -> None:
+    dialect = s.get_bind().dialect.name
+    module = postgresql if dialect == "postgresql" else sqlite
+    statement = module.insert(Annotation).values(rows)
+    statement = statement.on_conflict_do_update(
+        index_elements=["study_id", "pair_id", "annotator_id"],
+        set_={name: statement.excluded[name] for name in _UPSERT_FIELDS},
+    )
+    s.execute(statement)
+
+
+@retrying
+def submit_answer(engine: Engine, *, annotator_id: int, pair_id: int, answer: Answer) -> None:
+    """Store (or replace) this annotator's answer for this pair and close its assignment."""
+    with session(engine) as s:
+        annotator = s.get(Annotator, annotator_id)
+        study_id = annotator.study_id
+        assignment = ensure_assignment(
+            s, study_id=study_id, pair_id=pair_id, annotator_id=annotator_id
+        )
+        _upsert(
+            s,
+            [
+                {
+                    "study_id": study_id,
+                    "pair_id": pair_id,
+                    "annotator_id": annotator_id,
+                    "source": "app",
+                    **answer.values(),
+                }
+            ],
+        )
+        if assignment.status != "done":
+            s.execute(
+                update(Assignment)
+                .where(Assignment.id == assignment.id)
+                .values(status="done", completed_at=utcnow())
+            )
+
+
+@retrying
+def get_answer(engine: Engine, *, annotator_id: int, pair_id: int) -> Annotation | None:
+    with session(engine) as s:
+        return s.exec(
+            select(Annotation).where(
+                Annotation.annotator_id == annotator_id, Annotation.pair_id == pair_id
+            )
+        ).first()
+
+
+def annotations_frame(engine: Engine, *, study: str) -> pd.DataFrame:
+    """The study's annotations in the contract's table layout (section 3)."""
+    with session(engine) as s:
+        study_row = s.exec(select(Study).where(Study.name == study)).first()
+        if study_row is None:
+            from annotate.errors import UserError
+
+            raise UserError(f"there is no study named {study!r}")
+        rows = s.exec(
+            select(Pair.pair_key, Annotator.name, Annotation)
+            .join(Pair, Pair.id == Annotation.pair_id)
+            .join(Annotator, Annotator.id == Annotation.annotator_id)
+            .where(Annotation.study_id == study_row.id)
+            .order_by(Pair.position, Annotator.name)
+        ).all()
+    records = []
+    for pair_key, name, a in rows:
+        records.append(
+            {
+                "pair_id": pair_key,
+                "annotator": name,
+                "preference": a.preference,
+                "chosen_position": a.chosen_position,
+                **{column: getattr(a, column) for column in RATING_COLUMNS},
+                "main_reason": a.main_reason,
+                "comment": a.comment,
+                "seconds": a.seconds,
+                "submitted_at": a.submitted_at.isoformat() if a.submitted_at else None,
+            }
+        )
+    frame = pd.DataFrame.from_records(records, columns=EXPORT_COLUMNS)
+    for column in RATING_COLUMNS:
+        frame[column] = frame[column].astype("Int64")
+    frame["seconds"] = frame["seconds"].astype("Float64")
+    return frame
+
+
+def pairs_frame(engine: Engine, *, study: str) -> pd.DataFrame:
+    """The study's pairs for analysis: pair_id, category, is_gold and the original record."""
+    with session(engine) as s:
+        study_row = s.exec(select(Study).where(Study.name == study)).first()
+        if study_row is None:
+            from annotate.errors import UserError
+
+            raise UserError(f"there is no study named {study!r}")
+        pairs = s.exec(
+            select(Pair).where(Pair.study_id == study_row.id).order_by(Pair.position)
+        ).all()
+    return pd.DataFrame.from_records(
+        [
+            {
+                "pair_id": p.pair_key,
+                "category": p.category,
+                "is_gold": p.is_gold,
+                "record": {
+                    "id": p.pair_key,
+                    "question": p.question,
+                    "profile": p.profile,
+                    "rubric_aspects": p.rubric_aspects,
+                    "narrative": p.narrative,
+                    "category": p.category,
+                    "chosen": p.chosen,
+                    "rejected": p.rejected,
+                    **(p.extra or {}),
+                },
+            }
+            for p in pairs
+        ],
+        columns=["pair_id", "category", "is_gold", "record"],
+    )
+
+
+def _annotator_ids(s: Session, *, names: Iterable[str], study_id: int) -> dict[str, int]:
+    names = sorted(set(names))
+    found = dict(
+        s.exec(select(Annotator.name, Annotator.id).where(Annotator.name.in_(names))).all()
+    )
+    missing = [n for n in names if n not in found]
+    if missing:
+        dialect = s.get_bind().dialect.name
+        module = postgresql if dialect == "postgresql" else sqlite
+        s.execute(
+            module.insert(Annotator)
+            .values(
+                [
+                    {
+                        "name": n,
+                        "study_id": study_id,
+                        "is_admin": False,
+                        "active": True,
+                        "created_at": utcnow(),
+                        "guidelines_seen": False,
+                    }
+                    for n in missing
+                ]
+            )
+            .on_conflict_do_nothing(index_elements=["name"])
+        )
+        found = dict(
+            s.exec(select(Annotator.name, Annotator.id).where(Annotator.name.in_(names))).all()
+        )
+    return found
+
+
+@retrying
+def import_annotation_rows(engine: Engine, *, study_id: int, rows: list[dict]) -> int:
+    """Upsert already validated contract rows (pair_id = pair key) in one transaction."""
+    with session(engine) as s:
+        pair_ids = dict(
+            s.exec(select(Pair.pair_key, Pair.id).where(Pair.study_id == study_id)).all()
+        )
+        annotators = _annotator_ids(s, names=(r["annotator"] for r in rows), study_id=study_id)
+        values = []
+        for row in rows:
+            values.append(
+                {
+                    "study_id": study_id,
+                    "pair_id": pair_ids[row["pair_id"]],
+                    "annotator_id": annotators[row["annotator"]],
+                    "preference": row["preference"],
+                    "chosen_position": row.get("chosen_position"),
+                    **{c: row.get(c) for c in RATING_COLUMNS},
+                    "main_reason": row.get("main_reason"),
+                    "comment": row.get("comment"),
+                    "seconds": row.get("seconds"),
+                    "submitted_at": row.get("submitted_at"),
+                    "source": "import",
+                }
+            )
+        # Sorted so concurrent imports take row locks in one order (no deadlocks on PostgreSQL).
+        values.sort(key=lambda v: (v["pair_id"], v["annotator_id"]))
+        for start in range(0, len(values), 500):
+            _upsert(s, values[start : start + 500])
+    return len(values)

@@ -1,0 +1,242 @@
+"""Which pair an annotator sees next, and in which A/B order.
+
+A pair is reserved for an annotator by an Assignment row; Pair.n_assigned counts the
+reservations and is only raised by a conditional UPDATE (`n_assigned < target`), so no pair
+is ever handed out beyond the study's overlap target, whatever runs at the same time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+from sqlalchemy import and_, exists, func, update
+from sqlalchemy.engine import Engine
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import Session, select
+
+from annotate.db import retrying, session
+from annotate.models import Annotator, Assignment, Pair, Study, utcnow
+
+CANDIDATES = 8
+
+
+def chosen_position_for(*, study_id: int, pair_id: int, annotator_id: int) -> str:
+    """Deterministic, balanced coin: same annotator and pair, same order on every reload."""
+    digest = hashlib.sha256(f"{study_id}:{pair_id}:{annotator_id}".encode()).digest()
+    return "A" if digest[0] & 1 else "B"
+
+
+@dataclass(frozen=True)
+class Progress:
+    done: int
+    total: int
+
+    @property
+    def finished(self) -> bool:
+        return self.total > 0 and self.done >= self.total
+
+
+def _mine(annotator_id: int):
+    return exists().where(
+        and_(Assignment.pair_id == Pair.id, Assignment.annotator_id == annotator_id)
+    )
+
+
+def _reserve(s: Session, *, study: Study, pair_id: int, annotator_id: int) -> bool:
+    raised = s.execute(
+        update(Pair)
+        .where(Pair.id == pair_id, Pair.n_assigned < study.overlap_target)
+        .values(n_assigned=Pair.n_assigned + 1)
+    )
+    return raised.rowcount == 1
+
+
+def _active(s: Session, annotator_id: int) -> Assignment | None:
+    return s.exec(
+        select(Assignment)
+        .where(Assignment.annotator_id == annotator_id, Assignment.status == "active")
+        .order_by(Assignment.assigned_at, Assignment.id)
+        .limit(1)
+    ).first()
+
+
+def _count(s: Session, statement) -> int:
+    return int(s.exec(statement).one())
+
+
+def done_count(s: Session, annotator_id: int) -> int:
+    return _count(
+        s,
+        select(func.count())
+        .select_from(Assignment)
+        .where(Assignment.annotator_id == annotator_id, Assignment.status == "done"),
+    )
+
+
+def _quota_reached(s: Session, study: Study, annotator_id: int) -> bool:
+    return (
+        study.items_per_annotator is not None
+        and done_count(s, annotator_id) >= study.items_per_annotator
+    )
+
+
+@retrying
+def next_assignment(engine: Engine, *, annotator_id: int) -> Assignment | None:
+    """The annotator's current pair: the one already open, else a newly reserved one."""
+    with session(engine) as s:
+        current = _active(s, annotator_id)
+        if current is not None:
+            return current
+        annotator = s.get(Annotator, annotator_id)
+        study = s.get(Study, annotator.study_id)
+        if _quota_reached(s, study, annotator_id):
+            return None
+        candidates = s.exec(
+            select(Pair.id)
+            .where(
+                Pair.study_id == study.id,
+                Pair.is_gold == False,  # noqa: E712
+                Pair.n_assigned < study.overlap_target,
+                ~_mine(annotator_id),
+            )
+            .order_by(Pair.n_assigned, Pair.position)
+            .limit(CANDIDATES)
+        ).all()
+        for pair_id in candidates:
+            if _reserve(s, study=study, pair_id=pair_id, annotator_id=annotator_id):
+                assignment = Assignment(
+                    study_id=study.id,
+                    pair_id=pair_id,
+                    annotator_id=annotator_id,
+                    chosen_position=chosen_position_for(
+                        study_id=study.id, pair_id=pair_id, annotator_id=annotator_id
+                    ),
+                )
+                s.add(assignment)
+                s.flush()
+                return assignment
+        # Nothing new: offer the pairs this annotator skipped, while they still have room.
+        skipped = s.exec(
+            select(Assignment)
+            .where(Assignment.annotator_id == annotator_id, Assignment.status == "skipped")
+            .order_by(Assignment.completed_at, Assignment.id)
+        ).all()
+        for assignment in skipped:
+            if _reserve(s, study=study, pair_id=assignment.pair_id, annotator_id=annotator_id):
+                assignment.status = "active"
+                assignment.assigned_at = utcnow()
+                assignment.completed_at = None
+                s.add(assignment)
+                s.flush()
+                return assignment
+        return None
+
+
+@retrying
+def open_assignment(engine: Engine, *, annotator_id: int, pair_id: int) -> Assignment | None:
+    """An assignment this annotator already holds (to go back to an earlier pair)."""
+    with session(engine) as s:
+        return s.exec(
+            select(Assignment).where(
+                Assignment.annotator_id == annotator_id, Assignment.pair_id == pair_id
+            )
+        ).first()
+
+
+@retrying
+def skip(engine: Engine, *, annotator_id: int, pair_id: int) -> None:
+    """Put the pair back for others; it returns to this annotator only after everything else."""
+    with session(engine) as s:
+        assignment = s.exec(
+            select(Assignment).where(
+                Assignment.annotator_id == annotator_id,
+                Assignment.pair_id == pair_id,
+                Assignment.status == "active",
+            )
+        ).first()
+        if assignment is None:
+            return
+        assignment.status = "skipped"
+        assignment.completed_at = utcnow()
+        s.add(assignment)
+        s.execute(update(Pair).where(Pair.id == pair_id).values(n_assigned=Pair.n_assigned - 1))
+
+
+def ensure_assignment(s: Session, *, study_id: int, pair_id: int, annotator_id: int) -> Assignment:
+    """The assignment row for a submission that arrives without one (a stale tab, an import)."""
+    assignment = s.exec(
+        select(Assignment).where(
+            Assignment.annotator_id == annotator_id, Assignment.pair_id == pair_id
+        )
+    ).first()
+    if assignment is not None:
+        if assignment.status == "skipped":
+            s.execute(update(Pair).where(Pair.id == pair_id).values(n_assigned=Pair.n_assigned + 1))
+        return assignment
+    assignment = Assignment(
+        study_id=study_id,
+        pair_id=pair_id,
+        annotator_id=annotator_id,
+        chosen_position=chosen_position_for(
+            study_id=study_id, pair_id=pair_id, annotator_id=annotator_id
+        ),
+    )
+    try:
+        with s.begin_nested():
+            s.add(assignment)
+            s.flush()
+    except IntegrityError:
+        return s.exec(
+            select(Assignment).where(
+                Assignment.annotator_id == annotator_id, Assignment.pair_id == pair_id
+            )
+        ).one()
+    s.execute(update(Pair).where(Pair.id == pair_id).values(n_assigned=Pair.n_assigned + 1))
+    return assignment
+
+
+@retrying
+def progress(engine: Engine, *, annotator_id: int) -> Progress:
+    """Done so far, and done plus what is still open to this annotator (capped by the quota)."""
+    with session(engine) as s:
+        annotator = s.get(Annotator, annotator_id)
+        study = s.get(Study, annotator.study_id)
+        by_status = dict(
+            s.exec(
+                select(Assignment.status, func.count())
+                .where(Assignment.annotator_id == annotator_id)
+                .group_by(Assignment.status)
+            ).all()
+        )
+        available = _count(
+            s,
+            select(func.count())
+            .select_from(Pair)
+            .where(
+                Pair.study_id == study.id,
+                Pair.is_gold == False,  # noqa: E712
+                Pair.n_assigned < study.overlap_target,
+                ~_mine(annotator_id),
+            ),
+        )
+        done = by_status.get("done", 0)
+        total = done + by_status.get("active", 0) + by_status.get("skipped", 0) + available
+        if study.items_per_annotator is not None:
+            total = min(total, study.items_per_annotator)
+        return Progress(done=done, total=max(total, done))
+
+
+@retrying
+def history(engine: Engine, *, annotator_id: int, limit: int = 200) -> list[tuple[int, str]]:
+    """(pair id, pair key) of this annotator's completed pairs, most recent first."""
+    with session(engine) as s:
+        return list(
+            s.exec(
+                select(Pair.id, Pair.pair_key)
+                .join(Assignment, Assignment.pair_id == Pair.id)
+                .where(Assignment.annotator_id == annotator_id, Assignment.status == "done")
+                .order_by(Assignment.completed_at.desc(), Assignment.id.desc())
+                .limit(limit)
+            ).all()
+        )

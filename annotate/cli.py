@@ -1,0 +1,74 @@
+"""The `annotate` command line: one module per subcommand under `annotate.commands`.
+
+Each command module defines NAME, HELP, `configure(parser)` and `run(args) -> int`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from annotate.errors import UserError
+
+COMMANDS = [
+    "import_pairs",
+    "add_annotator",
+    "serve",
+    "demo",
+    "import_annotations",
+    "export",
+    "report",
+    "backup",
+]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "--db",
+        metavar="URL",
+        help="database URL (default: $ANNOTATE_DATABASE_URL, else sqlite:///annotate.db)",
+    )
+    common.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+    parser = argparse.ArgumentParser(
+        prog="annotate",
+        description="Human evaluation of personalized preference pairs.",
+        parents=[common],
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name in COMMANDS:
+        module = importlib.import_module(f"annotate.commands.{name}")
+        command = sub.add_parser(
+            module.NAME, help=module.HELP, description=module.HELP, parents=[common]
+        )
+        module.configure(command)
+        command.set_defaults(handler=module.run)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.handler(args) or 0)
+    except UserError as exc:
+        if args.debug:
+            raise
+        print(f"annotate {args.command}: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:  # an unexpected failure still gets one readable line
+        if args.debug:
+            raise
+        print(
+            f"annotate {args.command}: unexpected error: {type(exc).__name__}: {exc} "
+            "(run again with --debug for the traceback)",
+            file=sys.stderr,
+        )
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

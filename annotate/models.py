@@ -1,0 +1,121 @@
+"""Database tables. One study holds pairs; annotators label pairs; one annotation per
+(study, pair, annotator); one assignment per (study, pair, annotator) records the A/B order
+that annotator saw and reserves the pair against the study's overlap target."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import JSON, Column, Index, Text, UniqueConstraint
+from sqlmodel import Field, SQLModel
+
+DEFAULT_DIMENSIONS = ["correctness", "relevance", "helpfulness"]
+DEFAULT_REASONS = ["personal_fit", "general_quality", "both", "unsure"]
+PREFERENCES = ("chosen", "rejected", "tie")
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC).replace(tzinfo=None)
+
+
+class Study(SQLModel, table=True):
+    id: int | None = Field(default=None, primary_key=True)
+    name: str = Field(index=True, unique=True)
+    overlap_target: int = 3
+    allow_ties: bool = True
+    scale_min: int = 1
+    scale_max: int = 5
+    scale_min_label: str = "very poor"
+    scale_max_label: str = "excellent"
+    dimensions: list[str] = Field(
+        default_factory=lambda: list(DEFAULT_DIMENSIONS), sa_column=Column(JSON)
+    )
+    reasons: list[str] = Field(
+        default_factory=lambda: list(DEFAULT_REASONS), sa_column=Column(JSON)
+    )
+    show_narrative: bool = True
+    show_profile: bool = True
+    guidelines: str = Field(default="", sa_column=Column(Text, nullable=False, default=""))
+    qualification_gold: int = 0
+    allow_prolific: bool = False
+    prolific_completion_code: str | None = None
+    items_per_annotator: int | None = None
+    created_at: datetime = Field(default_factory=utcnow)
+
+
+class Pair(SQLModel, table=True):
+    __table_args__ = (
+        UniqueConstraint("study_id", "pair_key", name="uq_pair_study_key"),
+        Index("ix_pair_queue", "study_id", "is_gold", "n_assigned", "position"),
+    )
+    id: int | None = Field(default=None, primary_key=True)
+    study_id: int = Field(foreign_key="study.id")
+    pair_key: str
+    position: int
+    question: str = Field(sa_column=Column(Text, nullable=False))
+    profile: list[dict[str, Any]] = Field(default_factory=list, sa_column=Column(JSON))
+    rubric_aspects: list[dict[str, Any]] = Field(default_factory=list, sa_column=Column(JSON))
+    narrative: str = Field(default="", sa_column=Column(Text, nullable=False, default=""))
+    category: str = ""
+    chosen: str = Field(sa_column=Column(Text, nullable=False))
+    rejected: str = Field(sa_column=Column(Text, nullable=False))
+    extra: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON))
+    record_hash: str
+    # Reservations (assignments not skipped): kept in step with Assignment in the same
+    # transaction, so choosing the next pair never has to count annotations.
+    n_assigned: int = 0
+    is_gold: bool = False
+    gold_answer: str | None = None
+    imported_at: datetime = Field(default_factory=utcnow)
+
+
+class Annotator(SQLModel, table=True):
+    id: int | None = Field(default=None, primary_key=True)
+    name: str = Field(index=True, unique=True)
+    study_id: int | None = Field(default=None, foreign_key="study.id")
+    is_admin: bool = False
+    active: bool = True
+    token_hash: str | None = Field(default=None, index=True, unique=True)
+    email: str | None = Field(default=None, index=True)
+    external_id: str | None = Field(default=None, index=True)  # e.g. Prolific participant id
+    created_at: datetime = Field(default_factory=utcnow)
+    guidelines_seen: bool = False
+
+
+class Assignment(SQLModel, table=True):
+    __table_args__ = (
+        UniqueConstraint("study_id", "pair_id", "annotator_id", name="uq_assignment"),
+        Index("ix_assignment_annotator", "annotator_id", "status", "assigned_at"),
+    )
+    id: int | None = Field(default=None, primary_key=True)
+    study_id: int = Field(foreign_key="study.id")
+    pair_id: int = Field(foreign_key="pair.id")
+    annotator_id: int = Field(foreign_key="annotator.id")
+    chosen_position: str  # "A" or "B": where the chosen response is shown to this annotator
+    status: str = "active"  # active | done | skipped
+    assigned_at: datetime = Field(default_factory=utcnow)
+    completed_at: datetime | None = None
+
+
+class Annotation(SQLModel, table=True):
+    __table_args__ = (
+        UniqueConstraint("study_id", "pair_id", "annotator_id", name="uq_annotation"),
+    )
+    id: int | None = Field(default=None, primary_key=True)
+    study_id: int = Field(foreign_key="study.id", index=True)
+    pair_id: int = Field(foreign_key="pair.id", index=True)
+    annotator_id: int = Field(foreign_key="annotator.id", index=True)
+    preference: str
+    chosen_position: str | None = None
+    correctness_chosen: int | None = None
+    relevance_chosen: int | None = None
+    helpfulness_chosen: int | None = None
+    correctness_rejected: int | None = None
+    relevance_rejected: int | None = None
+    helpfulness_rejected: int | None = None
+    main_reason: str | None = None
+    comment: str | None = Field(default=None, sa_column=Column(Text))
+    seconds: float | None = None
+    submitted_at: datetime | None = None
+    source: str = "app"  # app | import

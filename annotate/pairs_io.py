@@ -1,0 +1,404 @@
+"""Reading, validating and writing pairs files (JSON Lines, JSON array, Parquet).
+
+Records stream one at a time: a real Personalized RewardBench record carries a profile of
+hundreds of past posts (about 100 KB), so a file is never loaded whole.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictInt,
+    StrictStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from annotate.errors import InputError, UserError
+
+SUFFIXES = (".jsonl", ".json", ".parquet")
+MAX_RECORD_BYTES = 8 * 1024 * 1024
+MAX_TEXT_CHARS = 200_000
+MAX_PROBLEMS = 1000
+CORE_FIELDS = (
+    "id",
+    "question",
+    "profile",
+    "rubric_aspects",
+    "narrative",
+    "category",
+    "chosen",
+    "rejected",
+)
+
+Text = Annotated[StrictStr, Field(max_length=MAX_TEXT_CHARS)]
+RequiredText = Annotated[StrictStr, Field(min_length=1, max_length=MAX_TEXT_CHARS)]
+
+
+class ProfilePost(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    id: StrictStr | StrictInt | None = None
+    category: Text | None = None
+    text: Text
+
+
+class RubricAspect(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    aspect: RequiredText
+    evidence: Text | None = None
+    reason: Text | None = None
+
+
+class PairRecord(BaseModel):
+    """One pair in the Personalized RewardBench layout; unknown fields are kept."""
+
+    model_config = ConfigDict(extra="allow")
+    id: StrictStr | StrictInt
+    question: RequiredText
+    profile: list[ProfilePost] | None = None
+    rubric_aspects: list[RubricAspect] | None = None
+    narrative: Text | None = None
+    category: Text | None = None
+    chosen: RequiredText
+    rejected: RequiredText
+
+    @field_validator("id")
+    @classmethod
+    def _id_as_text(cls, value: str | int) -> str:
+        text = str(value).strip()
+        if not text:
+            raise ValueError("must not be empty")
+        return text
+
+    @field_validator("question", "chosen", "rejected")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must not be blank")
+        return value
+
+    @model_validator(mode="after")
+    def _responses_differ(self) -> PairRecord:
+        if self.chosen.strip() == self.rejected.strip():
+            raise ValueError("chosen and rejected are the same text")
+        return self
+
+
+@dataclass(frozen=True)
+class ValidPair:
+    """A validated record: the fields the app needs, plus the original for writing back."""
+
+    key: str
+    question: str
+    profile: list[dict[str, Any]]
+    rubric_aspects: list[dict[str, Any]]
+    narrative: str
+    category: str
+    chosen: str
+    rejected: str
+    extra: dict[str, Any]
+    record_hash: str
+
+    def as_record(self) -> dict[str, Any]:
+        return {
+            "id": self.key,
+            "question": self.question,
+            "profile": self.profile,
+            "rubric_aspects": self.rubric_aspects,
+            "narrative": self.narrative,
+            "category": self.category,
+            "chosen": self.chosen,
+            "rejected": self.rejected,
+            **self.extra,
+        }
+
+
+def record_hash(record: dict[str, Any]) -> str:
+    canonical = json.dumps(record, sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def _describe(error: dict[str, Any]) -> str:
+    field = ".".join(str(p) for p in error["loc"]) or "record"
+    message = error["msg"]
+    if error["type"] == "missing":
+        return f"field '{field}' is missing"
+    if error["type"] == "string_too_short":
+        return f"field '{field}' must not be empty"
+    if error["type"].startswith("string_too_long"):
+        limit = error.get("ctx", {}).get("max_length", MAX_TEXT_CHARS)
+        return f"field '{field}' is longer than the limit of {limit:,} characters"
+    if error["type"] in {"string_type", "int_type", "list_type", "model_type", "dict_type"}:
+        got = type(error.get("input")).__name__
+        return f"field '{field}': {message.lower()} (got {got})"
+    return f"field '{field}': {message.removeprefix('Value error, ')}"
+
+
+def validate_record(raw: Any) -> ValidPair:
+    """Validate one raw record; raises ValueError with every problem of the record, joined."""
+    if not isinstance(raw, dict):
+        raise ValueError(f"expected a JSON object, got {type(raw).__name__}")
+    try:
+        model = PairRecord.model_validate(raw)
+    except ValidationError as exc:
+        messages: list[str] = []
+        for error in exc.errors():
+            if error["loc"][:1] == ("id",) and error["type"] in {"string_type", "int_type"}:
+                got = type(error.get("input")).__name__
+                message = f"field 'id' must be a string or an integer (got {got})"
+            else:
+                message = _describe(error)
+            if message not in messages:
+                messages.append(message)
+        raise ValueError("; ".join(messages)) from None
+    extra = {k: v for k, v in raw.items() if k not in CORE_FIELDS}
+    profile = raw.get("profile") or []
+    rubric = raw.get("rubric_aspects") or []
+    normal = {
+        "id": model.id,
+        "question": model.question,
+        "profile": profile,
+        "rubric_aspects": rubric,
+        "narrative": model.narrative or "",
+        "category": model.category or "",
+        "chosen": model.chosen,
+        "rejected": model.rejected,
+        **extra,
+    }
+    return ValidPair(
+        key=model.id,
+        question=model.question,
+        profile=profile,
+        rubric_aspects=rubric,
+        narrative=model.narrative or "",
+        category=model.category or "",
+        chosen=model.chosen,
+        rejected=model.rejected,
+        extra=extra,
+        record_hash=record_hash(normal),
+    )
+
+
+# --- reading raw records -------------------------------------------------------------------
+
+
+def _iter_jsonl(path: Path) -> Iterator[tuple[str, Any]]:
+    with path.open("rb") as handle:
+        for number, line in enumerate(handle, start=1):
+            where = f"line {number}"
+            if len(line) > MAX_RECORD_BYTES:
+                yield (
+                    where,
+                    ValueError(
+                        f"record is {len(line):,} bytes, over the limit of {MAX_RECORD_BYTES:,} bytes"
+                    ),
+                )
+                continue
+            try:
+                text = line.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                yield where, ValueError(f"not valid UTF-8 text (byte {exc.start + 1})")
+                continue
+            if not text.strip():
+                continue
+            try:
+                yield where, json.loads(text)
+            except json.JSONDecodeError as exc:
+                yield where, ValueError(f"not valid JSON ({exc.msg}, column {exc.colno})")
+
+
+def _iter_json_array(path: Path, chunk_size: int = 1 << 20) -> Iterator[tuple[str, Any]]:
+    """Stream the elements of a top-level JSON array without loading the file whole."""
+    decoder = json.JSONDecoder()
+    with path.open("rb") as handle:
+        raw = b""
+        buffer = ""
+        line = 1  # line number at buffer[0]
+        started = finished = eof = expect_separator = False
+        index = 0
+
+        def refill() -> bool:
+            nonlocal raw, buffer, eof
+            chunk = handle.read(chunk_size)
+            if not chunk:
+                eof = True
+                if raw:
+                    raise ValueError("file ends in the middle of a UTF-8 character")
+                return False
+            raw += chunk
+            try:
+                text = raw.decode("utf-8")
+                raw = b""
+            except UnicodeDecodeError as exc:
+                if exc.end < len(raw) or exc.reason != "unexpected end of data":
+                    raise ValueError(
+                        f"not valid UTF-8 text near line {line + buffer.count(chr(10))}"
+                    ) from None
+                text = raw[: exc.start].decode("utf-8")
+                raw = raw[exc.start :]
+            buffer += text
+            return True
+
+        def skip_space() -> None:
+            nonlocal buffer, line
+            stripped = buffer.lstrip()
+            line += buffer[: len(buffer) - len(stripped)].count("\n")
+            buffer = stripped
+
+        while True:
+            skip_space()
+            while not buffer and not eof:
+                refill()
+                skip_space()
+            if not buffer:
+                break
+            if not started:
+                if buffer[0] != "[":
+                    raise ValueError("a .json pairs file must hold one JSON array of records")
+                started = True
+                buffer = buffer[1:]
+                continue
+            if finished:
+                raise ValueError(f"unexpected text after the array at line {line}")
+            if buffer[0] == "]":
+                finished = True
+                buffer = buffer[1:]
+                continue
+            if expect_separator and buffer[0] != ",":
+                raise ValueError(f"expected ',' or ']' between records at line {line}")
+            if buffer[0] == ",":
+                if not expect_separator:
+                    raise ValueError(f"unexpected ',' at line {line}")
+                expect_separator = False
+                buffer = buffer[1:]
+                skip_space()
+                while not buffer and not eof:
+                    refill()
+                    skip_space()
+            try:
+                value, end = decoder.raw_decode(buffer)
+            except json.JSONDecodeError as exc:
+                if not eof and refill():
+                    continue
+                raise ValueError(
+                    f"not valid JSON at line {line + exc.lineno - 1} ({exc.msg})"
+                ) from None
+            index += 1
+            # a number or literal at the end of the buffer may continue in the next chunk
+            if end == len(buffer) and not eof and refill():
+                index -= 1
+                continue
+            expect_separator = True
+            yield f"record {index} (line {line})", value
+            line += buffer[:end].count("\n")
+            buffer = buffer[end:]
+        if not started:
+            raise ValueError("the file is empty")
+        if not finished:
+            raise ValueError("the JSON array is not closed with ']'")
+
+
+def _iter_parquet(path: Path) -> Iterator[tuple[str, Any]]:
+    import pyarrow.parquet as pq
+
+    try:
+        parquet = pq.ParquetFile(path)
+    except Exception as exc:  # pyarrow raises several types for a broken file
+        raise ValueError(f"not a readable Parquet file ({exc})") from None
+    row = 0
+    for batch in parquet.iter_batches(batch_size=256):
+        for record in batch.to_pylist():
+            row += 1
+            yield f"row {row}", record
+
+
+def iter_raw_records(path: str | Path) -> Iterator[tuple[str, Any]]:
+    """Yield (where, raw record or ValueError) in file order; where names the line or row."""
+    path = Path(path)
+    if not path.is_file():
+        raise UserError(f"{path}: no such file")
+    suffix = path.suffix.lower()
+    if suffix == ".jsonl":
+        yield from _iter_jsonl(path)
+    elif suffix == ".json":
+        try:
+            yield from _iter_json_array(path)
+        except ValueError as exc:
+            raise InputError(str(path), [str(exc)]) from None
+    elif suffix == ".parquet":
+        try:
+            yield from _iter_parquet(path)
+        except ValueError as exc:
+            raise InputError(str(path), [str(exc)]) from None
+    else:
+        raise UserError(
+            f"{path}: unsupported file type {suffix!r}; use one of {', '.join(SUFFIXES)}"
+        )
+
+
+def iter_valid_pairs(path: str | Path) -> Iterator[tuple[str, ValidPair | str]]:
+    """Yield (where, ValidPair) or (where, problem) for every record, checking duplicate ids."""
+    seen: dict[str, str] = {}
+    for where, raw in iter_raw_records(path):
+        if isinstance(raw, ValueError):
+            yield where, str(raw)
+            continue
+        try:
+            pair = validate_record(raw)
+        except ValueError as exc:
+            yield where, str(exc)
+            continue
+        if pair.key in seen:
+            yield where, f"field 'id': duplicate id {pair.key!r} (first at {seen[pair.key]})"
+            continue
+        seen[pair.key] = where
+        yield where, pair
+
+
+def read_pairs(path: str | Path) -> list[ValidPair]:
+    """Read and validate a whole pairs file; InputError lists every problem."""
+    pairs: list[ValidPair] = []
+    problems: list[str] = []
+    for where, item in iter_valid_pairs(path):
+        if isinstance(item, str):
+            problems.append(f"{where}: {item}")
+        else:
+            pairs.append(item)
+    if problems:
+        raise InputError(str(path), problems)
+    if not pairs:
+        raise InputError(str(path), ["the file holds no records"])
+    return pairs
+
+
+def write_pairs(records: Iterable[dict[str, Any]], path: str | Path) -> int:
+    """Write records in the pairs layout; the format follows the suffix. Returns the count."""
+    path = Path(path)
+    suffix = path.suffix.lower()
+    records = list(records)
+    if suffix == ".jsonl":
+        with path.open("w", encoding="utf-8") as handle:
+            for record in records:
+                handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+    elif suffix == ".json":
+        path.write_text(json.dumps(records, ensure_ascii=False, indent=1), encoding="utf-8")
+    elif suffix == ".parquet":
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        pq.write_table(pa.Table.from_pylist(records), path)
+    else:
+        raise UserError(
+            f"{path}: unsupported file type {suffix!r}; use one of {', '.join(SUFFIXES)}"
+        )
+    return len(records)
