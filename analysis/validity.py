@@ -76,7 +76,10 @@ def wilson_interval(k: int, n: int, *, z: float = _Z95) -> tuple[float, float]:
         raise ValueError("the Wilson interval needs n > 0")
     centre = (k + z * z / 2) / (n + z * z)
     half = z / (n + z * z) * math.sqrt(k * (n - k) / n + z * z / 4)
-    return max(0.0, centre - half), min(1.0, centre + half)
+    # At k = 0 and k = n the bounds are exactly 0 and 1; avoid round-off like 1e-17.
+    lo = 0.0 if k == 0 else max(0.0, centre - half)
+    hi = 1.0 if k == n else min(1.0, centre + half)
+    return lo, hi
 
 
 def proportion(k: int, n: int) -> dict:
@@ -111,9 +114,10 @@ def tost_paired(differences: Sequence[float], *, margin: float, alpha: float = 0
         return _tost_undefined(n, "undefined: fewer than two pairs with a difference")
 
     mean = float(values.mean())
+    # Compare values, not the computed sd: a constant 0.1 has a round-off sd of ~1e-17.
+    if np.ptp(values) == 0:
+        return _tost_zero_variance(float(values[0]), n, margin=margin, alpha=alpha)
     sd = float(values.std(ddof=1))
-    if sd == 0.0:
-        return _tost_zero_variance(mean, n, margin=margin, alpha=alpha)
 
     df = n - 1
     se = sd / math.sqrt(n)
