@@ -1,26 +1,27 @@
 """The `annotate` command line: one module per subcommand under `annotate.commands`.
 
-Each command module defines NAME, HELP, `configure(parser)` and `run(args) -> int`.
+Each command module defines NAME, HELP, ORDER (its place in --help), `configure(parser)` and
+`run(args) -> int`; modules are discovered, so adding a command touches no other file.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import pkgutil
 import sys
 
+import annotate.commands
 from annotate.errors import UserError
 
-COMMANDS = [
-    "import_pairs",
-    "add_annotator",
-    "serve",
-    "demo",
-    "import_annotations",
-    "export",
-    "report",
-    "backup",
-]
+
+def command_modules() -> list:
+    modules = [
+        importlib.import_module(f"annotate.commands.{info.name}")
+        for info in pkgutil.iter_modules(annotate.commands.__path__)
+        if not info.name.startswith("_")
+    ]
+    return sorted(modules, key=lambda m: (getattr(m, "ORDER", 100), m.NAME))
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -37,8 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
         parents=[common],
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for name in COMMANDS:
-        module = importlib.import_module(f"annotate.commands.{name}")
+    for module in command_modules():
         command = sub.add_parser(
             module.NAME, help=module.HELP, description=module.HELP, parents=[common]
         )

@@ -16,7 +16,7 @@ PREFERENCES = ("chosen", "rejected", "tie")
 
 
 def utcnow() -> datetime:
-    return datetime.now(UTC).replace(tzinfo=None)
+    return datetime.now(UTC)
 
 
 class Study(SQLModel, table=True):

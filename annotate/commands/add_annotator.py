@@ -1,0 +1,36 @@
+"""annotate add-annotator NAME [--study NAME] [--admin] [--url URL]"""
+
+from __future__ import annotations
+
+import argparse
+
+from annotate.auth import DEFAULT_BASE_URL, create_annotator, login_link
+from annotate.commands._common import add_study_option, engine_from
+from annotate.db import session
+from annotate.studies import get_or_create_study
+
+NAME = "add-annotator"
+ORDER = 20
+HELP = "Create an annotator (or a maintainer with --admin) and print their personal login link."
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("name", metavar="NAME", help="annotator name, unique")
+    add_study_option(parser)
+    parser.add_argument("--admin", action="store_true", help="a maintainer: may open /admin")
+    parser.add_argument("--email", help="email for single sign-on (maintainers with st.login)")
+    parser.add_argument(
+        "--url", default=DEFAULT_BASE_URL, help=f"the app's address (default: {DEFAULT_BASE_URL})"
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    with session(engine_from(args)) as s:
+        study = get_or_create_study(s, args.study)
+        annotator, token = create_annotator(
+            s, name=args.name, study_id=study.id, is_admin=args.admin, email=args.email
+        )
+        role = "maintainer" if annotator.is_admin else "annotator"
+    print(f"{role} {annotator.name!r} added to study {args.study!r}; their personal link:")
+    print(login_link(token, args.url))
+    return 0
