@@ -96,6 +96,8 @@ class Assignment(SQLModel, table=True):
     status: str = "active"  # active | done | skipped
     assigned_at: datetime = Field(default_factory=utcnow)
     completed_at: datetime | None = None
+    # Answers given so far but not yet submitted, so a reload restores them.
+    draft: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON))
 
 
 class Annotation(SQLModel, table=True):
