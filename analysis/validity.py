@@ -114,10 +114,13 @@ def tost_paired(differences: Sequence[float], *, margin: float, alpha: float = 0
         return _tost_undefined(n, "undefined: fewer than two pairs with a difference")
 
     mean = float(values.mean())
-    # Compare values, not the computed sd: a constant 0.1 has a round-off sd of ~1e-17.
+    sd = float(values.std(ddof=1))
+    # Check the values too: a constant 0.1 has a round-off sd of ~1e-17 and a mean of
+    # 0.10000000000000002; tiny distinct values can underflow to sd 0.
     if np.ptp(values) == 0:
         return _tost_zero_variance(float(values[0]), n, margin=margin, alpha=alpha)
-    sd = float(values.std(ddof=1))
+    if sd == 0.0:
+        return _tost_zero_variance(mean, n, margin=margin, alpha=alpha)
 
     df = n - 1
     se = sd / math.sqrt(n)
