@@ -328,6 +328,8 @@ def _ac1_from_weights(patterns: np.ndarray, weights: np.ndarray) -> np.ndarray:
     Gwet (2008), Handbook of Inter-Rater Reliability (4th ed.), irrCAC ``gwet.ac1.raw``:
     pa over units with >= 2 ratings; pi_k = mean over units with >= 1 rating of n_uk / m_u;
     pe = sum_k pi_k (1 - pi_k) / (Q - 1).
+    irrCAC writes pe as sum(weights) * sum_k pi_k (1 - pi_k) / (Q (Q - 1)); for AC1 the weights
+    are the identity, so sum(weights) = Q. Dropping that factor would shrink pe Q-fold.
     """
     n_categories = patterns.shape[1]
     m = patterns.sum(axis=1).astype(np.float64)

@@ -22,9 +22,12 @@ def _exact_ci(k: int, n: int) -> list[float]:
     return [float(ci.low), float(ci.high)]
 
 
-def _check_count(k: int, n: int) -> None:
+def _checked_counts(k: int, n: int) -> tuple[int, int]:
+    """Plain ints (numpy integers are not JSON-serialisable), with 0 <= k <= n."""
+    k, n = int(k), int(n)
     if not (0 <= k <= n):
         raise ValueError(f"need 0 <= k <= n, got k={k}, n={n}")
+    return k, n
 
 
 def label_agreement(majorities: Sequence[str]) -> dict:
@@ -51,7 +54,7 @@ def label_agreement(majorities: Sequence[str]) -> dict:
 
 def position_bias(*, first_slot_picks: int, n: int) -> dict:
     """Share of decisive annotations that picked the first slot, two-sided exact test vs 0.5."""
-    _check_count(first_slot_picks, n)
+    first_slot_picks, n = _checked_counts(first_slot_picks, n)
     if n == 0:
         return {
             "first_slot_rate": None,
@@ -71,7 +74,7 @@ def position_bias(*, first_slot_picks: int, n: int) -> dict:
 
 def wilson_interval(k: int, n: int, *, z: float = _Z95) -> tuple[float, float]:
     """Wilson score interval without continuity correction (Newcombe 1998, method 3)."""
-    _check_count(k, n)
+    k, n = _checked_counts(k, n)
     if n == 0:
         raise ValueError("the Wilson interval needs n > 0")
     centre = (k + z * z / 2) / (n + z * z)
@@ -84,7 +87,7 @@ def wilson_interval(k: int, n: int, *, z: float = _Z95) -> tuple[float, float]:
 
 def proportion(k: int, n: int) -> dict:
     """k out of n with a 95% Wilson interval."""
-    _check_count(k, n)
+    k, n = _checked_counts(k, n)
     if n == 0:
         return {"value": None, "ci95": None, "n": 0, "k": 0, "note": "undefined: n is 0"}
     return {"value": k / n, "ci95": list(wilson_interval(k, n)), "n": n, "k": k}

@@ -215,3 +215,11 @@ def test_tost_rejects_bad_parameters():
         tost_paired([0.0, 1.0], margin=0.0)
     with pytest.raises(ValueError):
         tost_paired([0.0, 1.0], margin=0.5, alpha=0.5)
+
+
+def test_numpy_counts_give_json_ready_dicts():
+    for result in (
+        proportion(np.int64(3), np.int64(4)),
+        position_bias(first_slot_picks=np.int64(3), n=np.int64(4)),
+    ):
+        assert json.dumps(result, allow_nan=False)
