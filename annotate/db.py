@@ -1,10 +1,24 @@
-"""Engine creation, connection settings and write retries for SQLite and PostgreSQL."""
+"""Engine creation, connection settings and write retries for SQLite and PostgreSQL.
+
+SQLite: WAL journal (readers never block the writer), a 30 s busy timeout, `synchronous=FULL`
+(a commit survives a power cut, not only a killed process: labels are paid for), and every
+write transaction opened with BEGIN IMMEDIATE, so two writers queue on the lock instead of
+deadlocking when a read transaction tries to become a write one. Pure reads use `read_session`,
+which opens a deferred transaction: in WAL mode it never waits for a writer.
+
+PostgreSQL: a connection pool that checks connections before use (`pool_pre_ping`), so a
+database restart costs one reconnect instead of an error; the `retrying` decorator re-runs a
+whole transaction on serialization failures, deadlocks and dropped connections. Every storage
+function wrapped by it is idempotent (upserts, conditional updates), so a re-run after a commit
+whose acknowledgement was lost does no harm.
+"""
 
 from __future__ import annotations
 
 import functools
 import os
 import random
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -19,6 +33,15 @@ from annotate.errors import UserError
 
 ENV_VAR = "ANNOTATE_DATABASE_URL"
 DEFAULT_URL = "sqlite:///annotate.db"
+# Pool size per process (PostgreSQL). Every app replica and CLI process holds up to
+# POOL_SIZE + MAX_OVERFLOW connections: keep replicas x that below max_connections.
+POOL_SIZE = int(os.environ.get("ANNOTATE_DB_POOL_SIZE", "10"))
+MAX_OVERFLOW = int(os.environ.get("ANNOTATE_DB_MAX_OVERFLOW", "20"))
+# How long a storage call keeps retrying a transaction the database refused for a transient
+# reason (locked, serialization failure, deadlock, connection lost while the server restarts).
+RETRY_SECONDS = float(os.environ.get("ANNOTATE_DB_RETRY_SECONDS", "30"))
+
+_READ_ONLY = "annotate_read_only"
 
 T = TypeVar("T")
 
@@ -28,10 +51,23 @@ def resolve_url(cli_value: str | None = None) -> str:
     url = cli_value or os.environ.get(ENV_VAR) or DEFAULT_URL
     if url.startswith("postgresql://"):
         url = "postgresql+psycopg://" + url.removeprefix("postgresql://")
+    elif url.startswith("postgres://"):
+        url = "postgresql+psycopg://" + url.removeprefix("postgres://")
     try:
-        make_url(url)
+        parsed = make_url(url)
     except ArgumentError as exc:
         raise UserError(f"{url!r} is not a database URL ({exc})") from None
+    backend = parsed.get_backend_name()
+    if backend not in ("sqlite", "postgresql"):
+        raise UserError(
+            f"unsupported database {backend!r} in {parsed.render_as_string(hide_password=True)!r}; "
+            "use sqlite:///FILE or postgresql+psycopg://USER@HOST/DBNAME"
+        )
+    if backend == "postgresql" and parsed.get_driver_name() != "psycopg":
+        raise UserError(
+            f"PostgreSQL URLs must use the psycopg driver: postgresql+psycopg://... "
+            f"(got {parsed.drivername!r})"
+        )
     return url
 
 
@@ -47,15 +83,18 @@ def _configure_sqlite(engine: Engine) -> None:
     def _on_connect(dbapi_connection, _record):
         dbapi_connection.isolation_level = None
         cursor = dbapi_connection.cursor()
-        cursor.execute("PRAGMA journal_mode=WAL")
-        cursor.execute("PRAGMA synchronous=NORMAL")
         cursor.execute("PRAGMA busy_timeout=30000")
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA synchronous=FULL")
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.close()
 
     @event.listens_for(engine, "begin")
     def _on_begin(conn):
-        conn.exec_driver_sql("BEGIN IMMEDIATE")
+        if conn.get_execution_options().get(_READ_ONLY):
+            conn.exec_driver_sql("BEGIN")  # deferred: a snapshot, no write lock
+        else:
+            conn.exec_driver_sql("BEGIN IMMEDIATE")
 
 
 def create_db_engine(url: str) -> Engine:
@@ -64,63 +103,109 @@ def create_db_engine(url: str) -> Engine:
         _configure_sqlite(engine)
     else:
         engine = create_engine(
-            url, pool_pre_ping=True, pool_size=10, max_overflow=20, pool_recycle=1800
+            url,
+            pool_pre_ping=True,
+            pool_size=POOL_SIZE,
+            max_overflow=MAX_OVERFLOW,
+            pool_timeout=60,
+            pool_recycle=1800,
+            connect_args={"connect_timeout": 10, "application_name": "annotate"},
         )
     return engine
 
 
+def reader(engine: Engine) -> Engine:
+    """The same engine, but transactions opened through it only read (deferred on SQLite)."""
+    return engine.execution_options(**{_READ_ONLY: True})
+
+
 _engines: dict[str, Engine] = {}
+_ready: set[str] = set()
+_lock = threading.Lock()
 
 
 def get_engine(url: str | None = None, *, upgrade: bool = True) -> Engine:
     """One engine per URL per process, with the schema created or upgraded on first use."""
     url = resolve_url(url)
-    engine = _engines.get(url)
-    if engine is None:
-        engine = create_db_engine(url)
-        try:
-            if upgrade:
-                from annotate.schema import ensure_schema
+    with _lock:
+        engine = _engines.get(url)
+        if engine is None:
+            engine = _engines[url] = create_db_engine(url)
+        if upgrade and url not in _ready:
+            from annotate.schema import ensure_schema
 
-                ensure_schema(engine)
-        except OperationalError as exc:
-            engine.dispose()
-            raise UserError(f"cannot open the database {engine.url!r}: {exc.orig}") from None
-        _engines[url] = engine
+            try:
+                _retry_call(ensure_schema, engine, _seconds=3)
+            except OperationalError as exc:
+                _engines.pop(url, None)
+                engine.dispose()
+                shown = engine.url.render_as_string(hide_password=True)
+                raise UserError(f"cannot open the database {shown!r}: {exc.orig}") from None
+            _ready.add(url)
     return engine
 
 
 def dispose_engines() -> None:
     """Forget cached engines (tests, and processes that fork)."""
-    for engine in _engines.values():
-        engine.dispose()
-    _engines.clear()
+    with _lock:
+        for engine in _engines.values():
+            engine.dispose()
+        _engines.clear()
+        _ready.clear()
 
 
-def _is_retryable(exc: DBAPIError) -> bool:
-    text = str(exc.orig).lower()
-    code = getattr(exc.orig, "sqlstate", None)
-    return (
-        "database is locked" in text
-        or "database is busy" in text
-        or code in {"40001", "40P01"}  # serialization failure, deadlock
-        or (exc.connection_invalidated and code is None)
-    )
+# SQLSTATEs worth re-running the whole transaction for.
+_RETRY_SQLSTATES = {
+    "40001",  # serialization_failure
+    "40P01",  # deadlock_detected
+    "55P03",  # lock_not_available
+    "57P01",  # admin_shutdown (server restarting, or pg_terminate_backend)
+    "57P02",  # crash_shutdown
+    "57P03",  # cannot_connect_now (server starting up)
+    "53300",  # too_many_connections
+}
+
+
+def is_retryable(exc: BaseException) -> bool:
+    """True when the database refused for a transient reason and the same work may be re-run."""
+    if not isinstance(exc, DBAPIError):
+        return False
+    if exc.connection_invalidated:
+        return True
+    orig = exc.orig
+    code = getattr(orig, "sqlstate", None)
+    if code is not None:
+        return code in _RETRY_SQLSTATES or code.startswith("08")  # 08: connection exception
+    text = str(orig).lower()
+    if "database is locked" in text or "database is busy" in text or "table is locked" in text:
+        return True
+    # psycopg raises OperationalError without a SQLSTATE when it cannot reach the server
+    # (refused, reset, closed unexpectedly): transient while PostgreSQL restarts.
+    return isinstance(exc, OperationalError) and type(orig).__module__.startswith("psycopg")
+
+
+def _retry_call(fn: Callable[..., T], *args, _seconds: float | None = None, **kwargs) -> T:
+    deadline = time.monotonic() + (RETRY_SECONDS if _seconds is None else _seconds)
+    attempt = 0
+    while True:
+        try:
+            return fn(*args, **kwargs)
+        except DBAPIError as exc:
+            if not is_retryable(exc) or time.monotonic() >= deadline:
+                raise
+        delay = min(0.02 * 2**attempt, 1.0) * (0.5 + random.random())
+        time.sleep(max(0.0, min(delay, deadline - time.monotonic())))
+        attempt += 1
 
 
 def retrying(fn: Callable[..., T]) -> Callable[..., T]:
-    """Re-run a whole write transaction when the database asks for it (lock, serialization)."""
+    """Re-run a whole transaction when the database asks for it (lock, serialization, lost
+    connection), for up to RETRY_SECONDS. The wrapped function must open its own session and be
+    safe to run twice."""
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
-        for attempt in range(8):
-            try:
-                return fn(*args, **kwargs)
-            except DBAPIError as exc:
-                if attempt == 7 or not _is_retryable(exc):
-                    raise
-                time.sleep(min(0.05 * 2**attempt, 1.0) * (0.5 + random.random()))
-        raise AssertionError("unreachable")
+        return _retry_call(fn, *args, **kwargs)
 
     return wrapper
 
@@ -135,3 +220,11 @@ def session(engine: Engine) -> Iterator[Session]:
         except BaseException:
             s.rollback()
             raise
+
+
+@contextmanager
+def read_session(engine: Engine) -> Iterator[Session]:
+    """A unit of work that only reads: on SQLite a deferred transaction (a WAL snapshot that
+    never queues behind writers); on PostgreSQL the same as `session`."""
+    with session(reader(engine) if is_sqlite(engine) else engine) as s:
+        yield s

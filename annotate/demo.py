@@ -1,0 +1,70 @@
+"""The demo study: the project's own sample pairs, three annotators and a maintainer."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sqlalchemy.engine import Engine
+from sqlmodel import select
+
+from annotate.auth import create_annotator, reissue_token
+from annotate.db import session
+from annotate.errors import UserError
+from annotate.importer import import_pairs
+from annotate.models import Annotator
+from annotate.studies import get_or_create_study
+
+DEMO_STUDY = "demo"
+DEMO_ANNOTATORS = ["demo-annotator-1", "demo-annotator-2", "demo-annotator-3"]
+DEMO_MAINTAINER = "demo-maintainer"
+SAMPLE_NAME = "sample_pairs.jsonl"
+GUIDELINES = """\
+You will see a question a real person asked, what we know about that person (their rubric,
+their own words and some of their past posts), and two answers.
+
+1. **Which response would this user prefer?** Put yourself in *this* user's shoes: the one
+   that fits their stated preferences best, not the one you would prefer.
+2. **General quality**: rate each answer on its own merits, ignoring the user's preferences:
+   is it correct, relevant and helpful for anyone asking this?
+3. **What mainly decided your choice?** Be honest: "general quality" is a useful answer too.
+
+Keys: **A** or **B** to choose (**N** for no preference), **Ctrl+Enter** to submit.
+Your answers are saved as you go; you can come back to an earlier pair and change it.
+"""
+
+
+def sample_pairs_path() -> Path:
+    """data/sample_pairs.jsonl of a source checkout, else the copy in the working directory."""
+    candidates = [
+        Path(__file__).resolve().parents[1] / "data" / SAMPLE_NAME,
+        Path.cwd() / "data" / SAMPLE_NAME,
+    ]
+    for candidate in candidates:
+        if candidate.is_file():
+            return candidate
+    raise UserError(
+        f"cannot find the sample pairs ({SAMPLE_NAME}); run `annotate demo` from the project's folder"
+    )
+
+
+def build_demo(engine: Engine) -> list[tuple[str, bool, str]]:
+    """Import the sample pairs (a no-op the second time) and (re)issue the demo links.
+
+    Returns (name, is_admin, token) for each demo account.
+    """
+    import_pairs(engine, sample_pairs_path(), study_name=DEMO_STUDY)
+    accounts = []
+    with session(engine) as s:
+        study = get_or_create_study(s, DEMO_STUDY)
+        if not study.guidelines:
+            study.guidelines = GUIDELINES
+            s.add(study)
+        for name in [*DEMO_ANNOTATORS, DEMO_MAINTAINER]:
+            is_admin = name == DEMO_MAINTAINER
+            existing = s.exec(select(Annotator).where(Annotator.name == name)).first()
+            if existing is None:
+                _, token = create_annotator(s, name=name, study_id=study.id, is_admin=is_admin)
+            else:
+                token = reissue_token(s, existing)
+            accounts.append((name, is_admin, token))
+    return accounts

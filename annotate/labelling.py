@@ -1,0 +1,82 @@
+"""The labelling step as the page needs it: the item to show, drafts and submission."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlalchemy import update
+from sqlalchemy.engine import Engine
+from sqlmodel import select
+
+from annotate.annotations import submit_answer
+from annotate.answers import FormState, to_answer
+from annotate.assignment import next_assignment, open_assignment
+from annotate.db import retrying, session
+from annotate.models import Annotation, Annotator, Assignment, Pair, Study
+
+
+@dataclass(frozen=True)
+class Item:
+    pair: Pair
+    assignment: Assignment
+    annotation: Annotation | None
+
+    @property
+    def editing(self) -> bool:
+        return self.annotation is not None
+
+    def initial_form(self) -> FormState:
+        if self.annotation is not None:
+            return FormState.from_annotation(self.annotation, self.assignment.chosen_position)
+        return FormState.from_draft(self.assignment.draft)
+
+
+@retrying
+def load_context(engine: Engine, *, annotator_id: int) -> tuple[Annotator, Study]:
+    with session(engine) as s:
+        annotator = s.get(Annotator, annotator_id)
+        return annotator, s.get(Study, annotator.study_id)
+
+
+def current_item(engine: Engine, *, annotator_id: int, pair_id: int | None = None) -> Item | None:
+    """The pair to show: an earlier one being revisited, else the annotator's next pair."""
+    if pair_id is not None:
+        assignment = open_assignment(engine, annotator_id=annotator_id, pair_id=pair_id)
+    else:
+        assignment = next_assignment(engine, annotator_id=annotator_id)
+    if assignment is None:
+        return None
+    return _item(engine, assignment)
+
+
+@retrying
+def _item(engine: Engine, assignment: Assignment) -> Item:
+    with session(engine) as s:
+        pair = s.get(Pair, assignment.pair_id)
+        annotation = s.exec(
+            select(Annotation).where(
+                Annotation.pair_id == assignment.pair_id,
+                Annotation.annotator_id == assignment.annotator_id,
+            )
+        ).first()
+        return Item(pair=pair, assignment=assignment, annotation=annotation)
+
+
+@retrying
+def save_draft(engine: Engine, *, assignment_id: int, form: FormState) -> None:
+    with session(engine) as s:
+        s.execute(
+            update(Assignment)
+            .where(Assignment.id == assignment_id, Assignment.status == "active")
+            .values(draft=form.as_draft())
+        )
+
+
+def submit(engine: Engine, *, item: Item, form: FormState, seconds: float | None) -> None:
+    """Commit the answer (replacing an earlier one); the next pair is chosen afterwards."""
+    if item.annotation is not None and item.annotation.seconds is not None and seconds is not None:
+        seconds += item.annotation.seconds  # time spent on an earlier visit still counts
+    answer = to_answer(form, chosen_position=item.assignment.chosen_position, seconds=seconds)
+    submit_answer(
+        engine, annotator_id=item.assignment.annotator_id, pair_id=item.pair.id, answer=answer
+    )
