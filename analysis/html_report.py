@@ -1,0 +1,331 @@
+"""report.html: one self-contained offline page (plotly.js inlined once, no network).
+
+Every text that comes from the data (pair ids, annotator names, categories) is escaped: in the
+page with html.escape, in chart labels too, because plotly renders a subset of HTML in them.
+"""
+
+from __future__ import annotations
+
+import html
+
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from analysis.summary import fmt, fmt_p, headline_rows
+from analysis.tables import DIMENSIONS
+
+RELIABLE, TENTATIVE = 0.800, 0.667
+_CHOSEN, _REJECTED = "#1b7837", "#b2182b"
+MAX_LISTED_PAIRS = 100
+
+
+def _e(text) -> str:
+    return html.escape(str(text), quote=True)
+
+
+# --- charts --------------------------------------------------------------------------------
+
+
+def _alpha_chart(report: dict) -> go.Figure:
+    pref = report["preference"]
+    items = [
+        ("preference alpha (chosen/rejected/tie)", pref["alpha"]),
+        ("preference alpha (neutral orientation)", pref["alpha_neutral"]),
+        ("preference AC1", pref["ac1"]),
+        *[(f"quality alpha: {d}", report["quality"][d]["alpha"]) for d in DIMENSIONS],
+    ]
+    names, values, plus, minus, notes = [], [], [], [], []
+    for name, estimate in items:
+        names.append(name)
+        value = estimate["value"]
+        values.append(value)
+        ci = estimate["ci95"]
+        plus.append(ci[1] - value if ci and value is not None else 0)
+        minus.append(value - ci[0] if ci and value is not None else 0)
+        notes.append(_e(estimate.get("note", "")))
+    fig = go.Figure(
+        go.Scatter(
+            x=values,
+            y=names,
+            mode="markers",
+            marker={"size": 11, "color": "#2166ac"},
+            error_x={"type": "data", "array": plus, "arrayminus": minus, "visible": True},
+            text=notes,
+            hovertemplate="%{y}: %{x:.3f}<br>%{text}<extra></extra>",
+        )
+    )
+    for x, label in ((RELIABLE, "reliable 0.800"), (TENTATIVE, "tentative 0.667")):
+        fig.add_vline(x=x, line_dash="dot", line_color="grey", annotation_text=label)
+    fig.update_layout(
+        title="Agreement per question, with 95% bootstrap intervals (pairs resampled)",
+        xaxis_title="coefficient",
+        yaxis={"autorange": "reversed"},
+        height=380,
+        margin={"l": 280},
+    )
+    return fig
+
+
+def _quality_chart(report: dict) -> go.Figure:
+    fig = make_subplots(rows=1, cols=len(DIMENSIONS), subplot_titles=list(DIMENSIONS))
+    for col, dimension in enumerate(DIMENSIONS, start=1):
+        counts = report["quality"][dimension]["rating_counts"]
+        for side, colour in (("chosen", _CHOSEN), ("rejected", _REJECTED)):
+            total = sum(counts[side].values())
+            shares = [v / total if total else 0 for v in counts[side].values()]
+            fig.add_trace(
+                go.Bar(
+                    x=list(counts[side].keys()),
+                    y=shares,
+                    name=side,
+                    marker_color=colour,
+                    showlegend=col == 1,
+                    customdata=list(counts[side].values()),
+                    hovertemplate=f"{side}, rating %{{x}}: %{{y:.1%}} (%{{customdata}})<extra></extra>",
+                ),
+                row=1,
+                col=col,
+            )
+    fig.update_layout(
+        title="General quality ratings: chosen vs rejected (share of ratings per value)",
+        barmode="group",
+        height=360,
+    )
+    fig.update_yaxes(tickformat=".0%")
+    return fig
+
+
+def _verdict_chart(report: dict) -> go.Figure:
+    verdicts = report["verdicts"]
+    colours = ["#999999", "#fdae61", "#d73027", "#f46d43", "#fee090", "#1a9850"]
+    fig = go.Figure(
+        go.Bar(
+            x=list(verdicts),
+            y=list(verdicts.values()),
+            marker_color=colours,
+            text=list(verdicts.values()),
+        )
+    )
+    fig.update_layout(title="Pair verdicts (gold pairs excluded)", yaxis_title="pairs", height=340)
+    return fig
+
+
+def _annotator_chart(report: dict) -> go.Figure:
+    rows = [a for a in report["annotators"] if a.get("n")]
+    names = [_e(a["annotator"]) for a in rows]
+    fig = go.Figure()
+    for key, label, colour in (
+        ("label_agreement", "picks chosen (ties left out)", _CHOSEN),
+        ("peer_agreement", "agrees with the other annotators' majority", "#2166ac"),
+    ):
+        fig.add_trace(
+            go.Scatter(
+                x=[a["median_seconds"] for a in rows],
+                y=[a[key] for a in rows],
+                mode="markers",
+                name=label,
+                marker={
+                    "color": colour,
+                    "size": [min(30, 6 + a["n"] ** 0.5) for a in rows],
+                    "opacity": 0.7,
+                },
+                text=names,
+                customdata=[a["n"] for a in rows],
+                hovertemplate="%{text}: %{y:.2f}, median %{x:.0f} s, n = %{customdata}<extra></extra>",
+            )
+        )
+    fig.update_layout(
+        title="Per annotator: agreement vs median seconds per item (marker size ~ items)",
+        xaxis_title="median seconds per item",
+        yaxis={"title": "share", "range": [-0.05, 1.05]},
+        height=380,
+    )
+    return fig
+
+
+def _position_chart(report: dict) -> go.Figure:
+    pb = report["preference"]["position_bias"]
+    rows = [a for a in report["annotators"] if a.get("first_slot_rate") is not None]
+    rows.sort(key=lambda a: a["first_slot_rate"])
+    fig = go.Figure()
+    if pb["first_slot_rate"] is not None:
+        lo, hi = pb["ci95"]
+        rate = pb["first_slot_rate"]
+        fig.add_trace(
+            go.Bar(
+                x=["all annotators"],
+                y=[rate],
+                name="overall",
+                marker_color="#5e3c99",
+                error_y={"type": "data", "array": [hi - rate], "arrayminus": [rate - lo]},
+            )
+        )
+    fig.add_trace(
+        go.Bar(
+            x=[_e(a["annotator"]) for a in rows],
+            y=[a["first_slot_rate"] for a in rows],
+            name="per annotator",
+            marker_color="#b2abd2",
+            customdata=[a["n_slot"] for a in rows],
+            hovertemplate="%{x}: %{y:.2f} of %{customdata}<extra></extra>",
+        )
+    )
+    fig.add_hline(y=0.5, line_dash="dot", line_color="grey", annotation_text="no bias (0.5)")
+    fig.update_layout(
+        title="Position bias: share of decisive picks of the first slot (A); ties left out",
+        yaxis={"range": [0, 1], "tickformat": ".0%"},
+        height=360,
+    )
+    return fig
+
+
+# --- text ----------------------------------------------------------------------------------
+
+
+def _band(value) -> str:
+    if value is None:
+        return "undefined"
+    if value >= RELIABLE:
+        return "reliable (>= 0.800)"
+    if value >= TENTATIVE:
+        return "good enough for tentative conclusions only (0.667-0.800)"
+    return "below the 0.667 that Krippendorff treats as the minimum"
+
+
+def _reading(report: dict) -> list[str]:
+    pref = report["preference"]
+    paragraphs = []
+    pa, a, an, ac1 = (
+        pref["percent_agreement"],
+        pref["alpha"]["value"],
+        pref["alpha_neutral"]["value"],
+        pref["ac1"]["value"],
+    )
+    paragraphs.append(
+        f"Annotators agreed on {fmt(pa)} of the pairs of judgements they share (percent "
+        f"agreement), which after correcting for chance gives Krippendorff's alpha {fmt(a)} "
+        f"on chosen/rejected/tie, {fmt(an)} when each pair's responses are ordered by a neutral "
+        f"hash of its id, and Gwet's AC1 {fmt(ac1)}."
+    )
+    paragraphs.append(
+        "Why these can disagree (the kappa paradox): alpha subtracts the agreement expected by "
+        "chance, estimated from how often each label is used overall. When nearly everyone "
+        "picks chosen, as a well-built benchmark hopes, chance agreement is already high, so "
+        "even 80-90% raw agreement can leave alpha near zero. The neutral orientation removes "
+        "the lopsidedness that comes from the label itself, and AC1 uses a chance term that "
+        "stays small with skewed labels; read the three together with percent agreement."
+    )
+    for dimension in DIMENSIONS:
+        q = report["quality"][dimension]
+        paragraphs.append(
+            f"Quality ({dimension}): ordinal alpha {fmt(q['alpha']['value'])}, "
+            f"{_band(q['alpha']['value'])}. Chosen averaged {fmt(q['mean_chosen'], 2)} and "
+            f"rejected {fmt(q['mean_rejected'], 2)} (difference {fmt(q['mean_diff'], 2)}); "
+            + (
+                "the equivalence test shows the two within "
+                f"+-{q['margin']} (TOST p {fmt_p(q['tost_p'])})."
+                if q["equivalent"]
+                else f"equivalence within +-{q['margin']} is not shown (TOST p {fmt_p(q['tost_p'])})."
+            )
+        )
+    conclusion = report["conclusion"]
+    checks = conclusion["checks"]
+    verdict = (
+        "Personal preference was the main factor that separated the pairs: "
+        if conclusion["personal_preference_main_factor"]
+        else "The data do not show that personal preference was the main factor: "
+    )
+    parts = [
+        f"label agreement {'is' if checks['label_agreement']['passed'] else 'is not'} "
+        f"significantly above one half ({fmt(checks['label_agreement']['value'])}, p "
+        f"{fmt_p(checks['label_agreement']['p_value'])})",
+        f"quality {'is' if checks['equal_quality']['passed'] else 'is not'} shown equivalent "
+        "on every rated dimension",
+        f"personal fit {'is' if checks['main_reason']['passed'] else 'is not'} the most "
+        "frequent stated reason",
+    ]
+    paragraphs.append(verdict + "; ".join(parts) + ".")
+    return paragraphs
+
+
+def _table(rows: list[tuple], header: tuple) -> str:
+    head = "".join(f"<th>{_e(h)}</th>" for h in header)
+    body = "".join("<tr>" + "".join(f"<td>{_e(c)}</td>" for c in row) + "</tr>" for row in rows)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _pairs_to_check(report: dict) -> str:
+    rows = [p for p in report["pairs"] if p["verdict"] != "valid" and not p["is_gold"]]
+    shown = [
+        (p["pair_id"], p["verdict"], p["n_annotations"], p["majority"] or "", ", ".join(p["flags"]))
+        for p in rows[:MAX_LISTED_PAIRS]
+    ]
+    more = (
+        f"<p>{len(rows) - MAX_LISTED_PAIRS:,} more in pairs.csv.</p>"
+        if len(rows) > MAX_LISTED_PAIRS
+        else ""
+    )
+    return _table(shown, ("pair", "verdict", "annotations", "majority", "flags")) + more
+
+
+_STYLE = """
+body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
+table{border-collapse:collapse;margin:1em 0;font-size:.92em}
+td,th{border:1px solid #ccc;padding:.3em .6em;text-align:left;vertical-align:top}
+th{background:#f3f3f3}.verdict{font-size:1.15em;padding:.6em 1em;border-radius:6px}
+.yes{background:#e5f5e0}.no{background:#fee0d2}
+"""
+
+
+def render_html(report: dict) -> str:
+    figures = [
+        _alpha_chart(report),
+        _quality_chart(report),
+        _verdict_chart(report),
+        _annotator_chart(report),
+        _position_chart(report),
+    ]
+    charts = [
+        fig.to_html(full_html=False, include_plotlyjs=(i == 0), config={"displaylogo": False})
+        for i, fig in enumerate(figures)
+    ]
+    counts = report["counts"]
+    main = report["conclusion"]["personal_preference_main_factor"]
+    boot = report["methods"]["bootstrap"]
+    parts = [
+        "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
+        "<title>Agreement and pair validation report</title>",
+        f"<style>{_STYLE}</style></head><body>",
+        "<h1>Agreement and pair validation</h1>",
+        f"<p>{counts['pairs']:,} pairs, {counts['annotators']:,} annotators, "
+        f"{counts['annotations']:,} annotations; {counts['gold_pairs']:,} gold pairs left out "
+        "of the statistics.</p>",
+        f"<p class='verdict {'yes' if main else 'no'}'>Personal preference the main "
+        f"discriminating factor: <b>{'yes' if main else 'no'}</b></p>",
+        "<h2>Reading the results</h2>",
+        *[f"<p>{_e(p)}</p>" for p in _reading(report)],
+        "<h2>Headline numbers</h2>",
+        _table(headline_rows(report), ("statistic", "value", "95% interval", "n / note")),
+        f"<p>Intervals: 95% percentile bootstrap over pairs, {boot['resamples']:,} resamples, "
+        f"seed {boot['seed']}. Reference values for alpha (Krippendorff 2004): >= {RELIABLE:.3f} "
+        f"reliable, {TENTATIVE:.3f}-{RELIABLE:.3f} tentative conclusions only.</p>",
+        "<h2>Charts</h2>",
+        *charts,
+        "<h2>Pairs to look at</h2>",
+        _pairs_to_check(report),
+        "<h2>Method notes</h2>",
+        _table(_method_rows(report["methods"]), ("topic", "note")),
+        "</body></html>",
+    ]
+    return "\n".join(parts)
+
+
+def _method_rows(methods: dict, prefix: str = "") -> list[tuple[str, str]]:
+    rows = []
+    for key, value in methods.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict):
+            rows += _method_rows(value, prefix=f"{name}: ")
+        else:
+            rows.append((name, str(value)))
+    return rows

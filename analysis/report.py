@@ -1,0 +1,376 @@
+"""The agreement and pair-validation report (contract section 4), as pure functions.
+
+``build_report`` turns an annotations table (contract section 3, as normalised by
+``analysis.tables``) and the pairs into the report.json structure; ``write_report`` writes the
+report files. Every statistic that is undefined on the data is ``None`` with a sibling note.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from analysis.agreement import alpha, gwet_ac1, neutral_orientation, percent_agreement
+from analysis.annotators import STRAIGHT_LINING_MIN_ITEMS, annotator_table
+from analysis.conclusion import SIGNIFICANCE, conclusion
+from analysis.frames import Coded, code, first_slot_picked
+from analysis.pairs import pair_table, verdict_counts
+from analysis.quality import dimension_summary, quality_alpha, response_counts
+from analysis.tables import DIMENSIONS, PREFERENCES, REASONS
+from analysis.validity import label_agreement, position_bias
+
+
+@dataclass(frozen=True)
+class ReportOptions:
+    bootstrap: int = 1000
+    seed: int = 0
+    min_annotations: int = 2
+    quality_threshold: float = 3.0
+    pair_gap: float = 1.0
+    equivalence_margin: float = 0.5
+    scale_min: int = 1
+    scale_max: int = 5
+
+    @property
+    def domain(self) -> list[int]:
+        return list(range(self.scale_min, self.scale_max + 1))
+
+
+# --- inputs --------------------------------------------------------------------------------
+
+
+def _pair_index(annotations: pd.DataFrame, pairs: pd.DataFrame | None) -> pd.DataFrame:
+    """The report's pairs in file order: every pair of the pair set, plus any annotated one."""
+    if pairs is None:
+        ids = pd.unique(annotations["pair_id"].to_numpy(dtype=object))
+        return pd.DataFrame({"pair_id": ids, "category": "", "is_gold": False})
+    frame = pairs[["pair_id"]].copy()
+    frame["pair_id"] = frame["pair_id"].astype(str)
+    frame["category"] = pairs["category"].fillna("") if "category" in pairs else ""
+    frame["is_gold"] = pairs["is_gold"].fillna(False).astype(bool) if "is_gold" in pairs else False
+    extra = pd.Index(annotations["pair_id"].unique()).difference(pd.Index(frame["pair_id"]))
+    if len(extra):
+        frame = pd.concat(
+            [frame, pd.DataFrame({"pair_id": extra, "category": "", "is_gold": False})],
+            ignore_index=True,
+        )
+    return frame.reset_index(drop=True)
+
+
+# --- sections ------------------------------------------------------------------------------
+
+
+def _bare(value: float | None, note: str | None, name: str) -> dict:
+    out = {name: value}
+    if value is None and note:
+        out[f"{name}_note"] = note
+    return out
+
+
+def _preference(stats: Coded, table: pd.DataFrame, options: ReportOptions) -> dict:
+    counts = stats.per_pair(stats.preference, len(PREFERENCES))
+    boot = {"bootstrap": options.bootstrap, "seed": options.seed}
+    pa = percent_agreement(counts, **boot)
+
+    keep = (
+        np.array(
+            neutral_orientation(list(stats.pair_ids), ["chosen"] * stats.n_pairs), dtype=object
+        )
+        == "first"
+    )
+    neutral = np.column_stack(
+        [
+            np.where(keep, counts[:, 0], counts[:, 1]),
+            np.where(keep, counts[:, 1], counts[:, 0]),
+            counts[:, 2],
+        ]
+    )
+    n_annotations = len(stats.pair)
+    ties = int((stats.preference == 2).sum())
+    counted, first = first_slot_picked(stats.annotations)
+    decided = table[(~table["is_gold"]) & (table["n_annotations"] >= options.min_annotations)]
+
+    out = {}
+    out.update(_bare(pa.value, pa.note, "percent_agreement"))
+    out["percent_agreement_ci95"] = pa.as_dict()["ci95"]
+    out["alpha"] = alpha(counts, level="nominal", domain=list(PREFERENCES), **boot).as_dict()
+    out["alpha_neutral"] = alpha(
+        neutral, level="nominal", domain=["first", "second", "tie"], **boot
+    ).as_dict()
+    out["ac1"] = gwet_ac1(counts, **boot).as_dict()
+    out["label_agreement"] = label_agreement(decided["majority"].tolist())
+    out.update(
+        _bare(
+            ties / n_annotations if n_annotations else None,
+            "undefined: no annotations",
+            "tie_rate",
+        )
+    )
+    out["n_ties"] = ties
+    out["n_annotations"] = n_annotations
+    out["n_pairable_pairs"] = int((counts.sum(axis=1) >= 2).sum())
+    out["position_bias"] = position_bias(first_slot_picks=int(first.sum()), n=int(counted.sum()))
+    return out
+
+
+def _quality(stats: Coded, options: ReportOptions) -> dict:
+    out = {}
+    for dimension in DIMENSIONS:
+        counts = response_counts(stats, dimension, options.domain)
+        section = {
+            "alpha": quality_alpha(
+                counts, domain=options.domain, bootstrap=options.bootstrap, seed=options.seed
+            )
+        }
+        pairs_with_annotations = np.bincount(stats.pair, minlength=stats.n_pairs) > 0
+        chosen = stats.pair_mean(f"{dimension}_chosen")[pairs_with_annotations]
+        rejected = stats.pair_mean(f"{dimension}_rejected")[pairs_with_annotations]
+        section.update(
+            dimension_summary(
+                chosen,
+                rejected,
+                margin=options.equivalence_margin,
+                threshold=options.quality_threshold,
+            )
+        )
+        section["rating_counts"] = {
+            side: dict(
+                zip(
+                    [str(v) for v in options.domain],
+                    counts[i::2].sum(axis=0).tolist(),
+                    strict=True,
+                )
+            )
+            for i, side in enumerate(("chosen", "rejected"))
+        }
+        out[dimension] = section
+    return out
+
+
+def _main_reason(stats: Coded) -> tuple[dict, dict]:
+    given = stats.reason >= 0
+    n = int(given.sum())
+    counts = np.bincount(stats.reason[given], minlength=len(REASONS))
+    shares = {reason: (float(counts[i] / n) if n else None) for i, reason in enumerate(REASONS)}
+    out = {**shares, "n": n, "counts": dict(zip(REASONS, counts.tolist(), strict=True))}
+    if not n:
+        out["note"] = "undefined: no annotation gave a main reason"
+
+    cross = np.zeros((len(REASONS), len(PREFERENCES)), dtype=np.int64)
+    np.add.at(cross, (stats.reason[given], stats.preference[given]), 1)
+    by_choice = {}
+    for i, reason in enumerate(REASONS):
+        row = cross[i]
+        decisive = int(row[0] + row[1])
+        by_choice[reason] = {
+            **dict(zip(PREFERENCES, row.tolist(), strict=True)),
+            "followed_rubric_share": float(row[0] / decisive) if decisive else None,
+        }
+        if not decisive:
+            by_choice[reason]["note"] = "undefined: no decisive annotation gave this reason"
+    return out, by_choice
+
+
+def _methods(options: ReportOptions, *, n_gold_pairs: int) -> dict:
+    return {
+        "bootstrap": {
+            "resamples": options.bootstrap,
+            "seed": options.seed,
+            "unit": "pair",
+            "interval": "95% percentile interval of the resampled statistic",
+            "detail": (
+                "pairs are drawn with replacement (never coincidence pairs); for quality alpha "
+                "both responses of a drawn pair come along. Resamples where a statistic is "
+                "undefined are dropped and counted in its note; the interval is omitted when "
+                "more than half are undefined."
+            ),
+        },
+        "ties": {
+            "percent_agreement": "a tie is a third label; two annotators agree when their labels are equal",
+            "alpha": "nominal over chosen/rejected/tie: a tie is its own category",
+            "alpha_neutral": "nominal over first/second/tie: a tie is its own category",
+            "ac1": "three categories chosen/rejected/tie",
+            "tie_rate": "ties / all annotations of non-gold pairs",
+            "label_agreement": "over decided pairs only: pairs whose strict majority is chosen or rejected; tie majorities and pairs without a majority are left out",
+            "position_bias": "ties pick no slot and are left out",
+            "annotator_label_agreement": "share of chosen among the annotator's chosen/rejected answers; ties left out",
+            "peer_agreement": "a tie is a label like any other",
+            "majority": "a strict majority: more than half of the pair's annotations; a tie majority is no consensus",
+        },
+        "orientation": (
+            "preference labels are already mapped back from the A/B slots to chosen/rejected. "
+            "alpha_neutral orients each pair's responses by a stable sha256 hash of the pair id "
+            "(label-independent), so lopsided chosen/rejected marginals do not depress it"
+        ),
+        "gold": (
+            f"{n_gold_pairs} gold pairs (quality checks) are excluded from every agreement, "
+            "validity and annotator statistic; they still get a verdict in the pairs table"
+        ),
+        "label_agreement": (
+            f"unit = pair: pairs with >= {options.min_annotations} annotations and a decided "
+            "majority; exact one-sided binomial test against 1/2, Clopper-Pearson interval"
+        ),
+        "quality": (
+            f"ordinal Krippendorff alpha with units (pair, response) on the scale "
+            f"{options.scale_min}..{options.scale_max}. Means, differences and TOST use each "
+            "pair once, with its annotators' mean rating per response, over pairs where both "
+            f"responses were rated. TOST margin +-{options.equivalence_margin}; "
+            f"both_high_share: both responses' means >= {options.quality_threshold} "
+            "(Wilson interval)"
+        ),
+        "main_reason": "shares among annotations that gave a reason; main_reason_by_choice cross-tabulates them with the preference",
+        "annotators": (
+            "label_agreement: share of chosen among decisive answers; peer_agreement: agreement "
+            "with the strict majority of the other annotators of the same pair; first_slot_rate: "
+            f"share of decisive answers with a known slot that picked slot A; straight_lining: "
+            f"one single rating value over all rated items, with >= {STRAIGHT_LINING_MIN_ITEMS} rated items"
+        ),
+        "significance": SIGNIFICANCE,
+        "reference_values": "Krippendorff (2004): alpha >= 0.800 reliable; 0.667-0.800 tentative conclusions only",
+    }
+
+
+# --- the report ----------------------------------------------------------------------------
+
+
+def build_report(
+    annotations: pd.DataFrame, pairs: pd.DataFrame | None, *, options: ReportOptions
+) -> dict:
+    """The report.json structure (contract section 4) for one annotations table."""
+    index = _pair_index(annotations, pairs)
+    pair_ids = pd.Index(index["pair_id"].to_numpy(dtype=object))
+    gold = index["is_gold"].to_numpy(dtype=bool)
+    coded = code(annotations, pair_ids)
+    gold_annotation = gold[coded.pair]
+    stats = coded.subset(~gold_annotation)
+
+    table = pair_table(
+        coded,
+        gold=gold,
+        category=index["category"].to_numpy(dtype=object),
+        min_annotations=options.min_annotations,
+        quality_threshold=options.quality_threshold,
+        pair_gap=options.pair_gap,
+    )
+    gold_counts = coded.annotations.loc[gold_annotation, "annotator"].value_counts()
+    annotators = annotator_table(stats, gold_counts=gold_counts)
+    if len(gold_counts):
+        missing = gold_counts.index.difference(annotators["annotator"])
+        annotators = pd.concat(
+            [
+                annotators,
+                pd.DataFrame({"annotator": missing, "n": 0, "n_gold": gold_counts[missing].values}),
+            ],
+            ignore_index=True,
+        )
+
+    preference = _preference(stats, table, options)
+    quality = _quality(stats, options)
+    main_reason, by_choice = _main_reason(stats)
+    report = {
+        "counts": {
+            "pairs": int((~gold).sum()),
+            "annotators": int(stats.annotations["annotator"].nunique()),
+            "annotations": len(stats.pair),
+            "gold_pairs": int(gold.sum()),
+            "gold_annotations": int(gold_annotation.sum()),
+            "pairs_with_annotations": int((table.loc[~gold, "n_annotations"] > 0).sum()),
+        },
+        "preference": preference,
+        "quality": quality,
+        "main_reason": main_reason,
+        "main_reason_by_choice": by_choice,
+        "conclusion": conclusion(
+            label_agreement=preference["label_agreement"],
+            quality={d: q for d, q in quality.items()},
+            main_reason=main_reason,
+            margin=options.equivalence_margin,
+        ),
+        "verdicts": verdict_counts(table[~table["is_gold"]]),
+        "pairs": _records(table, list_columns=("flags",)),
+        "annotators": _records(annotators),
+        "options": asdict(options),
+        "methods": _methods(options, n_gold_pairs=int(gold.sum())),
+    }
+    return json_safe(report)
+
+
+def _records(frame: pd.DataFrame, list_columns: tuple[str, ...] = ()) -> list[dict]:
+    frame = frame.astype(object).where(frame.notna(), None)
+    records = frame.to_dict(orient="records")
+    for column in list_columns:
+        for record in records:
+            record[column] = record[column].split(";") if record[column] else []
+    return records
+
+
+def json_safe(value):
+    """Plain JSON types; NaN and infinities become None (the caller adds the note)."""
+    if isinstance(value, dict):
+        return {str(k): json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        value = float(value)
+        return value if math.isfinite(value) else None
+    if value is pd.NA or value is pd.NaT:
+        return None
+    return value
+
+
+# --- files ---------------------------------------------------------------------------------
+
+
+def write_report(
+    report: dict,
+    out_dir: str | Path,
+    *,
+    annotations: pd.DataFrame,
+    pairs: pd.DataFrame | None,
+    export_valid: Path | None = None,
+) -> dict[str, Path]:
+    """Write report.json, report.html, pairs.csv, annotators.csv, summary.md (and valid pairs)."""
+    from analysis.html_report import render_html
+    from analysis.summary import render_summary
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = {
+        name: out / name
+        for name in ("report.json", "report.html", "pairs.csv", "annotators.csv", "summary.md")
+    }
+    paths["report.json"].write_text(
+        json.dumps(report, indent=1, ensure_ascii=False, allow_nan=False), encoding="utf-8"
+    )
+    pair_rows = pd.DataFrame(report["pairs"])
+    if len(pair_rows):
+        pair_rows["flags"] = pair_rows["flags"].map(";".join)
+    pair_rows.to_csv(paths["pairs.csv"], index=False)
+    pd.DataFrame(report["annotators"]).to_csv(paths["annotators.csv"], index=False)
+    paths["summary.md"].write_text(render_summary(report), encoding="utf-8")
+    paths["report.html"].write_text(render_html(report), encoding="utf-8")
+    if export_valid is not None:
+        paths["valid"] = Path(export_valid)
+        write_valid_pairs(report, pairs, Path(export_valid))
+    return paths
+
+
+def write_valid_pairs(report: dict, pairs: pd.DataFrame | None, path: Path) -> int:
+    """The non-gold pairs whose verdict is ``valid``, every original field kept."""
+    from annotate.errors import UserError
+    from annotate.pairs_io import write_pairs
+
+    if pairs is None or "record" not in pairs:
+        raise UserError("--export-valid needs the pairs (their original records)")
+    valid = {p["pair_id"] for p in report["pairs"] if p["verdict"] == "valid" and not p["is_gold"]}
+    keep = pairs["pair_id"].astype(str).isin(valid).to_numpy()
+    return write_pairs(pairs.loc[keep, "record"].tolist(), path)
