@@ -1,0 +1,32 @@
+"""annotate export [--study NAME] --out FILE"""
+
+from __future__ import annotations
+
+import argparse
+
+from annotate.commands._common import add_study_option
+
+NAME = "export"
+ORDER = 50
+HELP = (
+    "Write a study's annotations (one row per pair and annotator) to a .csv, .jsonl or "
+    ".parquet file; the format follows the suffix."
+)
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    add_study_option(parser)
+    parser.add_argument(
+        "--out", required=True, metavar="FILE", help="output file: .csv, .jsonl or .parquet"
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    from analysis.tables import write_table
+    from annotate.annotations import annotations_frame
+    from annotate.db import get_engine
+
+    frame = annotations_frame(get_engine(args.db), study=args.study)
+    write_table(frame, args.out)
+    print(f"{len(frame):,} annotations of study {args.study!r} written to {args.out}")
+    return 0

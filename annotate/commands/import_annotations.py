@@ -1,0 +1,59 @@
+"""annotate import-annotations FILE [--study NAME]"""
+
+from __future__ import annotations
+
+import argparse
+from datetime import UTC, datetime
+
+import pandas as pd
+
+from annotate.commands._common import add_study_option
+
+NAME = "import-annotations"
+ORDER = 40
+HELP = (
+    "Load annotations collected elsewhere (.csv, .jsonl, .parquet) into a study, all or "
+    "nothing; a row for an existing (pair, annotator) replaces it."
+)
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("file", metavar="FILE", help="annotations file: .csv, .jsonl or .parquet")
+    add_study_option(parser)
+
+
+def _timestamp(text: str | None) -> datetime | None:
+    if text is None:
+        return None
+    value = datetime.fromisoformat(text)
+    # A timestamp without an offset is taken as UTC, the zone the app writes in.
+    return value if value.tzinfo else value.replace(tzinfo=UTC)
+
+
+def contract_rows(frame: pd.DataFrame) -> list[dict]:
+    """Validated table -> plain dicts for annotate.annotations.import_annotation_rows."""
+    plain = frame.astype(object).where(frame.notna(), None)
+    rows = plain.to_dict(orient="records")
+    for row in rows:
+        row["submitted_at"] = _timestamp(row["submitted_at"])
+    return rows
+
+
+def run(args: argparse.Namespace) -> int:
+    from sqlmodel import select
+
+    from analysis.tables import load_annotations
+    from annotate.annotations import import_annotation_rows
+    from annotate.db import get_engine, session
+    from annotate.models import Pair
+    from annotate.studies import get_study
+
+    engine = get_engine(args.db)
+    with session(engine) as s:
+        study = get_study(s, args.study)
+        study_id, scale = study.id, (study.scale_min, study.scale_max)
+        pair_ids = set(s.exec(select(Pair.pair_key).where(Pair.study_id == study_id)).all())
+    frame = load_annotations(args.file, scale=scale, pair_ids=pair_ids)
+    written = import_annotation_rows(engine, study_id=study_id, rows=contract_rows(frame))
+    print(f"{written:,} annotations imported into study {args.study!r} from {args.file}")
+    return 0
