@@ -40,6 +40,7 @@ class Study(SQLModel, table=True):
     qualification_gold: int = 0
     allow_prolific: bool = False
     prolific_completion_code: str | None = None
+    prolific_study_id: str | None = None  # Prolific's STUDY_ID (entry links must name it)
     items_per_annotator: int | None = None
     created_at: datetime = Field(default_factory=utcnow)
 
@@ -79,6 +80,7 @@ class Annotator(SQLModel, table=True):
     token_hash: str | None = Field(default=None, index=True, unique=True)
     email: str | None = Field(default=None, index=True)
     external_id: str | None = Field(default=None, index=True)  # e.g. Prolific participant id
+    external_session: str | None = None  # e.g. Prolific SESSION_ID of their submission
     created_at: datetime = Field(default_factory=utcnow)
     guidelines_seen: bool = False
 
