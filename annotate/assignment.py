@@ -220,8 +220,19 @@ def progress(engine: Engine, *, annotator_id: int) -> Progress:
                 ~_mine(annotator_id),
             ),
         )
+        skipped_with_room = _count(
+            s,
+            select(func.count())
+            .select_from(Assignment)
+            .join(Pair, Pair.id == Assignment.pair_id)
+            .where(
+                Assignment.annotator_id == annotator_id,
+                Assignment.status == "skipped",
+                Pair.n_assigned < study.overlap_target,
+            ),
+        )
         done = by_status.get("done", 0)
-        total = done + by_status.get("active", 0) + by_status.get("skipped", 0) + available
+        total = done + by_status.get("active", 0) + skipped_with_room + available
         if study.items_per_annotator is not None:
             total = min(total, study.items_per_annotator)
         return Progress(done=done, total=max(total, done))

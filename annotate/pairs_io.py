@@ -90,7 +90,7 @@ class PairRecord(BaseModel):
     @model_validator(mode="after")
     def _responses_differ(self) -> PairRecord:
         if self.chosen.strip() == self.rejected.strip():
-            raise ValueError("chosen and rejected are the same text")
+            raise ValueError("fields 'chosen' and 'rejected' are the same text")
         return self
 
 
@@ -129,8 +129,10 @@ def record_hash(record: dict[str, Any]) -> str:
 
 
 def _describe(error: dict[str, Any]) -> str:
-    field = ".".join(str(p) for p in error["loc"]) or "record"
+    field = ".".join(str(p) for p in error["loc"])
     message = error["msg"]
+    if not field:
+        return message.removeprefix("Value error, ")
     if error["type"] == "missing":
         return f"field '{field}' is missing"
     if error["type"] == "string_too_short":

@@ -1,0 +1,106 @@
+"""Submitting: the same answer twice gives one row; a changed answer replaces it."""
+
+from __future__ import annotations
+
+import pytest
+from sqlalchemy import func
+from sqlmodel import select
+
+from annotate.annotations import Answer, annotations_frame, preference_from_slot, submit_answer
+from annotate.answers import FormState, missing_answers, to_answer
+from annotate.assignment import next_assignment
+from annotate.db import get_engine, session
+from annotate.models import Annotation, Study
+from tests.factories import make_study
+
+
+@pytest.fixture
+def engine(db_url):
+    return get_engine(db_url)
+
+
+def rows(engine):
+    with session(engine) as s:
+        return s.exec(select(Annotation)).all()
+
+
+def test_same_answer_twice_is_one_row_and_a_change_replaces_it(engine, tmp_path):
+    _, [(a, _)] = make_study(engine, tmp_path, n_pairs=2, annotators=1)
+    item = next_assignment(engine, annotator_id=a)
+    first = Answer(
+        preference="chosen",
+        chosen_position=item.chosen_position,
+        ratings={"correctness_chosen": 4},
+        main_reason="personal_fit",
+    )
+    submit_answer(engine, annotator_id=a, pair_id=item.pair_id, answer=first)
+    submit_answer(engine, annotator_id=a, pair_id=item.pair_id, answer=first)
+    assert len(rows(engine)) == 1
+    changed = Answer(
+        preference="tie",
+        chosen_position=item.chosen_position,
+        ratings={"correctness_chosen": 2},
+        comment="changed my mind",
+    )
+    submit_answer(engine, annotator_id=a, pair_id=item.pair_id, answer=changed)
+    [row] = rows(engine)
+    assert (row.preference, row.correctness_chosen, row.main_reason, row.comment) == (
+        "tie",
+        2,
+        None,
+        "changed my mind",
+    )
+    frame = annotations_frame(engine, study="default")
+    assert len(frame) == 1 and frame.loc[0, "preference"] == "tie"
+
+
+def test_slots_map_back_to_chosen_and_rejected():
+    assert preference_from_slot("A", "A") == "chosen"
+    assert preference_from_slot("B", "A") == "rejected"
+    assert preference_from_slot("A", "B") == "rejected"
+    assert preference_from_slot("tie", "B") == "tie"
+    form = FormState(
+        slot="B",
+        ratings={"correctness_A": 5, "correctness_B": 2, "relevance_A": 4, "relevance_B": 3},
+        reason="both",
+    )
+    answer = to_answer(form, chosen_position="B", seconds=12.34)
+    assert answer.preference == "chosen"
+    assert answer.ratings["correctness_chosen"] == 2 and answer.ratings["correctness_rejected"] == 5
+    assert answer.ratings["relevance_chosen"] == 3 and answer.ratings["relevance_rejected"] == 4
+    assert answer.seconds == 12.3
+
+
+def test_missing_answers_are_named():
+    study = Study(name="s")
+    assert missing_answers(study, FormState()) == [
+        "which response this user would prefer",
+        "correctness of response A",
+        "correctness of response B",
+        "relevance of response A",
+        "relevance of response B",
+        "helpfulness of response A",
+        "helpfulness of response B",
+        "what mainly decided your choice",
+    ]
+    no_ties = Study(name="s", allow_ties=False, dimensions=["relevance"], reasons=[])
+    ratings = {"relevance_A": 3, "relevance_B": 4}
+    assert missing_answers(no_ties, FormState(slot="tie", ratings=ratings)) == [
+        "which response this user would prefer"
+    ]
+    assert missing_answers(no_ties, FormState(slot="A", ratings=ratings)) == []
+
+
+def test_answers_from_many_rapid_submits_leave_one_row(engine, tmp_path):
+    _, [(a, _)] = make_study(engine, tmp_path, n_pairs=1, annotators=1)
+    item = next_assignment(engine, annotator_id=a)
+    for preference in ["chosen", "rejected", "chosen", "chosen"]:
+        submit_answer(
+            engine,
+            annotator_id=a,
+            pair_id=item.pair_id,
+            answer=Answer(preference=preference, chosen_position=item.chosen_position),
+        )
+    with session(engine) as s:
+        assert s.exec(select(func.count()).select_from(Annotation)).one() == 1
+        assert s.exec(select(Annotation.preference)).one() == "chosen"
