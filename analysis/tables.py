@@ -60,7 +60,7 @@ def read_table(path: str | Path) -> pd.DataFrame:
         if suffix == ".csv":
             return pd.read_csv(path, dtype=str, keep_default_na=False, na_values=[""])
         if suffix == ".jsonl":
-            return pd.read_json(path, lines=True, dtype=False, convert_dates=False)
+            return pd.read_json(path, lines=True, dtype=False)
         return pd.read_parquet(path)
     except UnicodeDecodeError as exc:
         raise InputError(str(path), [f"not valid UTF-8 text (byte {exc.start + 1})"]) from None
@@ -75,7 +75,7 @@ def write_table(frame: pd.DataFrame, path: str | Path) -> None:
     """Write the contract columns by suffix; missing values are empty cells / null / null."""
     path = Path(path)
     suffix = _suffix(path)
-    frame = frame.reindex(columns=COLUMNS)
+    frame = _typed(frame.reindex(columns=COLUMNS))
     if suffix == ".csv":
         frame.to_csv(path, index=False, na_rep="")
     elif suffix == ".jsonl":
@@ -83,7 +83,7 @@ def write_table(frame: pd.DataFrame, path: str | Path) -> None:
             for record in _json_records(frame):
                 handle.write(json.dumps(record, ensure_ascii=False) + "\n")
     else:
-        _arrow_frame(frame).to_parquet(path, index=False)
+        frame.to_parquet(path, index=False)
 
 
 def _json_records(frame: pd.DataFrame) -> list[dict]:
@@ -94,8 +94,8 @@ def _json_records(frame: pd.DataFrame) -> list[dict]:
     return [dict(zip(COLUMNS, row, strict=True)) for row in zip(*columns.values(), strict=True)]
 
 
-def _arrow_frame(frame: pd.DataFrame) -> pd.DataFrame:
-    # Fixed types so that an all-empty column still has the same type in every file.
+def _typed(frame: pd.DataFrame) -> pd.DataFrame:
+    # Fixed types: whole-number ratings (never "4.0"), and an all-empty column keeps its type.
     out = pd.DataFrame(index=frame.index)
     for name in COLUMNS:
         if name in RATING_COLUMNS:
