@@ -122,6 +122,8 @@ def _text_values(raw: pd.Series) -> pd.Series:
 
 def _missing(raw: pd.Series) -> np.ndarray:
     """Missing = null, NaN or blank text."""
+    if pd.api.types.is_numeric_dtype(raw.dtype) or raw.isna().all():
+        return raw.isna().to_numpy(dtype=bool)
     text = _text_values(raw)
     return (text.isna() | (text == "")).fillna(True).to_numpy(dtype=bool)
 
@@ -145,9 +147,9 @@ def _problems_for(mask: np.ndarray, raw: pd.Series, column: str, message: str) -
 
 
 def _check_labels(raw, column, allowed, problems, *, required):
-    missing = _missing(raw)
     text = _as_text(raw)
-    unknown = ~missing & ~text.isin(list(allowed)).to_numpy()
+    missing = text.isna().to_numpy(dtype=bool)
+    unknown = ~missing & ~text.isin(list(allowed)).fillna(False).to_numpy(dtype=bool)
     problems += _problems_for(unknown, raw, column, f"must be one of {', '.join(allowed)}")
     if required:
         problems += [
@@ -156,10 +158,16 @@ def _check_labels(raw, column, allowed, problems, *, required):
     return text.where(~pd.Series(missing | unknown, index=text.index))
 
 
+def _numbers(raw: pd.Series, missing: np.ndarray) -> np.ndarray:
+    if pd.api.types.is_numeric_dtype(raw.dtype) and not pd.api.types.is_bool_dtype(raw.dtype):
+        return raw.to_numpy(dtype=np.float64, na_value=np.nan)
+    kept = raw.astype(object).where(~missing)
+    return pd.to_numeric(kept, errors="coerce").astype("float64").to_numpy()
+
+
 def _check_ratings(raw, column, scale, problems) -> pd.Series:
     missing = _missing(raw)
-    numbers = pd.to_numeric(raw.astype(object).where(~missing), errors="coerce").astype("float64")
-    values = numbers.to_numpy()
+    values = _numbers(raw, missing)
     not_number = ~missing & np.isnan(values)
     with np.errstate(invalid="ignore"):
         not_integer = ~missing & ~not_number & (values != np.round(values))
@@ -176,8 +184,7 @@ def _check_ratings(raw, column, scale, problems) -> pd.Series:
 
 def _check_seconds(raw, problems) -> pd.Series:
     missing = _missing(raw)
-    numbers = pd.to_numeric(raw.astype(object).where(~missing), errors="coerce").astype("float64")
-    values = numbers.to_numpy()
+    values = _numbers(raw, missing)
     with np.errstate(invalid="ignore"):
         bad = ~missing & (np.isnan(values) | ~np.isfinite(values) | (values < 0))
     problems += _problems_for(bad, raw, "seconds", "must be a non-negative number of seconds")
@@ -185,8 +192,10 @@ def _check_seconds(raw, problems) -> pd.Series:
 
 
 def _check_timestamps(raw, problems) -> pd.Series:
-    missing = _missing(raw)
-    text = _as_text(raw).where(~pd.Series(missing, index=raw.index))
+    if raw.isna().all():
+        return pd.Series(pd.NA, index=raw.index, dtype="string")
+    text = _as_text(raw)
+    missing = text.isna().to_numpy(dtype=bool)
     parsed = pd.to_datetime(text, errors="coerce", format="ISO8601", utc=True)
     bad = ~missing & parsed.isna().to_numpy()
     problems += _problems_for(bad, raw, "submitted_at", "not an ISO 8601 timestamp")
