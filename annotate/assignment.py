@@ -15,6 +15,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, select
 
+from annotate import gold
 from annotate.db import retrying, session
 from annotate.models import Annotator, Assignment, Pair, Study, utcnow
 
@@ -92,6 +93,11 @@ def next_assignment(engine: Engine, *, annotator_id: int) -> Assignment | None:
         study = s.get(Study, annotator.study_id)
         if _quota_reached(s, study, annotator_id):
             return None
+        qualified = gold.qualification(s, study=study, annotator_id=annotator_id)
+        if qualified.state == gold.FAILED:
+            return None
+        if qualified.state == gold.PENDING:
+            return _serve_gold(s, study=study, annotator_id=annotator_id)
         candidates = s.exec(
             select(Pair.id)
             .where(
@@ -103,6 +109,12 @@ def next_assignment(engine: Engine, *, annotator_id: int) -> Assignment | None:
             .order_by(Pair.n_assigned, Pair.position)
             .limit(CANDIDATES)
         ).all()
+        if candidates and gold.gold_due(
+            annotator_id=annotator_id, n_done=done_count(s, annotator_id)
+        ):
+            served = _serve_gold(s, study=study, annotator_id=annotator_id)
+            if served is not None:
+                return served
         for pair_id in candidates:
             if _reserve(s, study=study, pair_id=pair_id, annotator_id=annotator_id):
                 assignment = Assignment(
@@ -131,6 +143,52 @@ def next_assignment(engine: Engine, *, annotator_id: int) -> Assignment | None:
                 s.flush()
                 return assignment
         return None
+
+
+def _serve_gold(s: Session, *, study: Study, annotator_id: int) -> Assignment | None:
+    """A gold pair this annotator has not seen, reserved without the overlap cap (every
+    annotator sees every gold pair once; see annotate/gold.py)."""
+    pair_id = s.exec(
+        select(Pair.id)
+        .where(Pair.study_id == study.id, Pair.is_gold == True, ~_mine(annotator_id))  # noqa: E712
+        .order_by(Pair.position)
+        .limit(1)
+    ).first()
+    if pair_id is None:
+        skipped = s.exec(
+            select(Assignment)
+            .join(Pair, Pair.id == Assignment.pair_id)
+            .where(
+                Assignment.annotator_id == annotator_id,
+                Assignment.status == "skipped",
+                Pair.is_gold == True,  # noqa: E712
+            )
+            .order_by(Assignment.completed_at, Assignment.id)
+            .limit(1)
+        ).first()
+        if skipped is None:
+            return None
+        s.execute(
+            update(Pair).where(Pair.id == skipped.pair_id).values(n_assigned=Pair.n_assigned + 1)
+        )
+        skipped.status = "active"
+        skipped.assigned_at = utcnow()
+        skipped.completed_at = None
+        s.add(skipped)
+        s.flush()
+        return skipped
+    s.execute(update(Pair).where(Pair.id == pair_id).values(n_assigned=Pair.n_assigned + 1))
+    assignment = Assignment(
+        study_id=study.id,
+        pair_id=pair_id,
+        annotator_id=annotator_id,
+        chosen_position=chosen_position_for(
+            study_id=study.id, pair_id=pair_id, annotator_id=annotator_id
+        ),
+    )
+    s.add(assignment)
+    s.flush()
+    return assignment
 
 
 @retrying

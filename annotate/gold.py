@@ -1,0 +1,184 @@
+"""Gold checks: pairs with an expected answer, mixed into every annotator's queue unannounced.
+
+Rules (the queue in annotate/assignment.py follows them):
+- A gold pair is shown to every annotator of the study at most once. It never counts against
+  the overlap target: gold pairs are served whatever their number of reservations, and real
+  pairs' coverage ignores them. The report leaves gold annotations out of every statistic.
+- Qualification (study.qualification_gold = N > 0): an annotator is first served gold pairs
+  only. Their first N gold answers decide: all N as expected = qualified, real pairs follow;
+  any of them wrong = not qualified, nothing more is served. A study with fewer than N gold
+  pairs cannot qualify anyone, which the console warns about.
+- After qualification (or without it), a gold pair comes up at random positions, on average
+  once every GOLD_EVERY pairs, while the annotator still has real pairs to do and gold pairs
+  they have not seen.
+- Accuracy: share of an annotator's gold answers equal to the expected answer.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import pandas as pd
+from sqlalchemy import update
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, select
+
+from annotate.db import read_session, retrying, session
+from annotate.errors import UserError
+from annotate.models import PREFERENCES, Annotation, Annotator, Assignment, Pair, Study
+
+GOLD_EVERY = 10
+
+NONE = "none"  # the study asks for no qualification
+PENDING = "pending"
+PASSED = "passed"
+FAILED = "failed"
+
+
+@dataclass(frozen=True)
+class Qualification:
+    state: str
+    answered: int  # gold answers counted so far (at most N)
+    needed: int  # N
+
+    @property
+    def serves_real_pairs(self) -> bool:
+        return self.state in (NONE, PASSED)
+
+
+def gold_due(*, annotator_id: int, n_done: int, every: int = GOLD_EVERY) -> bool:
+    """A stable coin: whether the annotator's next pair (after n_done) should be a gold one."""
+    digest = hashlib.sha256(f"gold:{annotator_id}:{n_done}".encode()).digest()
+    return int.from_bytes(digest[:4], "big") % every == 0
+
+
+def _gold_answers(s: Session, annotator_id: int) -> list[tuple[str, str | None]]:
+    """(given, expected) for the annotator's gold answers, in the order they were served."""
+    return list(
+        s.exec(
+            select(Annotation.preference, Pair.gold_answer)
+            .join(Pair, Pair.id == Annotation.pair_id)
+            .join(
+                Assignment,
+                (Assignment.pair_id == Annotation.pair_id)
+                & (Assignment.annotator_id == Annotation.annotator_id),
+            )
+            .where(Annotation.annotator_id == annotator_id, Pair.is_gold == True)  # noqa: E712
+            .order_by(Assignment.assigned_at, Assignment.id)
+        ).all()
+    )
+
+
+def qualification(s: Session, *, study: Study, annotator_id: int) -> Qualification:
+    needed = study.qualification_gold or 0
+    if needed <= 0:
+        return Qualification(NONE, 0, 0)
+    first = _gold_answers(s, annotator_id)[:needed]
+    if any(given != expected for given, expected in first):
+        return Qualification(FAILED, len(first), needed)
+    return Qualification(PASSED if len(first) >= needed else PENDING, len(first), needed)
+
+
+@retrying
+def qualification_of(engine: Engine, *, annotator_id: int) -> Qualification:
+    with read_session(engine) as s:
+        annotator = s.get(Annotator, annotator_id)
+        study = s.get(Study, annotator.study_id)
+        return qualification(s, study=study, annotator_id=annotator_id)
+
+
+@retrying
+def set_gold(engine: Engine, *, study_id: int, pair_keys: Iterable[str], answer: str | None) -> int:
+    """Mark pairs as gold with the expected answer (chosen, rejected or tie); None unmarks."""
+    if answer is not None and answer not in PREFERENCES:
+        raise UserError(f"a gold answer is one of {', '.join(PREFERENCES)}, not {answer!r}")
+    keys = sorted(set(pair_keys))
+    if not keys:
+        return 0
+    with session(engine) as s:
+        found = set(
+            s.exec(
+                select(Pair.pair_key).where(Pair.study_id == study_id, Pair.pair_key.in_(keys))
+            ).all()
+        )
+        missing = [k for k in keys if k not in found]
+        if missing:
+            raise UserError(f"no pair with id {', '.join(map(repr, missing))} in this study")
+        s.execute(
+            update(Pair)
+            .where(Pair.study_id == study_id, Pair.pair_key.in_(keys))
+            .values(is_gold=answer is not None, gold_answer=answer)
+        )
+    return len(keys)
+
+
+@retrying
+def gold_pairs(engine: Engine, *, study_id: int) -> pd.DataFrame:
+    """pair_id, category, expected answer, answers, correct, accuracy for each gold pair."""
+    with read_session(engine) as s:
+        pairs = s.exec(
+            select(Pair.id, Pair.pair_key, Pair.category, Pair.gold_answer)
+            .where(Pair.study_id == study_id, Pair.is_gold == True)  # noqa: E712
+            .order_by(Pair.position)
+        ).all()
+        answers = s.exec(
+            select(Annotation.pair_id, Annotation.preference)
+            .join(Pair, Pair.id == Annotation.pair_id)
+            .where(Pair.study_id == study_id, Pair.is_gold == True)  # noqa: E712
+        ).all()
+    given = pd.DataFrame(answers, columns=["pid", "preference"])
+    rows = []
+    for pid, key, category, expected in pairs:
+        mine = given.loc[given["pid"] == pid, "preference"]
+        correct = int((mine == expected).sum())
+        rows.append(
+            {
+                "pair_id": key,
+                "category": category,
+                "expected": expected,
+                "answers": len(mine),
+                "correct": correct,
+                "accuracy": correct / len(mine) if len(mine) else None,
+            }
+        )
+    return pd.DataFrame(
+        rows, columns=["pair_id", "category", "expected", "answers", "correct", "accuracy"]
+    )
+
+
+@retrying
+def gold_accuracy(engine: Engine, *, study_id: int) -> pd.DataFrame:
+    """annotator, n_gold, n_correct, gold_accuracy and qualification state per annotator."""
+    with read_session(engine) as s:
+        study = s.get(Study, study_id)
+        people = s.exec(
+            select(Annotator.id, Annotator.name)
+            .where(Annotator.study_id == study_id, Annotator.is_admin == False)  # noqa: E712
+            .order_by(Annotator.name)
+        ).all()
+        answers = s.exec(
+            select(Annotation.annotator_id, Annotation.preference, Pair.gold_answer)
+            .join(Pair, Pair.id == Annotation.pair_id)
+            .where(Pair.study_id == study_id, Pair.is_gold == True)  # noqa: E712
+        ).all()
+        states = {pid: qualification(s, study=study, annotator_id=pid).state for pid, _ in people}
+    frame = pd.DataFrame(answers, columns=["aid", "given", "expected"])
+    rows = []
+    for aid, name in people:
+        mine = frame[frame["aid"] == aid]
+        n = len(mine)
+        correct = int((mine["given"] == mine["expected"]).sum())
+        rows.append(
+            {
+                "annotator": name,
+                "n_gold": n,
+                "n_correct": correct,
+                "gold_accuracy": correct / n if n else None,
+                "qualification": states[aid],
+            }
+        )
+    return pd.DataFrame(
+        rows, columns=["annotator", "n_gold", "n_correct", "gold_accuracy", "qualification"]
+    )
