@@ -1,0 +1,271 @@
+"""The public paths: annotate report / export / import-annotations, files and database."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+
+from analysis.tables import write_table
+from annotate.cli import main
+from tests.report_fixtures import frame, row, synthetic, write_files, write_pairs_file
+
+N = None
+# Krippendorff (2011), "Computing Krippendorff's Alpha-Reliability", example C: 4 observers x
+# 12 units, values 1-5, missing data. Published: nominal 0.743, ordinal 0.815, interval 0.849.
+EXAMPLE_C = {
+    "A": [1, 2, 3, 3, 2, 1, 4, 1, 2, N, N, N],
+    "B": [1, 2, 3, 3, 2, 2, 4, 1, 2, 5, N, 3],
+    "C": [N, 3, 3, 3, 2, 3, 4, 2, 2, 5, 1, N],
+    "D": [1, 2, 3, 3, 2, 4, 4, 1, 2, 5, 1, N],
+}
+# Example A: binary data, 2 observers, 10 units. Published: alpha 0.095.
+EXAMPLE_A = [[0, 1, 0, 0, 0, 0, 0, 0, 1, 0], [1, 1, 1, 0, 0, 1, 0, 0, 0, 0]]
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "annotate.cli", *args], capture_output=True, text=True, check=False
+    )
+
+
+def test_published_alphas_through_annotate_report(tmp_path):
+    """Example C as correctness ratings of the chosen responses (ordinal, missing data) and
+    example A as preferences (0 = chosen, 1 = rejected; nominal), in one annotations file."""
+    rows = []
+    for observer, values in EXAMPLE_C.items():
+        for unit, value in enumerate(values):
+            if value is not None:
+                rows.append(row(f"c{unit}", observer, "tie", chosen=(value, None, None)))
+    for observer, values in enumerate(EXAMPLE_A):
+        for unit, value in enumerate(values):
+            rows.append(row(f"a{unit}", f"obs{observer}", ["chosen", "rejected"][value]))
+    annotations, pairs = write_files(tmp_path, rows)
+    out = tmp_path / "out"
+    done = run_cli(
+        "report", "--annotations", str(annotations), "--pairs", str(pairs), "--out", str(out)
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads((out / "report.json").read_text())
+    assert round(report["quality"]["correctness"]["alpha"]["value"], 3) == 0.815
+
+    # example C's units carry ties only: run example A on its own for the preference alpha
+    only_a = [r for r in rows if r["pair_id"].startswith("a")]
+    annotations, pairs = write_files(tmp_path, only_a, suffix=".jsonl")
+    done = run_cli(
+        "report", "--annotations", str(annotations), "--pairs", str(pairs), "--out", str(out)
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads((out / "report.json").read_text())
+    assert round(report["preference"]["alpha"]["value"], 3) == 0.095
+
+
+def test_report_files_and_a_safe_offline_html(tmp_path):
+    table = synthetic(40, 3, confounded=False)
+    evil = "<script>alert('x')</script>"
+    table.loc[table["annotator"] == "a0", "annotator"] = evil
+    table.loc[table["pair_id"] == "p1", "pair_id"] = "<img src=x onerror=alert(1)>"
+    table.loc[table["pair_id"] == "<img src=x onerror=alert(1)>", "preference"] = "rejected"
+    write_table(table, tmp_path / "a.parquet")
+    write_pairs_file(tmp_path / "pairs.jsonl", table["pair_id"].unique())
+    out = tmp_path / "out"
+    code = main(
+        [
+            "report",
+            "--annotations",
+            str(tmp_path / "a.parquet"),
+            "--pairs",
+            str(tmp_path / "pairs.jsonl"),
+            "--out",
+            str(out),
+            "--bootstrap",
+            "100",
+        ]
+    )
+    assert code == 0
+    assert sorted(p.name for p in out.iterdir()) == [
+        "annotators.csv",
+        "pairs.csv",
+        "report.html",
+        "report.json",
+        "summary.md",
+    ]
+    page = (out / "report.html").read_text()
+    assert page.count("plotly.js v") == 1  # the library, inlined once
+    # nothing is fetched: no external script or stylesheet (plotly.js merely mentions its CDN)
+    assert "<script src=" not in page and "<link" not in page
+    assert evil not in page and "<img src=x" not in page
+    assert "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt;" in page or "&lt;script&gt;" in page
+    assert "kappa paradox" in page
+    assert "0.800" in page and "0.667" in page
+    summary = (out / "summary.md").read_text()
+    assert "| Krippendorff's alpha, nominal (chosen/rejected/tie) |" in summary
+    pairs_csv = pd.read_csv(out / "pairs.csv")
+    assert len(pairs_csv) == 40 and "verdict" in pairs_csv
+    annotators_csv = pd.read_csv(out / "annotators.csv")
+    assert set(annotators_csv["annotator"]) == {evil, "a1", "a2"}
+
+
+def test_export_valid_keeps_every_original_field(tmp_path):
+    rows = [
+        *[row("good", a, "chosen", chosen=(4, 4, 4), rejected=(4, 4, 4)) for a in ("x", "y")],
+        *[row("flip", a, "rejected") for a in ("x", "y")],
+    ]
+    annotations, _ = write_files(tmp_path, rows)
+    pairs = write_pairs_file(tmp_path / "pairs.jsonl", ["good", "flip"], source="v2", n=3)
+    valid = tmp_path / "valid.jsonl"
+    code = main(
+        [
+            "report",
+            "--annotations",
+            str(annotations),
+            "--pairs",
+            str(pairs),
+            "--out",
+            str(tmp_path / "out"),
+            "--export-valid",
+            str(valid),
+        ]
+    )
+    assert code == 0
+    records = [json.loads(line) for line in valid.read_text().splitlines()]
+    original = json.loads(pairs.read_text().splitlines()[0])
+    assert records == [original]
+
+
+def test_invalid_annotations_file_is_refused_with_rows(tmp_path, capsys):
+    pairs = write_pairs_file(tmp_path / "pairs.jsonl", ["p1"])
+    bad = tmp_path / "a.csv"
+    bad.write_text("pair_id,annotator,preference,helpfulness_rejected\np1,x,chosen,9\np2,y,tie,\n")
+    code = main(
+        ["report", "--annotations", str(bad), "--pairs", str(pairs), "--out", str(tmp_path / "o")]
+    )
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "row 1, column 'helpfulness_rejected': outside the rating scale 1..5 (got '9')" in err
+    assert "row 2, column 'pair_id': no pair with this id (got 'p2')" in err
+    assert "Traceback" not in err
+    assert not (tmp_path / "o").exists()
+
+
+def test_annotations_need_pairs(tmp_path, capsys):
+    code = main(["report", "--annotations", "a.csv", "--out", str(tmp_path)])
+    assert code == 2
+    assert "give both --annotations FILE and --pairs FILE" in capsys.readouterr().err
+
+
+# --- database path -------------------------------------------------------------------------
+
+
+@pytest.fixture
+def study_db(tmp_path, monkeypatch):
+    url = f"sqlite:///{tmp_path / 'study.db'}"
+    # also the environment, so no command can fall back to ./annotate.db
+    monkeypatch.setenv("ANNOTATE_DATABASE_URL", url)
+    write_pairs_file(tmp_path / "pairs.jsonl", [f"p{i}" for i in range(30)])
+    assert main(["import-pairs", "--db", url, str(tmp_path / "pairs.jsonl"), "--study", "s"]) == 0
+    return url
+
+
+def rich_table() -> pd.DataFrame:
+    table = synthetic(30, 3, confounded=False)
+    table.loc[0, "comment"] = 'a comment, with "quotes"\nand a new line'
+    table.loc[1, "submitted_at"] = "2026-03-04T05:06:07.123456+00:00"
+    table.loc[2, ["correctness_chosen", "main_reason", "chosen_position", "seconds"]] = None
+    return table
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".jsonl", ".parquet"])
+def test_export_import_export_round_trip(tmp_path, study_db, suffix):
+    write_table(rich_table(), tmp_path / f"in{suffix}")
+    assert (
+        main(
+            ["import-annotations", "--db", study_db, str(tmp_path / f"in{suffix}"), "--study", "s"]
+        )
+        == 0
+    )
+    first, second = tmp_path / f"one{suffix}", tmp_path / f"two{suffix}"
+    assert main(["export", "--db", study_db, "--study", "s", "--out", str(first)]) == 0
+    assert main(["import-annotations", "--db", study_db, str(first), "--study", "s"]) == 0
+    assert main(["export", "--db", study_db, "--study", "s", "--out", str(second)]) == 0
+    assert first.read_bytes() == second.read_bytes()
+    exported = pd.read_csv(first) if suffix == ".csv" else None
+    if exported is not None:
+        assert len(exported) == 90
+        assert exported.loc[0, "comment"] == 'a comment, with "quotes"\nand a new line'
+        assert exported["submitted_at"].str.startswith("2026-03-04T05:06:07.123456").any()
+
+
+def test_import_replaces_existing_rows_and_is_all_or_nothing(tmp_path, study_db, capsys):
+    write_table(frame([row("p1", "ann", "chosen"), row("p2", "ann", "tie")]), tmp_path / "a.csv")
+    assert (
+        main(["import-annotations", "--db", study_db, str(tmp_path / "a.csv"), "--study", "s"]) == 0
+    )
+    write_table(frame([row("p1", "ann", "rejected", reason="unsure")]), tmp_path / "b.csv")
+    assert (
+        main(["import-annotations", "--db", study_db, str(tmp_path / "b.csv"), "--study", "s"]) == 0
+    )
+    write_table(
+        frame([row("p2", "ann", "chosen"), row("nope", "ann", "chosen")]), tmp_path / "c.csv"
+    )
+    assert (
+        main(["import-annotations", "--db", study_db, str(tmp_path / "c.csv"), "--study", "s"]) == 2
+    )
+    assert "row 2, column 'pair_id': no pair with this id (got 'nope')" in capsys.readouterr().err
+    main(["export", "--db", study_db, "--study", "s", "--out", str(tmp_path / "e.csv")])
+    exported = pd.read_csv(tmp_path / "e.csv")
+    assert exported[["pair_id", "annotator", "preference"]].values.tolist() == [
+        ["p1", "ann", "rejected"],
+        ["p2", "ann", "tie"],
+    ]
+    assert exported.loc[0, "main_reason"] == "unsure"
+
+
+def test_report_from_the_database_equals_the_file_report(tmp_path, study_db):
+    write_table(rich_table(), tmp_path / "a.csv")
+    main(["import-annotations", "--db", study_db, str(tmp_path / "a.csv"), "--study", "s"])
+    assert (
+        main(
+            [
+                "--db",
+                study_db,
+                "report",
+                "--study",
+                "s",
+                "--out",
+                str(tmp_path / "db"),
+                "--bootstrap",
+                "50",
+            ]
+        )
+        == 0
+    )
+    assert (
+        main(
+            [
+                "report",
+                "--annotations",
+                str(tmp_path / "a.csv"),
+                "--pairs",
+                str(tmp_path / "pairs.jsonl"),
+                "--out",
+                str(tmp_path / "files"),
+                "--bootstrap",
+                "50",
+            ]
+        )
+        == 0
+    )
+    from_db = json.loads((tmp_path / "db" / "report.json").read_text())
+    from_files = json.loads((tmp_path / "files" / "report.json").read_text())
+    assert from_db["preference"] == from_files["preference"]
+    assert from_db["quality"] == from_files["quality"]
+    assert from_db["conclusion"] == from_files["conclusion"]
+
+
+def test_unknown_study(tmp_path, study_db, capsys):
+    assert main(["report", "--db", study_db, "--study", "other", "--out", str(tmp_path / "o")]) == 2
+    assert "there is no study named 'other'" in capsys.readouterr().err
