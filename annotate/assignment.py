@@ -39,8 +39,13 @@ class Progress:
 
 
 def _mine(annotator_id: int):
+    # study_id first, so the (study_id, pair_id, annotator_id) unique index answers it
     return exists().where(
-        and_(Assignment.pair_id == Pair.id, Assignment.annotator_id == annotator_id)
+        and_(
+            Assignment.study_id == Pair.study_id,
+            Assignment.pair_id == Pair.id,
+            Assignment.annotator_id == annotator_id,
+        )
     )
 
 
@@ -267,7 +272,9 @@ def progress(engine: Engine, *, annotator_id: int) -> Progress:
                 .group_by(Assignment.status)
             ).all()
         )
-        available = _count(
+        # "Pairs with room that this annotator has not touched", counted as two index range
+        # counts: a NOT EXISTS per pair would grow with the study (49 ms at 10,000 pairs).
+        with_room = _count(
             s,
             select(func.count())
             .select_from(Pair)
@@ -275,9 +282,20 @@ def progress(engine: Engine, *, annotator_id: int) -> Progress:
                 Pair.study_id == study.id,
                 Pair.is_gold == False,  # noqa: E712
                 Pair.n_assigned < study.overlap_target,
-                ~_mine(annotator_id),
             ),
         )
+        mine_with_room = _count(
+            s,
+            select(func.count())
+            .select_from(Assignment)
+            .join(Pair, Pair.id == Assignment.pair_id)
+            .where(
+                Assignment.annotator_id == annotator_id,
+                Pair.is_gold == False,  # noqa: E712
+                Pair.n_assigned < study.overlap_target,
+            ),
+        )
+        available = with_room - mine_with_room
         skipped_with_room = _count(
             s,
             select(func.count())
