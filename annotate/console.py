@@ -88,20 +88,20 @@ def create_study(engine: Engine, name: str, **options) -> Study:
         s.add(study)
         s.flush()
         if options:
-            update_study_options(s, study, **options)
+            update_study_options(s, study, **clean_options(options))
         return study
 
 
 @retrying
 def save_study_options(engine: Engine, study_id: int, **options) -> Study:
     """Change options; the locked ones are refused once the study has annotations."""
-    options = _clean_options(options)
+    options = clean_options(options)
     with session(engine) as s:
         study = s.get(Study, study_id)
         return update_study_options(s, study, **options)
 
 
-def _clean_options(options: dict) -> dict:
+def clean_options(options: dict) -> dict:
     out = dict(options)
     for key in ("prolific_completion_code", "prolific_study_id"):
         if key in out:
@@ -282,13 +282,19 @@ def _num(value) -> float | None:
     return None if math.isnan(value) else value
 
 
+FLAG_RULES = (
+    f"gold accuracy below {LOW_GOLD_ACCURACY:.0%} (at least {MIN_GOLD} gold answers) or a "
+    f"failed qualification; peer agreement more than {PEER_GAP} below the study's median (at "
+    f"least {MIN_ITEMS} pairs with peers); label agreement more than {LABEL_GAP} below the "
+    f"median (at least {MIN_ITEMS} decisive answers); first-slot rate significantly off 1/2 "
+    f"(p < {POSITION_P}, at least {MIN_SLOT_ITEMS} answers); one single rating value throughout "
+    f"(straight-lining); median time under a third of the study's median (at least "
+    f"{MIN_ITEMS} answers)."
+)
+
+
 def outlier_flags(table: pd.DataFrame) -> list[str]:
-    """Why each annotator looks unusual ('' when nothing does). Rules, each with a minimum
-    number of items: gold accuracy below 70% (>= 3 gold answers) or a failed qualification;
-    peer agreement more than 0.25 below the study's median (>= 5 pairs with peers); label
-    agreement more than 0.3 below the median (>= 5 decisive answers); first-slot rate
-    significantly off 1/2 (p < 0.01, >= 10 answers); one single rating value throughout
-    (straight-lining); median time under a third of the study's median (>= 5 answers)."""
+    """Why each annotator looks unusual ('' when nothing does), by the rules in FLAG_RULES."""
     real = table[table.get("role", "annotator") != "maintainer"] if len(table) else table
 
     def median(column: str, minimum_column: str | None = None) -> float | None:
@@ -674,3 +680,40 @@ def count_records(data: bytes, file_name: str) -> int | None:
     if suffix == ".jsonl":
         return sum(1 for line in io.BytesIO(data) if line.strip())
     return None
+
+
+def report_figures(report: dict) -> list[tuple[str, object]]:
+    """The report's plotly charts (the same as in report.html), with a title for each."""
+    from analysis import html_report
+
+    public = getattr(html_report, "figures", None)
+    if callable(public):
+        return list(public(report))
+    charts = [
+        ("Agreement on the preference", "_alpha_chart"),
+        ("General quality of chosen and rejected", "_quality_chart"),
+        ("Pair verdicts", "_verdict_chart"),
+        ("Annotators", "_annotator_chart"),
+        ("Position bias", "_position_chart"),
+    ]
+    return [
+        (title, getattr(html_report, name)(report))
+        for title, name in charts
+        if hasattr(html_report, name)
+    ]
+
+
+def report_reading(report: dict) -> list[str]:
+    """The report's plain-language reading of its numbers (as in report.html)."""
+    from analysis import html_report
+
+    reading = getattr(html_report, "_reading", None)
+    return list(reading(report)) if callable(reading) else []
+
+
+def headline_table(report: dict) -> pd.DataFrame:
+    from analysis.summary import headline_rows
+
+    return pd.DataFrame(
+        headline_rows(report), columns=["statistic", "value", "95% interval", "n / note"]
+    )

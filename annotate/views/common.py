@@ -30,10 +30,20 @@ def mark_guidelines_seen(engine: Engine, *, annotator_id: int) -> None:
 
 
 def finished_extras(user: Annotator, study: Study) -> None:
-    """What a finished annotator sees besides the thanks (a crowd platform's completion code)."""
-    if user.external_id and study.prolific_completion_code:
-        code = study.prolific_completion_code
-        st.markdown(f"Your completion code: **{safe_markdown(code)}**")
-        st.link_button(
-            "Return to Prolific", f"https://app.prolific.com/submissions/complete?cc={code}"
+    """What a finished annotator sees besides the thanks: a failed qualification, and a crowd
+    platform's completion code with the button back to the platform."""
+    from annotate.access import engine
+    from annotate.gold import FAILED, qualification_of
+    from annotate.prolific import completion_url
+
+    if qualification_of(engine(), annotator_id=user.id).state == FAILED:
+        st.info(
+            "Your first answers did not match what this study needs, so no further pairs will "
+            "be shown to you. Thank you for your time."
         )
+    url = completion_url(study) if user.external_id else None
+    if url:
+        code = study.prolific_completion_code.strip()
+        st.markdown("Your completion code:")
+        st.code(code, language=None)
+        st.link_button("Return to Prolific", url, type="primary")

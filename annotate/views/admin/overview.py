@@ -1,37 +1,75 @@
-"""Maintainer console: studies at a glance."""
+"""Console: progress of a study (pairs complete to the overlap target, per day, ETA)."""
 
+import plotly.graph_objects as go
 import streamlit as st
-from sqlalchemy import func
-from sqlmodel import select
 
-from annotate.access import engine, require_admin
-from annotate.db import session
-from annotate.models import Annotation, Annotator, Pair, Study
+from annotate import console
+from annotate.access import engine
+from annotate.views.admin.shared import page
 
-require_admin()
-st.title("Maintainer console")
-with session(engine()) as s:
-    studies = s.exec(select(Study).order_by(Study.name)).all()
-    rows = []
-    for study in studies:
-        pairs = s.exec(
-            select(func.count()).select_from(Pair).where(Pair.study_id == study.id)
-        ).one()
-        annotators = s.exec(
-            select(func.count())
-            .select_from(Annotator)
-            .where(Annotator.study_id == study.id, Annotator.is_admin.is_(False))
-        ).one()
-        annotations = s.exec(
-            select(func.count()).select_from(Annotation).where(Annotation.study_id == study.id)
-        ).one()
-        rows.append(
-            {
-                "study": study.name,
-                "pairs": pairs,
-                "annotators": annotators,
-                "annotations": annotations,
-                "overlap target": study.overlap_target,
-            }
+user, study = page("Progress")
+if study is None:
+    st.stop()
+
+progress = console.study_progress(engine(), study_id=study.id)
+cells = st.columns(4)
+cells[0].metric(
+    "Pairs complete",
+    f"{progress.complete:,} / {progress.pairs:,}",
+    help=f"Pairs with at least {progress.target} annotations (the overlap target). "
+    "Gold checks are not counted.",
+)
+cells[1].metric(
+    "Annotations towards the target",
+    f"{progress.collected:,} / {progress.needed:,}",
+    help="At most the overlap target counts per pair.",
+)
+cells[2].metric(
+    "Recent rate",
+    "–" if progress.rate_per_day is None else f"{progress.rate_per_day:,.1f} / day",
+    help=f"Annotations of real pairs per day over the last {console.RECENT_DAYS} days.",
+)
+cells[3].metric("Estimated time to finish", progress.eta_text())
+st.progress(min(progress.fraction, 1.0), text=f"{progress.fraction:.0%} of the target collected")
+st.caption(
+    f"{progress.annotators} annotators have answered; {progress.annotations:,} annotations of "
+    f"real pairs, {progress.gold_annotations:,} of {progress.gold_pairs} gold checks."
+)
+
+st.subheader("Annotations per day")
+if len(progress.per_day):
+    figure = go.Figure(
+        go.Bar(x=progress.per_day["day"], y=progress.per_day["annotations"], name="annotations")
+    )
+    figure.update_layout(
+        height=280, margin={"l": 10, "r": 10, "t": 10, "b": 10}, yaxis_title="annotations"
+    )
+    st.plotly_chart(figure, config={"displaylogo": False})
+else:
+    st.info("No annotations yet.")
+
+st.subheader("All studies")
+rows = []
+for other in console.studies(engine()):
+    numbers = console.study_progress(engine(), study_id=other.id)
+    rows.append(
+        {
+            "study": other.name,
+            "pairs": numbers.pairs,
+            "gold checks": numbers.gold_pairs,
+            "overlap target": numbers.target,
+            "pairs complete": numbers.complete,
+            "collected": numbers.fraction,
+            "annotations": numbers.annotations,
+            "annotators": numbers.annotators,
+        }
+    )
+st.dataframe(
+    rows,
+    hide_index=True,
+    column_config={
+        "collected": st.column_config.ProgressColumn(
+            "collected", format="percent", min_value=0, max_value=1
         )
-st.dataframe(rows, hide_index=True)
+    },
+)

@@ -1,0 +1,92 @@
+"""Console: the agreement and pair-validation report, live, for the study or a part of it."""
+
+import pandas as pd
+import streamlit as st
+
+from analysis.summary import fmt
+from annotate import console
+from annotate.access import engine
+from annotate.views.admin.shared import page, study_report
+
+user, study = page("Agreement")
+if study is None:
+    st.stop()
+
+coverage = console.pair_coverage(engine(), study_id=study.id)
+activity = console.annotator_activity(engine(), study_id=study.id)
+cols = st.columns([3, 3, 1])
+categories = cols[0].multiselect(
+    "Categories (none = all)",
+    sorted(c for c in coverage["category"].unique() if c),
+    key="agreement_categories",
+)
+annotators = cols[1].multiselect(
+    "Annotators (none = all)",
+    activity.loc[activity["role"] == "annotator", "annotator"].tolist(),
+    key="agreement_annotators",
+)
+bootstrap = cols[2].selectbox(
+    "Bootstrap", [200, 1000, 2000], index=1, key="agreement_bootstrap", help="resamples"
+)
+
+report, annotations, pairs = study_report(
+    study, categories=tuple(categories), annotators=tuple(annotators), bootstrap=bootstrap
+)
+counts = report["counts"]
+if not counts["annotations"]:
+    st.info("No annotations of real pairs in this selection yet.")
+    st.stop()
+
+main = report["conclusion"]["personal_preference_main_factor"]
+(st.success if main else st.warning)(
+    "Personal preference "
+    + ("**is**" if main else "is **not shown** to be")
+    + " the main factor that separates chosen from rejected"
+    + (" in this selection." if categories or annotators else ".")
+)
+pref = report["preference"]
+cells = st.columns(5)
+cells[0].metric("Pairs annotated", f"{counts['pairs_with_annotations']:,} / {counts['pairs']:,}")
+cells[1].metric("Annotations", f"{counts['annotations']:,}")
+cells[2].metric("Percent agreement", fmt(pref["percent_agreement"]))
+cells[3].metric("Krippendorff's alpha", fmt(pref["alpha"]["value"]))
+cells[4].metric("Label agreement", fmt(pref["label_agreement"]["value"]))
+
+for paragraph in console.report_reading(report):
+    st.markdown(paragraph.replace("$", r"\$"))
+
+st.subheader("Headline numbers")
+st.dataframe(console.headline_table(report), hide_index=True)
+
+st.subheader("Charts")
+for title, figure in console.report_figures(report):
+    st.markdown(f"**{title}**")
+    st.plotly_chart(figure, config={"displaylogo": False}, key=f"chart_{title}")
+
+st.subheader("Pairs")
+verdicts = report["verdicts"]
+st.caption(", ".join(f"{name.replace('_', ' ')}: {n:,}" for name, n in verdicts.items()))
+pair_rows = pd.DataFrame(report["pairs"])
+if len(pair_rows):
+    pair_rows["flags"] = pair_rows["flags"].map(", ".join)
+    st.dataframe(pair_rows, hide_index=True)
+
+st.subheader("Report files for this selection")
+files_for = (report, annotations, pairs)
+
+
+def _files() -> dict[str, bytes]:
+    return console.report_files(files_for[0], annotations=files_for[1], pairs=files_for[2])
+
+
+with st.container(horizontal=True):
+    for name, mime in {**console.REPORT_FILES, "valid_pairs.jsonl": "application/jsonl"}.items():
+        st.download_button(
+            name,
+            data=lambda name=name: _files()[name],
+            file_name=name,
+            mime=mime,
+            key=f"agreement_download_{name}",
+            on_click="ignore",
+            icon=":material/download:",
+        )

@@ -1,0 +1,83 @@
+"""Console: downloads. Files are made when their button is clicked (nothing is computed while
+the page merely shows), in the formats of the command line (`annotate export`, `annotate
+report`)."""
+
+import streamlit as st
+
+from annotate import console
+from annotate.access import engine
+from annotate.views.admin.shared import page
+
+user, study = page("Exports")
+if study is None:
+    st.stop()
+
+db = engine()
+name = study.name
+
+st.subheader("Annotations")
+st.caption(
+    "One row per pair and annotator (contract section 3), gold checks included; the same "
+    "columns in every format."
+)
+with st.container(horizontal=True):
+    for fmt, mime in console.EXPORT_FORMATS.items():
+        st.download_button(
+            fmt.upper(),
+            data=lambda fmt=fmt: console.export_annotations(db, study=name, fmt=fmt),
+            file_name=f"{name}-annotations.{fmt}",
+            mime=mime,
+            key=f"export_annotations_{fmt}",
+            on_click="ignore",
+            icon=":material/download:",
+        )
+
+st.subheader("Report")
+st.caption(
+    "The whole study's report with the command line's default options (1,000 bootstrap "
+    "resamples, seed 0). For a part of the study, use the **Agreement** page."
+)
+
+
+def _report_file(file_name: str) -> bytes:
+    report, annotations, pairs = console.build_study_report(db, study=name)
+    return console.report_files(report, annotations=annotations, pairs=pairs)[file_name]
+
+
+with st.container(horizontal=True):
+    for file_name, mime in console.REPORT_FILES.items():
+        st.download_button(
+            file_name,
+            data=lambda file_name=file_name: _report_file(file_name),
+            file_name=f"{name}-{file_name}",
+            mime=mime,
+            key=f"export_report_{file_name}",
+            on_click="ignore",
+            icon=":material/download:",
+        )
+
+st.subheader("Pairs")
+st.caption(
+    "In the import format (JSON Lines), every original field kept. Validated pairs: those "
+    "whose report verdict is `valid` (gold checks left out)."
+)
+with st.container(horizontal=True):
+    st.download_button(
+        "Validated pairs",
+        data=lambda: console.export_pairs(db, study=name, valid_only=True),
+        file_name=f"{name}-valid-pairs.jsonl",
+        mime="application/jsonl",
+        key="export_valid_pairs",
+        on_click="ignore",
+        icon=":material/download:",
+        type="primary",
+    )
+    st.download_button(
+        "All pairs",
+        data=lambda: console.export_pairs(db, study=name),
+        file_name=f"{name}-pairs.jsonl",
+        mime="application/jsonl",
+        key="export_all_pairs",
+        on_click="ignore",
+        icon=":material/download:",
+    )

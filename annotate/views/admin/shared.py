@@ -1,0 +1,126 @@
+"""Pieces every console page uses: the maintainer check, the study picker, cached reports."""
+
+from __future__ import annotations
+
+from urllib.parse import urlsplit
+
+import streamlit as st
+
+from annotate import console
+from annotate.access import engine, require_admin
+from annotate.auth import DEFAULT_BASE_URL
+from annotate.errors import UserError
+from annotate.models import Annotator, Study
+
+STUDY_KEY = "console_study"
+REPORT_TTL = 120  # seconds; the key also holds the data version, so new answers show at once
+
+
+def page(title: str) -> tuple[Annotator, Study | None]:
+    """Check the maintainer role (nothing else runs otherwise), title, study picker."""
+    user = require_admin()
+    st.title(title)
+    return user, pick_study()
+
+
+def pick_study() -> Study | None:
+    everything = console.studies(engine())
+    if not everything:
+        st.info("There is no study yet. Create one on the **Studies** page.")
+        return None
+    names = [study.name for study in everything]
+    wanted = st.session_state.get(STUDY_KEY)
+    if wanted not in names:
+        wanted = "default" if "default" in names else names[0]
+        st.session_state[STUDY_KEY] = wanted
+
+    def remember() -> None:
+        st.session_state[STUDY_KEY] = st.session_state["study_picker"]
+
+    choice = st.selectbox(
+        "Study",
+        names,
+        index=names.index(wanted),
+        key="study_picker",
+        on_change=remember,
+        width=320,
+    )
+    return everything[names.index(choice)]
+
+
+def choose_study(name: str) -> None:
+    st.session_state[STUDY_KEY] = name
+    st.session_state.pop("study_picker", None)
+
+
+def base_url() -> str:
+    """This app's address as the browser sees it (for login links), else the default."""
+    try:
+        url = st.context.url
+    except Exception:
+        url = None
+    if not url:
+        return DEFAULT_BASE_URL
+    parts = urlsplit(url)
+    if not parts.scheme or not parts.netloc:
+        return DEFAULT_BASE_URL
+    root = (st.get_option("server.baseUrlPath") or "").strip("/")
+    return f"{parts.scheme}://{parts.netloc}" + (f"/{root}" if root else "")
+
+
+def show_error(exc: UserError) -> None:
+    st.error(str(exc).splitlines()[0])
+    problems = getattr(exc, "problems", None)
+    if problems:
+        st.code("\n".join(problems), language=None)
+
+
+def db_key() -> str:
+    return engine().url.render_as_string(hide_password=True)
+
+
+@st.cache_data(ttl=REPORT_TTL, max_entries=16, show_spinner=False)
+def cached_report(
+    db: str,
+    study: str,
+    version: tuple,
+    categories: tuple[str, ...],
+    annotators: tuple[str, ...],
+    bootstrap: int,
+):
+    """(report, annotations, pairs), cached per database, study, data version and filter."""
+    del db, version  # only part of the cache key
+    return console.build_study_report(
+        engine(),
+        study=study,
+        categories=list(categories) or None,
+        annotators=list(annotators) or None,
+        bootstrap=bootstrap,
+    )
+
+
+def study_report(
+    study: Study,
+    *,
+    categories: tuple[str, ...] = (),
+    annotators: tuple[str, ...] = (),
+    bootstrap: int = 1000,
+):
+    """The (possibly cached) report for the study, computed under a status box if needed."""
+    version = console.data_version(engine(), study_id=study.id)
+    with st.status("Computing the report…", expanded=False) as status:
+        result = cached_report(
+            db_key(), study.name, version, tuple(categories), tuple(annotators), bootstrap
+        )
+        status.update(label="Report up to date", state="complete")
+    return result
+
+
+@st.cache_data(ttl=REPORT_TTL, max_entries=8, show_spinner=False)
+def cached_report_files(
+    db: str, study: str, version: tuple, categories, annotators, bootstrap: int
+) -> dict[str, bytes]:
+    report, annotations, pairs = cached_report(
+        db, study, version, categories, annotators, bootstrap
+    )
+    return console.report_files(report, annotations=annotations, pairs=pairs)
