@@ -22,6 +22,7 @@ from annotate.wording import (
 )
 
 PROFILE_SHOWN = 5
+SIGN_OUT_LINK = '<a href="/logout" target="_self">Sign out</a>'
 EDIT_KEY = "edit_pair_id"
 
 
@@ -108,7 +109,8 @@ def _header(user: Annotator, study: Study) -> None:
     with right, st.container(horizontal=True, horizontal_alignment="right"):
         if study.guidelines.strip() and st.button("Guidelines", key="open_guidelines"):
             guidelines_dialog(study)
-        st.link_button("Sign out", "/logout")
+        # Our own constant markup (never data): a same-tab link, which st.link_button is not.
+        st.markdown(SIGN_OUT_LINK, unsafe_allow_html=True)
 
 
 def _history_picker(user: Annotator) -> None:
