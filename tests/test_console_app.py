@@ -1,0 +1,599 @@
+"""The maintainer console (/admin...) driven by Streamlit's AppTest: who may see it, study
+creation and option locking, pairs upload, invitation and deactivation, gold checks and
+qualification, progress numbers, exports (downloaded files parsed), Prolific entry and
+completion, and maintainers signing in with st.login (OIDC) mapped by email."""
+
+from __future__ import annotations
+
+import io
+import json
+from datetime import UTC, datetime, timedelta
+
+import pandas as pd
+import pytest
+import streamlit as st
+import streamlit.testing.v1.app_test as app_test_module
+from sqlmodel import select
+from streamlit.runtime.media_file_manager import MediaFileManager
+from streamlit.testing.v1 import AppTest
+
+from annotate import gold
+from annotate.annotations import Answer, submit_answer
+from annotate.assignment import next_assignment
+from annotate.auth import annotator_for_token, create_annotator
+from annotate.db import ENV_VAR, get_engine, session
+from annotate.importer import import_pairs
+from annotate.models import Annotation, Annotator, Pair, Study
+from annotate.studies import update_study_options
+from annotate.views.admin import PAGES
+from tests.factories import make_study, pair_record, write_jsonl
+
+APP = "../annotate/app.py"
+STUDY = "default"
+
+
+@pytest.fixture
+def db(tmp_path, monkeypatch):
+    """A study with 4 pairs (overlap target 2), two annotators and a maintainer."""
+    url = f"sqlite:///{tmp_path}/console.db"
+    monkeypatch.setenv(ENV_VAR, url)
+    st.cache_resource.clear()
+    st.cache_data.clear()
+    engine = get_engine(url)
+    study_id, people = make_study(engine, tmp_path, n_pairs=4, annotators=2, overlap_target=2)
+    with session(engine) as s:
+        _, boss_token = create_annotator(
+            s, name="boss", study_id=study_id, is_admin=True, email="Boss@Example.org"
+        )
+    yield {
+        "engine": engine,
+        "study_id": study_id,
+        "people": people,
+        "boss_token": boss_token,
+        "tmp": tmp_path,
+    }
+    st.cache_resource.clear()
+    st.cache_data.clear()
+
+
+def app() -> AppTest:
+    return AppTest.from_file(APP, default_timeout=60)
+
+
+def as_token(token: str | None) -> AppTest:
+    at = app()
+    if token:
+        at.query_params["token"] = token
+    return at.run()
+
+
+def open_page(at: AppTest, url_path: str) -> AppTest:
+    script = next(script for script, _, _, path in PAGES if path == url_path)
+    at.switch_page(f"views/admin/{script}").run()
+    assert not at.exception, at.exception
+    return at
+
+
+def maintainer(db, url_path: str = "admin") -> AppTest:
+    return open_page(as_token(db["boss_token"]), url_path)
+
+
+def texts(at: AppTest) -> str:
+    """Everything the page shows as text (markdown, captions, titles, alerts, code, tables)."""
+    parts = []
+    for kind in (
+        "title",
+        "header",
+        "subheader",
+        "markdown",
+        "caption",
+        "info",
+        "success",
+        "warning",
+        "error",
+        "code",
+        "metric",
+        "text",
+    ):
+        for element in at.get(kind):
+            parts.append(str(getattr(element, "value", "")))
+            if kind == "metric":
+                parts.append(element.label)
+    for frame in at.dataframe:
+        parts.append(frame.value.to_csv())
+    return "\n".join(parts)
+
+
+def button(at: AppTest, label: str):
+    matches = [b for b in at.button if b.label == label]
+    assert matches, f"no button {label!r} in {[b.label for b in at.button]}"
+    return matches[0]
+
+
+def answer(engine, annotator_id: int, pair_id: int, preference: str, **extra) -> None:
+    submit_answer(
+        engine,
+        annotator_id=annotator_id,
+        pair_id=pair_id,
+        answer=Answer(
+            preference=preference,
+            chosen_position="A",
+            ratings={"correctness_chosen": 4, "correctness_rejected": 3},
+            main_reason="personal_fit",
+            seconds=12.0,
+            **extra,
+        ),
+    )
+
+
+def pair_ids(engine, study_id: int) -> dict[str, int]:
+    with session(engine) as s:
+        return dict(s.exec(select(Pair.pair_key, Pair.id).where(Pair.study_id == study_id)).all())
+
+
+# --- access ------------------------------------------------------------------------------
+
+
+def test_strangers_and_annotators_see_no_console_content(db):
+    _, annotator_token = db["people"][0]
+    for token in (None, "not-a-token", annotator_token):
+        for _, _, _, url_path in PAGES:
+            at = open_page(as_token(token), url_path)
+            shown = texts(at)
+            assert at.title[0].value == "Please sign in", (token, url_path)
+            assert "default-ann-" not in shown and "p0" not in shown
+            assert not at.dataframe and not at.get("metric")
+            assert not at.get("download_button") and not at.get("file_uploader")
+            # no organisation sign-in without [auth]
+            assert "Sign in with your organisation" not in [b.label for b in at.button]
+
+
+def test_a_maintainer_sees_every_console_page(db):
+    at = as_token(db["boss_token"])
+    for _, title, _, url_path in PAGES:
+        open_page(at, url_path)
+        assert at.title[0].value == title
+        assert at.selectbox(key="study_picker").value == STUDY
+
+
+# --- studies -----------------------------------------------------------------------------
+
+
+def test_create_a_study_with_its_options(db):
+    at = maintainer(db, "admin-studies")
+    at.text_input(key="new_study_name").input("pilot")
+    at.number_input(key="new_overlap_target").set_value(5)
+    at.checkbox(key="new_allow_ties").uncheck()
+    at.multiselect(key="new_dimensions").set_value(["correctness"])
+    at.checkbox(key="new_show_profile").uncheck()
+    at.text_area(key="new_guidelines").input("Read **carefully**.")
+    at.number_input(key="new_qualification_gold").set_value(2)
+    button(at, "Create study").click().run()
+    assert not at.exception and not at.error
+    assert "Study 'pilot' created." in texts(at)
+    assert at.selectbox(key="study_picker").value == "pilot"
+    with session(db["engine"]) as s:
+        study = s.exec(select(Study).where(Study.name == "pilot")).one()
+    assert study.overlap_target == 5
+    assert study.allow_ties is False
+    assert study.dimensions == ["correctness"]
+    assert study.show_profile is False and study.show_narrative is True
+    assert study.guidelines == "Read **carefully**."
+    assert study.qualification_gold == 2
+
+    # a second study of the same name is refused with a message, nothing created
+    at.text_input(key="new_study_name").input("pilot")
+    button(at, "Create study").click().run()
+    assert "already exists" in at.error[0].value
+
+
+def test_options_lock_once_the_study_has_annotations(db):
+    engine, study_id = db["engine"], db["study_id"]
+    prefix = f"study{study_id}"
+    at = maintainer(db, "admin-studies")
+    assert not at.checkbox(key=f"{prefix}_allow_ties").disabled
+    at.checkbox(key=f"{prefix}_allow_ties").uncheck()
+    button(at, "Save options").click().run()
+    with session(engine) as s:
+        assert s.get(Study, study_id).allow_ties is False
+
+    annotator_id, _ = db["people"][0]
+    answer(engine, annotator_id, pair_ids(engine, study_id)["p0"], "chosen")
+    at = maintainer(db, "admin-studies")
+    assert "options that define what an answer means are locked" in texts(at)
+    for name in ("allow_ties", "dimensions", "reasons", "scale_min", "scale_max"):
+        widget = at.get("checkbox") + at.get("multiselect") + at.get("number_input")
+        match = [w for w in widget if w.key == f"{prefix}_{name}"]
+        assert match and match[0].disabled, name
+    # what does not change the meaning of answers can still change
+    at.number_input(key=f"{prefix}_overlap_target").set_value(3)
+    at.text_area(key=f"{prefix}_guidelines").input("New guidelines.")
+    button(at, "Save options").click().run()
+    assert not at.error
+    with session(engine) as s:
+        study = s.get(Study, study_id)
+        assert (study.overlap_target, study.guidelines) == (3, "New guidelines.")
+        assert study.allow_ties is False  # the locked value stayed
+
+
+# --- pairs -------------------------------------------------------------------------------
+
+
+def test_pairs_upload_all_or_nothing_and_coverage(db):
+    engine, study_id = db["engine"], db["study_id"]
+    at = maintainer(db, "admin-pairs")
+    good = "".join(json.dumps(pair_record(n)) + "\n" for n in range(10, 13)).encode()
+    at.file_uploader(key="pairs_upload").set_value(("more.jsonl", good, "application/jsonl"))
+    at.run()
+    button(at, "Import").click().run()
+    assert "3 pairs added, 0 updated, 0 unchanged." in texts(at)
+    assert len(pair_ids(engine, study_id)) == 7
+
+    bad_lines = [pair_record(20), {**pair_record(21), "chosen": ""}, {"id": "x"}]
+    bad = "".join(json.dumps(r) + "\n" for r in bad_lines).encode()
+    at.file_uploader(key="pairs_upload").set_value(("bad.jsonl", bad, "application/jsonl"))
+    at.run()
+    button(at, "Import").click().run()
+    assert "nothing was written" in at.error[0].value
+    problems = at.code[0].value
+    assert "line 2" in problems and "line 3" in problems
+    assert len(pair_ids(engine, study_id)) == 7  # nothing from the bad file
+
+    annotator_id, _ = db["people"][0]
+    answer(engine, annotator_id, pair_ids(engine, study_id)["p1"], "chosen")
+    at = maintainer(db, "admin-pairs")
+    table = at.dataframe[0].value.set_index("pair_id")
+    assert table.loc["p1", "annotations"] == 1 and table.loc["p1", "target"] == 2
+    assert table.loc["p1", "status"] == "in progress"
+    assert table.loc["p12", "status"] == "not started"
+
+
+# --- annotators --------------------------------------------------------------------------
+
+
+def test_invite_shows_a_working_link_and_deactivation_keeps_answers(db):
+    engine = db["engine"]
+    at = maintainer(db, "admin-annotators")
+    at.text_input(key="invite_name").input("new-person")
+    button(at, "Create and show the link").click().run()
+    assert not at.error
+    link = at.code[0].value
+    assert link.startswith("http") and "/?token=" in link
+    token = link.split("?token=")[1]
+    with session(engine) as s:
+        person = annotator_for_token(s, token)
+    assert person is not None and person.name == "new-person" and not person.is_admin
+    label = as_token(token)
+    assert label.title == [] or label.title[0].value != "Please sign in"
+    assert label.get("progress")  # the labelling page, with a pair
+
+    answer(engine, person.id, pair_ids(engine, db["study_id"])["p0"], "chosen")
+    at = maintainer(db, "admin-annotators")
+    at.selectbox(key="manage_annotator").set_value("new-person").run()
+    button(at, "Deactivate").click().run()
+    assert not at.exception
+    with session(engine) as s:
+        assert s.get(Annotator, person.id).active is False
+        kept = s.exec(select(Annotation).where(Annotation.annotator_id == person.id)).all()
+    assert len(kept) == 1  # answers stay
+    assert as_token(token).title[0].value == "Please sign in"  # the link stops working
+    table = at.dataframe[0].value.set_index("annotator")
+    assert not table.loc["new-person", "active"]
+
+    at.selectbox(key="manage_annotator").set_value("new-person").run()
+    button(at, "Reactivate").click().run()
+    assert as_token(token).get("progress")
+
+
+def test_annotator_figures_and_outlier_flags(db, tmp_path):
+    engine, study_id = db["engine"], db["study_id"]
+    more = write_jsonl(tmp_path / "more.jsonl", [pair_record(n) for n in range(4, 8)])
+    import_pairs(engine, more, study_name=STUDY)
+    ids = pair_ids(engine, study_id)
+    (a, _), (b, _) = db["people"]
+    with session(engine) as s:
+        c = create_annotator(s, name="careless", study_id=study_id)[0].id
+        d = create_annotator(s, name="steady", study_id=study_id)[0].id
+    for key in ids:
+        for person in (a, b, d):
+            answer(engine, person, ids[key], "chosen")
+        answer(engine, c, ids[key], "rejected")
+    at = maintainer(db, "admin-annotators")
+    table = at.dataframe[0].value.set_index("annotator")
+    assert table.loc["default-ann-0", "label_agreement"] == 1.0
+    assert table.loc["careless", "label_agreement"] == 0.0
+    assert table.loc["careless", "peer_agreement"] == 0.0
+    assert table.loc["default-ann-0", "median_seconds"] == 12.0
+    # ratings 4 (chosen) and 3 (rejected): two values, so no straight-lining
+    assert bool(table.loc["default-ann-0", "straight_lining"]) is False
+    assert "low label agreement" in table.loc["careless", "flags"]
+    assert "low peer agreement" in table.loc["careless", "flags"]
+    assert table.loc["default-ann-0", "flags"] == ""
+    assert "careless" in at.warning[0].value
+
+
+# --- gold checks and qualification -------------------------------------------------------
+
+
+def test_mark_gold_and_see_accuracy(db):
+    engine, study_id = db["engine"], db["study_id"]
+    at = maintainer(db, "admin-quality")
+    at.multiselect(key="gold_pairs").set_value(["p0", "p1"])
+    at.radio(key="gold_answer").set_value("chosen")
+    button(at, "Mark as gold").click().run()
+    assert "2 pair(s) marked as gold" in texts(at)
+    with session(engine) as s:
+        marked = s.exec(
+            select(Pair.pair_key, Pair.gold_answer).where(Pair.is_gold == True)  # noqa: E712
+        ).all()
+    assert sorted(marked) == [("p0", "chosen"), ("p1", "chosen")]
+
+    ids = pair_ids(engine, study_id)
+    (a, _), (b, _) = db["people"]
+    answer(engine, a, ids["p0"], "chosen")
+    answer(engine, a, ids["p1"], "chosen")
+    answer(engine, b, ids["p0"], "rejected")
+    at = maintainer(db, "admin-quality")
+    accuracy, per_pair = (f.value for f in at.dataframe)
+    accuracy = accuracy.set_index("annotator")
+    assert accuracy.loc["default-ann-0", "gold_accuracy"] == 1.0
+    assert accuracy.loc["default-ann-1", "gold_accuracy"] == 0.0
+    assert accuracy.loc["default-ann-1", "n_gold"] == 1
+    assert per_pair.set_index("pair_id").loc["p0", "accuracy"] == 0.5
+
+    # gold pairs are not part of the coverage
+    at = maintainer(db, "admin")
+    assert at.metric[0].value == "0 / 2"
+
+
+def test_qualification_serves_gold_first_and_stops_those_who_fail(db):
+    engine, study_id = db["engine"], db["study_id"]
+    gold.set_gold(engine, study_id=study_id, pair_keys=["p3"], answer="chosen")
+    with session(engine) as s:
+        update_study_options(s, s.get(Study, study_id), qualification_gold=1)
+    (good, good_token), (bad, bad_token) = db["people"]
+    ids = pair_ids(engine, study_id)
+
+    # both are first served the gold pair, unannounced (the page looks like any other pair)
+    for token in (good_token, bad_token):
+        at = as_token(token)
+        assert any("Question 3" in m.value for m in at.markdown)
+        assert "gold" not in texts(at).lower()
+    answer(engine, good, ids["p3"], "chosen")
+    answer(engine, bad, ids["p3"], "rejected")
+
+    assert next_assignment(engine, annotator_id=good).pair_id != ids["p3"]
+    assert next_assignment(engine, annotator_id=bad) is None
+    at = as_token(bad_token)
+    assert "did not match what this study needs" in texts(at)
+
+    at = maintainer(db, "admin-quality")
+    accuracy = at.dataframe[0].value.set_index("annotator")
+    assert accuracy.loc["default-ann-0", "qualification"] == "passed"
+    assert accuracy.loc["default-ann-1", "qualification"] == "failed"
+    at = maintainer(db, "admin-annotators")
+    table = at.dataframe[0].value.set_index("annotator")
+    assert "failed qualification" in table.loc["default-ann-1", "flags"]
+
+
+# --- progress ----------------------------------------------------------------------------
+
+
+def test_progress_numbers(db):
+    engine, study_id = db["engine"], db["study_id"]
+    ids = pair_ids(engine, study_id)
+    (a, _), (b, _) = db["people"]
+    now = datetime.now(UTC)
+    yesterday = now - timedelta(days=1)
+    answer(engine, a, ids["p0"], "chosen", submitted_at=yesterday)
+    answer(engine, b, ids["p0"], "chosen", submitted_at=yesterday)
+    answer(engine, a, ids["p1"], "chosen", submitted_at=now)
+    at = maintainer(db, "admin")
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Pairs complete"] == "1 / 4"
+    assert metrics["Annotations towards the target"] == "3 / 8"
+    # 3 annotations since the first one a day ago: 3 per day (the minimum span is one day)
+    rate = float(metrics["Recent rate"].split()[0])
+    assert 2.9 < rate <= 3.0
+    assert metrics["Estimated time to finish"].startswith("about 1.")  # 5 left at 3 a day
+    assert at.get("progress")[0].proto.text == "38% of the target collected"
+    assert at.get("plotly_chart")
+    studies = at.dataframe[0].value.set_index("study")
+    assert studies.loc[STUDY, "pairs complete"] == 1
+
+
+# --- exports -----------------------------------------------------------------------------
+
+
+@pytest.fixture
+def downloads(monkeypatch):
+    """Fetch what a download button would give the browser (deferred ones are run)."""
+    managers: list[MediaFileManager] = []
+
+    class Recording(MediaFileManager):
+        def __init__(self, storage):
+            super().__init__(storage)
+            managers.append(self)
+
+    monkeypatch.setattr(app_test_module, "MediaFileManager", Recording)
+
+    def fetch(at: AppTest, key: str) -> bytes:
+        found = [b for b in at.get("download_button") if b.proto.id.endswith(key) or key in b.id]
+        assert found, [b.id for b in at.get("download_button")]
+        proto = found[0].proto
+        manager = managers[-1]
+        url = proto.url or manager.execute_deferred(proto.deferred_file_id)
+        return manager._storage.get_file(url.rsplit("/", 1)[-1]).content
+
+    return fetch
+
+
+def test_exports_give_the_annotations_report_and_valid_pairs(db, downloads):
+    engine, study_id = db["engine"], db["study_id"]
+    ids = pair_ids(engine, study_id)
+    (a, _), (b, _) = db["people"]
+    for key in ("p0", "p1", "p2"):
+        answer(engine, a, ids[key], "chosen")
+        answer(engine, b, ids[key], "chosen" if key != "p2" else "rejected")
+    at = maintainer(db, "admin-exports")
+    assert not at.exception
+
+    frames = {
+        "csv": pd.read_csv(io.BytesIO(downloads(at, "export_annotations_csv"))),
+        "jsonl": pd.read_json(io.BytesIO(downloads(at, "export_annotations_jsonl")), lines=True),
+        "parquet": pd.read_parquet(io.BytesIO(downloads(at, "export_annotations_parquet"))),
+    }
+    for fmt, frame in frames.items():
+        assert list(frame.columns)[:4] == ["pair_id", "annotator", "preference", "chosen_position"]
+        assert len(frame) == 6, fmt
+        rows = frame.set_index(["pair_id", "annotator"])
+        assert rows.loc[("p2", "default-ann-1"), "preference"] == "rejected", fmt
+        assert int(rows.loc[("p0", "default-ann-0"), "correctness_chosen"]) == 4, fmt
+        assert float(rows.loc[("p0", "default-ann-0"), "seconds"]) == 12.0, fmt
+
+    report = json.loads(downloads(at, "export_report_report.json"))
+    assert report["counts"]["annotations"] == 6 and report["counts"]["pairs"] == 4
+    verdicts = {p["pair_id"]: p["verdict"] for p in report["pairs"]}
+    assert verdicts["p2"] == "no_consensus" and verdicts["p3"] == "insufficient_annotations"
+    assert "<html" in downloads(at, "export_report_report.html").decode()[:200].lower()
+    assert "pair_id" in downloads(at, "export_report_pairs.csv").decode().splitlines()[0]
+    summary = downloads(at, "export_report_summary.md").decode()
+    assert "alpha" in summary.lower()
+
+    valid = [json.loads(line) for line in downloads(at, "export_valid_pairs").splitlines()]
+    assert sorted(r["id"] for r in valid) == sorted(k for k, v in verdicts.items() if v == "valid")
+    every = [json.loads(line) for line in downloads(at, "export_all_pairs").splitlines()]
+    assert [r["id"] for r in every] == ["p0", "p1", "p2", "p3"]
+    assert every[0]["chosen"] == pair_record(0)["chosen"]
+
+
+def test_agreement_page_renders_the_report_with_filters_and_downloads(db, downloads):
+    engine, study_id = db["engine"], db["study_id"]
+    ids = pair_ids(engine, study_id)
+    (a, _), (b, _) = db["people"]
+    for key in ids:
+        answer(engine, a, ids[key], "chosen")
+        answer(engine, b, ids[key], "chosen")
+    at = maintainer(db, "admin-agreement")
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Annotations"] == "8"
+    assert metrics["Pairs annotated"] == "4 / 4"
+    assert metrics["Percent agreement"] == "1.000"
+    assert len(at.get("plotly_chart")) >= 3
+    report = json.loads(downloads(at, "agreement_download_report.json"))
+    assert report["counts"]["annotations"] == 8
+
+    at.multiselect(key="agreement_annotators").set_value(["default-ann-0"]).run()
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Annotations"] == "4"
+    report = json.loads(downloads(at, "agreement_download_report.json"))
+    assert report["counts"]["annotators"] == 1
+
+
+# --- Prolific ----------------------------------------------------------------------------
+
+
+def prolific(pid: str = "5f0c0ffee0123456789abcde", study: str = "PSTUDY", session_id="S1"):
+    at = app()
+    at.query_params.update({"PROLIFIC_PID": pid, "STUDY_ID": study, "SESSION_ID": session_id})
+    return at.run()
+
+
+def test_prolific_entry_labelling_and_completion_code(db):
+    engine, study_id = db["engine"], db["study_id"]
+    at = prolific()
+    assert at.title[0].value == "Please sign in"  # the study does not accept Prolific yet
+    assert "does not" in texts(at) or "no study" in at.error[0].value
+
+    with session(engine) as s:
+        update_study_options(
+            s,
+            s.get(Study, study_id),
+            allow_prolific=True,
+            prolific_study_id="PSTUDY",
+            prolific_completion_code="C0DE42",
+            items_per_annotator=2,
+        )
+    at = prolific()
+    assert not at.exception
+    assert at.get("progress")[0].proto.text == "0 of 2 pairs"
+    with session(engine) as s:
+        person = s.exec(select(Annotator).where(Annotator.name.startswith("prolific:"))).one()
+    assert person.external_id == "5f0c0ffee0123456789abcde"
+    assert person.external_session == "S1" and person.study_id == study_id
+
+    # the participant stays signed in when the parameters leave the address
+    at.query_params.clear()
+    at.run()
+    assert at.get("progress")
+
+    for _ in range(2):
+        assignment = next_assignment(engine, annotator_id=person.id)
+        answer(engine, person.id, assignment.pair_id, "chosen")
+    at = prolific()  # same participant, same session: back in, finished
+    shown = texts(at)
+    assert "C0DE42" in shown
+    link = [b for b in at.get("link_button") if b.proto.label == "Return to Prolific"]
+    assert link[0].proto.url == "https://app.prolific.com/submissions/complete?cc=C0DE42"
+
+    # the same participant id with another session is refused; another study id too
+    assert prolific(session_id="S2").title[0].value == "Please sign in"
+    assert prolific(pid="another0123", study="OTHER").title[0].value == "Please sign in"
+    # ... and a Prolific participant never sees the console
+    at = open_page(prolific(), "admin")
+    assert at.title[0].value == "Please sign in"
+
+
+# --- OIDC (st.login) ---------------------------------------------------------------------
+
+AUTH = {
+    "auth": {
+        "redirect_uri": "http://localhost:8501/oauth2callback",
+        "cookie_secret": "test-secret",
+        "client_id": "id",
+        "client_secret": "secret",
+        "server_metadata_url": "https://id.example.org/.well-known/openid-configuration",
+    }
+}
+
+
+def oidc(identity: dict) -> AppTest:
+    at = app()
+    at.secrets.update(AUTH)
+    at.user = identity
+    at.run()
+    return open_page(at, "admin")
+
+
+def test_oidc_maintainers_are_mapped_by_email(db):
+    at = oidc({"is_logged_in": False})
+    assert at.title[0].value == "Please sign in"
+    assert "Sign in with your organisation" in [b.label for b in at.button]
+
+    at = oidc({"is_logged_in": True, "email": "boss@example.ORG", "name": "Boss"})
+    assert at.title[0].value == "Progress"
+    assert at.selectbox(key="study_picker").value == STUDY
+
+    at = oidc({"is_logged_in": True, "email": "someone@example.org"})
+    assert at.title[0].value == "Please sign in"
+    assert "not that of a maintainer account" in at.warning[0].value
+    assert "Sign out of your organisation" in [b.label for b in at.button]
+
+    # an annotator's email never opens the console, nor does an unverified one
+    with session(db["engine"]) as s:
+        person = s.get(Annotator, db["people"][0][0])
+        person.email = "ann@example.org"
+        s.add(person)
+    assert oidc({"is_logged_in": True, "email": "ann@example.org"}).title[0].value == (
+        "Please sign in"
+    )
+    unverified = {"is_logged_in": True, "email": "boss@example.org", "email_verified": False}
+    assert oidc(unverified).title[0].value == "Please sign in"
+
+
+def test_without_auth_configured_a_login_claim_is_ignored(db):
+    at = app()
+    at.user = {"is_logged_in": True, "email": "boss@example.org"}
+    at.run()
+    at = open_page(at, "admin")
+    assert at.title[0].value == "Please sign in"
