@@ -9,13 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from analysis.agreement import (
-    Estimate,
-    alpha,
-    bootstrap_weights,
-    resampled_alpha,
-    unit_patterns,
-)
+from analysis.agreement import Estimate, resampled_alpha
 from analysis.frames import Coded
 from analysis.validity import proportion, tost_paired
 
@@ -32,22 +26,88 @@ def response_counts(coded: Coded, dimension: str, domain: list[int]) -> np.ndarr
     return np.stack(parts, axis=1).reshape(2 * coded.n_pairs, len(domain))
 
 
-def quality_alpha(counts: np.ndarray, *, domain: list[int], bootstrap: int, seed: int) -> dict:
-    point = alpha(counts, level="ordinal", domain=domain)
-    if point.value is None or bootstrap <= 0:
-        return point.as_dict()
-    by_pair = counts.reshape(-1, 2 * counts.shape[1])
-    pairable = (counts.sum(axis=1) >= 2).reshape(-1, 2).any(axis=1)
-    patterns, frequencies = unit_patterns(by_pair[pairable])
-    units = patterns.reshape(-1, counts.shape[1])
-    samples = [
-        resampled_alpha(
-            units, np.repeat(w.astype(np.float64), 2, axis=1), level="ordinal", domain=domain
+_NO_UNIT = "undefined: no unit has two or more ratings"
+_NO_VARIATION = "undefined: every rating has the same value (no variation)"
+# Drawn pair indices held at once (8 bytes each): small chunks stay in cache, ~5x faster.
+_DRAWS_PER_CHUNK = 500_000
+
+
+def pair_patterns(by_pair: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Distinct rows, how often each occurs, and each row's pattern index.
+
+    Rows are small counts, so each is packed into one integer (mixed radix) and a 1-D unique
+    replaces a much slower row-wise one.
+    """
+    base = int(by_pair.max(initial=0)) + 1
+    if by_pair.shape[1] * np.log2(base) < 62:
+        keys = by_pair @ (base ** np.arange(by_pair.shape[1], dtype=np.int64))
+        _, first, inverse, frequencies = np.unique(
+            keys, return_index=True, return_inverse=True, return_counts=True
         )
-        for w in bootstrap_weights(frequencies, resamples=bootstrap, seed=seed)
-    ]
-    ci, note = percentile_ci(np.concatenate(samples), resamples=bootstrap)
-    return Estimate(value=point.value, ci95=ci, note=note).as_dict()
+        return by_pair[first], frequencies, inverse
+    patterns, inverse, frequencies = np.unique(
+        by_pair, axis=0, return_inverse=True, return_counts=True
+    )
+    return patterns, frequencies, inverse.ravel()
+
+
+def pair_bootstrap_weights(inverse: np.ndarray, n_patterns: int, *, resamples: int, seed: int):
+    """Chunks of B x n_patterns weights: draw len(inverse) pairs with replacement per resample
+    and count the draws per pattern."""
+    rng = np.random.Generator(np.random.PCG64(seed))
+    n = len(inverse)
+    rows = max(1, _DRAWS_PER_CHUNK // max(n, 1))
+    for start in range(0, resamples, rows):
+        b = min(rows, resamples - start)
+        drawn = inverse[rng.integers(0, n, size=(b, n))]
+        drawn += (np.arange(b) * n_patterns)[:, None]
+        yield np.bincount(drawn.ravel(), minlength=b * n_patterns).reshape(b, n_patterns)
+
+
+def _batches(chunks, *, width: int, cells: int = 4_000_000):
+    """Stack small weight chunks into batches of about ``cells`` values: one alpha call per
+    batch keeps the per-call set-up cost small while memory stays bounded."""
+    buffer, rows = [], 0
+    for chunk in chunks:
+        buffer.append(chunk)
+        rows += len(chunk)
+        if rows * width >= cells:
+            yield np.concatenate(buffer)
+            buffer, rows = [], 0
+    if buffer:
+        yield np.concatenate(buffer)
+
+
+def quality_alpha(counts: np.ndarray, *, domain: list[int], bootstrap: int, seed: int) -> dict:
+    """Ordinal alpha over (pair, response) units; the bootstrap resamples whole pairs."""
+    n_values = counts.shape[1]
+    by_pair = counts.reshape(-1, 2 * n_values)
+    pairable = (counts.sum(axis=1) >= 2).reshape(-1, 2).any(axis=1)
+    if not pairable.any():
+        return Estimate(value=None, note=_NO_UNIT).as_dict()
+    patterns, frequencies, inverse = pair_patterns(by_pair[pairable])
+    units = patterns.reshape(-1, n_values)
+
+    def alphas(weights: np.ndarray) -> np.ndarray:
+        unit_weights = np.repeat(weights.astype(np.float64), 2, axis=1)
+        return resampled_alpha(units, unit_weights, level="ordinal", domain=domain)
+
+    point = alphas(frequencies[None, :])[0]
+    if not np.isfinite(point):
+        return Estimate(value=None, note=_NO_VARIATION).as_dict()
+    if bootstrap <= 0:
+        return Estimate(value=float(point)).as_dict()
+    samples = np.concatenate(
+        [
+            alphas(w)
+            for w in _batches(
+                pair_bootstrap_weights(inverse, len(frequencies), resamples=bootstrap, seed=seed),
+                width=len(frequencies),
+            )
+        ]
+    )
+    ci, note = percentile_ci(samples, resamples=bootstrap)
+    return Estimate(value=float(point), ci95=ci, note=note).as_dict()
 
 
 def percentile_ci(samples: np.ndarray, *, resamples: int):

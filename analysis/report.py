@@ -292,12 +292,33 @@ def build_report(
             margin=options.equivalence_margin,
         ),
         "verdicts": verdict_counts(table[~table["is_gold"]]),
-        "pairs": _records(table, list_columns=("flags",)),
-        "annotators": _records(annotators),
         "options": asdict(options),
         "methods": _methods(options, n_gold_pairs=int(gold.sum())),
     }
-    return json_safe(report)
+    report = json_safe(report)
+    # Records are plain Python values already (NaN -> None in _records): no second pass.
+    report["pairs"] = _records(table, list_columns=("flags",))
+    report["annotators"] = _records(annotators)
+    return _ordered(report)
+
+
+_KEY_ORDER = (
+    "counts",
+    "preference",
+    "quality",
+    "main_reason",
+    "main_reason_by_choice",
+    "conclusion",
+    "verdicts",
+    "pairs",
+    "annotators",
+    "options",
+    "methods",
+)
+
+
+def _ordered(report: dict) -> dict:
+    return {key: report[key] for key in _KEY_ORDER}
 
 
 def _records(frame: pd.DataFrame, list_columns: tuple[str, ...] = ()) -> list[dict]:
@@ -349,7 +370,7 @@ def write_report(
         for name in ("report.json", "report.html", "pairs.csv", "annotators.csv", "summary.md")
     }
     paths["report.json"].write_text(
-        json.dumps(report, indent=1, ensure_ascii=False, allow_nan=False), encoding="utf-8"
+        json.dumps(report, ensure_ascii=False, allow_nan=False), encoding="utf-8"
     )
     pair_rows = pd.DataFrame(report["pairs"])
     if len(pair_rows):

@@ -482,3 +482,30 @@ def test_no_annotations_at_all():
     assert report["main_reason"]["personal_fit"] is None and "note" in report["main_reason"]
     assert report["conclusion"]["personal_preference_main_factor"] is False
     assert report["annotators"] == []
+
+
+def test_quality_pair_bootstrap_equals_naive_recomputation():
+    """Each resample draws whole pairs; its alpha equals alpha recomputed on the drawn pairs."""
+    from analysis.agreement import alpha
+    from analysis.quality import pair_bootstrap_weights, pair_patterns, quality_alpha
+
+    rng = np.random.default_rng(5)
+    counts = rng.multinomial(3, [0.1, 0.2, 0.3, 0.3, 0.1], size=40)  # 20 pairs x 2 responses
+    counts[rng.random(40) < 0.2] = 0
+    domain = [1, 2, 3, 4, 5]
+    by_pair = counts.reshape(20, 10)
+    pairable = (counts.sum(axis=1) >= 2).reshape(-1, 2).any(axis=1)
+    patterns, _, inverse = pair_patterns(by_pair[pairable])
+    weights = np.concatenate(
+        list(pair_bootstrap_weights(inverse, len(patterns), resamples=200, seed=3))
+    )
+    assert (weights.sum(axis=1) == pairable.sum()).all()
+    naive = []
+    for w in weights:
+        drawn = np.repeat(patterns, w, axis=0).reshape(-1, 5)
+        value = alpha(drawn, level="ordinal", domain=domain).value
+        naive.append(np.nan if value is None else value)
+    lo, hi = np.percentile(np.array(naive)[np.isfinite(naive)], (2.5, 97.5))
+    result = quality_alpha(counts, domain=domain, bootstrap=200, seed=3)
+    assert result["value"] == pytest.approx(alpha(counts, level="ordinal", domain=domain).value)
+    assert result["ci95"] == pytest.approx([lo, hi], abs=1e-12)

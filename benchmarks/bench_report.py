@@ -1,0 +1,168 @@
+"""Benchmark: `annotate report` against a minimal script on the same files (whole processes).
+
+    python benchmarks/bench_report.py                  # 100,000 annotations, time ratio
+    python benchmarks/bench_report.py --rows 1000000   # memory run: peak RSS of the report
+
+Both commands run in the same session on the same generated files: an annotations CSV (five
+annotators per pair, from a pool of 40) and a pairs JSON Lines file. The baseline only reads
+both files with pandas and computes the four point alphas (preference nominal, three quality
+dimensions ordinal with units (pair, response)) with the `krippendorff` package. Each process
+is started by a small wrapper that reports its wall time and peak RSS (RUSAGE_CHILDREN of the
+wrapper, which has exactly one child).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+DIMENSIONS = ("correctness", "relevance", "helpfulness")
+POOL = 40
+
+BASELINE = textwrap.dedent(
+    """
+    import sys
+    import krippendorff
+    import numpy as np
+    import pandas as pd
+
+    annotations = pd.read_csv(sys.argv[1])
+    pairs = pd.read_json(sys.argv[2], lines=True)
+    codes = annotations["preference"].map({"chosen": 0, "rejected": 1, "tie": 2})
+    wide = annotations.assign(code=codes).pivot(index="annotator", columns="pair_id", values="code")
+    alphas = [krippendorff.alpha(reliability_data=wide.to_numpy(dtype=float), level_of_measurement="nominal")]
+    for dimension in ("correctness", "relevance", "helpfulness"):
+        sides = [
+            annotations.pivot(index="annotator", columns="pair_id", values=f"{dimension}_{side}")
+            for side in ("chosen", "rejected")
+        ]
+        data = np.concatenate([s.to_numpy(dtype=float) for s in sides], axis=1)
+        alphas.append(
+            krippendorff.alpha(
+                reliability_data=data, level_of_measurement="ordinal", value_domain=[1, 2, 3, 4, 5]
+            )
+        )
+    print(len(pairs), [round(a, 4) for a in alphas])
+    """
+)
+
+WRAPPER = textwrap.dedent(
+    """
+    import json, resource, subprocess, sys, time
+    start = time.perf_counter()
+    done = subprocess.run(sys.argv[1:], capture_output=True, text=True)
+    seconds = time.perf_counter() - start
+    peak_kb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    print(json.dumps({"seconds": seconds, "peak_mb": peak_kb / 1024, "rc": done.returncode,
+                      "stdout": done.stdout[-2000:], "stderr": done.stderr[-2000:]}))
+    """
+)
+
+
+def generate(directory: Path, *, rows: int, per_pair: int = 5, seed: int = 0) -> tuple[Path, Path]:
+    """A realistic label mix: most pairs lean chosen, some rejected or tie; ratings around 4."""
+    rng = np.random.default_rng(seed)
+    n_pairs = rows // per_pair
+    n = n_pairs * per_pair
+    pair = np.repeat(np.arange(n_pairs), per_pair)
+    start = rng.integers(0, POOL, n_pairs)
+    annotator = (start[pair] + np.tile(np.arange(per_pair), n_pairs)) % POOL
+    lean = rng.choice(3, size=n_pairs, p=[0.75, 0.15, 0.10])[pair]
+    other = (lean + rng.integers(1, 3, n)) % 3
+    label = np.where(rng.random(n) < 0.75, lean, other)
+    table = pd.DataFrame(
+        {
+            "pair_id": np.char.add("pair-", pair.astype(str)),
+            "annotator": np.char.add("annotator-", annotator.astype(str)),
+            "preference": np.array(["chosen", "rejected", "tie"])[label],
+            "chosen_position": rng.choice(["A", "B"], n),
+        }
+    )
+    for side in ("chosen", "rejected"):
+        for dimension in DIMENSIONS:
+            base = rng.choice([2, 3, 4, 5], size=n_pairs, p=[0.1, 0.2, 0.4, 0.3])[pair]
+            value = np.clip(base + rng.choice([-1, 0, 0, 0, 1], n), 1, 5).astype(float)
+            value[rng.random(n) < 0.05] = np.nan
+            table[f"{dimension}_{side}"] = pd.array(value, dtype="Float64").astype("Int64")
+    reasons = np.array(["personal_fit", "general_quality", "both", "unsure", ""], dtype=object)
+    table["main_reason"] = reasons[rng.choice(5, n, p=[0.5, 0.15, 0.2, 0.05, 0.1])]
+    table["comment"] = np.where(rng.random(n) < 0.03, "hard to decide, both fine", "")
+    table["seconds"] = rng.gamma(4, 12, n).round(1)
+    stamps = pd.Timestamp("2026-01-01", tz="UTC") + pd.to_timedelta(
+        rng.integers(0, 86400 * 60, n), "s"
+    )
+    table["submitted_at"] = stamps.strftime("%Y-%m-%dT%H:%M:%S+00:00")
+    annotations = directory / "annotations.csv"
+    table.to_csv(annotations, index=False)
+
+    pairs = directory / "pairs.jsonl"
+    with pairs.open("w", encoding="utf-8") as handle:
+        for i in range(n_pairs):
+            record = {
+                "id": f"pair-{i}",
+                "question": f"How should I plan meals for week {i}?",
+                "profile": [
+                    {"id": "1", "category": "food", "text": "I cook for two, mostly vegetarian."}
+                ],
+                "rubric_aspects": [
+                    {"aspect": "vegetarian", "evidence": "post 1", "reason": "diet"}
+                ],
+                "narrative": "I want something quick.",
+                "category": "food",
+                "chosen": f"A vegetarian plan for week {i} with quick recipes.",
+                "rejected": f"A meat-heavy plan for week {i} with long recipes.",
+            }
+            handle.write(json.dumps(record) + "\n")
+    return annotations, pairs
+
+
+def measure(command: list[str]) -> dict:
+    done = subprocess.run(
+        [sys.executable, "-c", WRAPPER, *command], capture_output=True, text=True, check=True
+    )
+    result = json.loads(done.stdout)
+    if result["rc"] != 0:
+        raise SystemExit(f"{command[2:4]} failed:\n{result['stderr']}")
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=100_000, help="annotations (default 100,000)")
+    parser.add_argument("--bootstrap", type=int, default=1000, help="resamples (default 1000)")
+    parser.add_argument("--no-baseline", action="store_true", help="time only the report")
+    args = parser.parse_args()
+
+    with tempfile.TemporaryDirectory() as tmp:
+        directory = Path(tmp)
+        annotations, pairs = generate(directory, rows=args.rows)
+        print(f"{args.rows:,} annotations, {args.rows // 5:,} pairs, {POOL} annotators")
+        report = measure(
+            [sys.executable, "-m", "annotate.cli", "report", "--annotations", str(annotations),
+             "--pairs", str(pairs), "--out", str(directory / "out"),
+             "--bootstrap", str(args.bootstrap)]
+        )  # fmt: skip
+        print(f"annotate report ({args.bootstrap:,} resamples): {report['seconds']:.2f} s, "
+              f"peak RSS {report['peak_mb']:.0f} MB")  # fmt: skip
+        if args.no_baseline:
+            return
+        script = directory / "baseline.py"
+        script.write_text(BASELINE)
+        baseline = measure([sys.executable, str(script), str(annotations), str(pairs)])
+        print(f"baseline (read + 4 point alphas with krippendorff): {baseline['seconds']:.2f} s, "
+              f"peak RSS {baseline['peak_mb']:.0f} MB")  # fmt: skip
+        print(
+            f"ratio report / baseline: {report['seconds'] / baseline['seconds']:.2f}x (goal <= 5x)"
+        )
+
+
+if __name__ == "__main__":
+    main()
