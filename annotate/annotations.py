@@ -80,7 +80,8 @@ class Answer:
             "chosen_position": self.chosen_position,
             **{column: self.ratings.get(column) for column in RATING_COLUMNS},
             "main_reason": self.main_reason,
-            "comment": self.comment or None,
+            # PostgreSQL text cannot hold U+0000; keep a visible mark instead of failing the save
+            "comment": (self.comment or "").replace("\x00", "\ufffd") or None,
             "seconds": self.seconds,
             "submitted_at": self.submitted_at or utcnow(),
         }
@@ -240,9 +241,28 @@ def _annotator_ids(s: Session, *, names: Iterable[str], study_id: int) -> dict[s
     return found
 
 
-@retrying
+def _nul_problems(rows: list[dict]) -> list[str]:
+    """PostgreSQL text cannot hold U+0000: such rows are refused on every backend."""
+    return [
+        f"row {number}, column '{column}': contains a NUL character (U+0000), which cannot be stored"
+        for number, row in enumerate(rows, start=1)
+        for column, value in row.items()
+        if isinstance(value, str) and "\x00" in value
+    ]
+
+
 def import_annotation_rows(engine: Engine, *, study_id: int, rows: list[dict]) -> int:
     """Upsert already validated contract rows (pair_id = pair key) in one transaction."""
+    problems = _nul_problems(rows)
+    if problems:
+        from annotate.errors import InputError
+
+        raise InputError("annotations", problems)
+    return _import_annotation_rows(engine, study_id=study_id, rows=rows)
+
+
+@retrying
+def _import_annotation_rows(engine: Engine, *, study_id: int, rows: list[dict]) -> int:
     with session(engine) as s:
         pair_ids = dict(
             s.exec(select(Pair.pair_key, Pair.id).where(Pair.study_id == study_id)).all()

@@ -48,6 +48,21 @@ def _row(pair: ValidPair) -> dict:
     }
 
 
+def _nul_field(pair: ValidPair) -> str | None:
+    """PostgreSQL text cannot hold U+0000: refuse it on every backend, with the field named."""
+    for field, value in (
+        ("id", pair.key),
+        ("question", pair.question),
+        ("narrative", pair.narrative),
+        ("category", pair.category),
+        ("chosen", pair.chosen),
+        ("rejected", pair.rejected),
+    ):
+        if "\x00" in value:
+            return f"field '{field}' contains a NUL character (U+0000), which cannot be stored"
+    return None
+
+
 @retrying
 def import_pairs(
     engine: Engine,
@@ -81,6 +96,10 @@ def import_pairs(
                 if len(problems) >= MAX_PROBLEMS:
                     problems.append(f"stopped after {MAX_PROBLEMS} problems")
                     break
+                continue
+            nul = _nul_field(item)
+            if nul is not None:
+                problems.append(f"{where}: {nul}")
                 continue
             if problems:
                 continue  # keep validating to report every problem, but write nothing more
