@@ -56,12 +56,16 @@ def pair_bootstrap_weights(inverse: np.ndarray, n_patterns: int, *, resamples: i
     and count the draws per pattern."""
     rng = np.random.Generator(np.random.PCG64(seed))
     n = len(inverse)
+    index_type = np.int32 if n < 2**31 else np.int64
+    inverse = inverse.astype(index_type)
     rows = max(1, _DRAWS_PER_CHUNK // max(n, 1))
     for start in range(0, resamples, rows):
         b = min(rows, resamples - start)
-        drawn = inverse[rng.integers(0, n, size=(b, n))]
-        drawn += (np.arange(b) * n_patterns)[:, None]
-        yield np.bincount(drawn.ravel(), minlength=b * n_patterns).reshape(b, n_patterns)
+        drawn = rng.integers(0, n, size=(b, n), dtype=index_type)
+        weights = np.empty((b, n_patterns), dtype=np.int64)
+        for i in range(b):  # one bincount per resample is faster than one over the chunk
+            weights[i] = np.bincount(inverse[drawn[i]], minlength=n_patterns)
+        yield weights
 
 
 def _batches(chunks, *, width: int, cells: int = 4_000_000):

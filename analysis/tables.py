@@ -58,7 +58,10 @@ def read_table(path: str | Path) -> pd.DataFrame:
         raise UserError(f"{path}: no such file")
     try:
         if suffix == ".csv":
-            return pd.read_csv(path, dtype=str, keep_default_na=False, na_values=[""])
+            # Text columns stay text (ids like "007"); numbers are parsed by the C reader and
+            # a column with anything else in it comes back as text for validation.
+            text = {c: str for c in COLUMNS if c not in RATING_COLUMNS and c != "seconds"}
+            return pd.read_csv(path, dtype=text, keep_default_na=False, na_values=[""])
         if suffix == ".jsonl":
             return pd.read_json(path, lines=True, dtype=False)
         return pd.read_parquet(path)
@@ -137,9 +140,15 @@ def _row_numbers(mask: np.ndarray) -> np.ndarray:
     return np.flatnonzero(mask) + 1
 
 
+def _shown(value):
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
 def _problems_for(mask: np.ndarray, raw: pd.Series, column: str, message: str) -> list[tuple]:
     rows = _row_numbers(mask)
-    shown = raw.astype(object).to_numpy()[mask]
+    shown = [_shown(v) for v in raw.astype(object).to_numpy()[mask]]
     return [
         (int(r), f"row {r}, column '{column}': {message} (got {v!r})")
         for r, v in zip(rows, shown, strict=True)

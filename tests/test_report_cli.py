@@ -145,7 +145,7 @@ def test_invalid_annotations_file_is_refused_with_rows(tmp_path, capsys):
     )
     err = capsys.readouterr().err
     assert code == 2
-    assert "row 1, column 'helpfulness_rejected': outside the rating scale 1..5 (got '9')" in err
+    assert "row 1, column 'helpfulness_rejected': outside the rating scale 1..5 (got 9)" in err
     assert "row 2, column 'pair_id': no pair with this id (got 'p2')" in err
     assert "Traceback" not in err
     assert not (tmp_path / "o").exists()
