@@ -380,6 +380,15 @@ class StudyProgress:
     def finished(self) -> bool:
         return self.needed > 0 and self.remaining == 0
 
+    def eta_short(self) -> str:
+        if self.finished:
+            return "done"
+        if self.eta_days is None:
+            return "–"
+        if self.eta_days < 1:
+            return f"about {max(1, round(self.eta_days * 24))} h"
+        return f"about {self.eta_days:.1f} days"
+
     def eta_text(self, now: datetime | None = None) -> str:
         if self.finished:
             return "done"

@@ -63,8 +63,28 @@ if len(flagged):
         + "; ".join(f"**{row.annotator}**: {row.flags}" for row in flagged.itertuples())
     )
 
+COLUMNS = [
+    "annotator",
+    "flags",
+    "active",
+    "done",
+    "real_done",
+    "open",
+    "median_seconds",
+    "label_agreement",
+    "peer_agreement",
+    "first_slot_rate",
+    "straight_lining",
+    "n_gold",
+    "gold_accuracy",
+    "qualification",
+    "last_answer",
+    "source",
+    "role",
+    "email",
+]
 st.dataframe(
-    table.drop(columns=["id", "n", "n_peer", "n_decisive", "n_slot", "first_slot_p"]),
+    table.sort_values(["role", "annotator"])[COLUMNS],
     hide_index=True,
     column_config={
         "active": st.column_config.CheckboxColumn("active"),
@@ -87,7 +107,7 @@ st.dataframe(
         ),
         "gold_accuracy": st.column_config.NumberColumn("gold acc.", format="percent"),
         "n_gold": st.column_config.NumberColumn("gold answers"),
-        "flags": st.column_config.TextColumn("flags", width="large"),
+        "flags": st.column_config.TextColumn("flags", width="medium"),
     },
 )
 st.caption(f"Figures from the report (gold checks left out). Flags: {console.FLAG_RULES}")

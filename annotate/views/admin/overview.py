@@ -29,11 +29,15 @@ cells[2].metric(
     "–" if progress.rate_per_day is None else f"{progress.rate_per_day:,.1f} / day",
     help=f"Annotations of real pairs per day over the last {console.RECENT_DAYS} days.",
 )
-cells[3].metric("Estimated time to finish", progress.eta_text())
+cells[3].metric(
+    "Estimated time to finish",
+    progress.eta_short(),
+    help=f"At the recent rate: {progress.eta_text()}.",
+)
 st.progress(min(progress.fraction, 1.0), text=f"{progress.fraction:.0%} of the target collected")
 st.caption(
     f"{progress.annotators} annotators have answered; {progress.annotations:,} annotations of "
-    f"real pairs, {progress.gold_annotations:,} of {progress.gold_pairs} gold checks."
+    f"real pairs; {progress.gold_annotations:,} answers to the {progress.gold_pairs} gold checks."
 )
 
 st.subheader("Annotations per day")
@@ -44,6 +48,7 @@ if len(progress.per_day):
     figure.update_layout(
         height=280, margin={"l": 10, "r": 10, "t": 10, "b": 10}, yaxis_title="annotations"
     )
+    figure.update_xaxes(tickformat="%b %d", dtick=86_400_000)
     st.plotly_chart(figure, config={"displaylogo": False})
 else:
     st.info("No annotations yet.")

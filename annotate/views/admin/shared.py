@@ -108,12 +108,10 @@ def study_report(
 ):
     """The (possibly cached) report for the study, computed under a status box if needed."""
     version = console.data_version(engine(), study_id=study.id)
-    with st.status("Computing the report…", expanded=False) as status:
-        result = cached_report(
+    with st.spinner("Computing the report…", show_time=True):
+        return cached_report(
             db_key(), study.name, version, tuple(categories), tuple(annotators), bootstrap
         )
-        status.update(label="Report up to date", state="complete")
-    return result
 
 
 @st.cache_data(ttl=REPORT_TTL, max_entries=8, show_spinner=False)

@@ -1,0 +1,205 @@
+"""The maintainer console in a real browser (Debian's Chromium through Playwright).
+
+A stranger and an annotator (who also types the console's address after signing in) see the
+sign-in message and no study or annotator data on any console page; a maintainer sees the
+study, its annotators and its progress. Screenshots of every console page go to
+docs/screenshots/ (shown in docs/console.md). Skips, saying why, without Chromium or
+playwright (see tests/browser.py).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import expect
+from sqlmodel import select
+
+from annotate import gold
+from annotate.annotations import Answer, submit_answer
+from annotate.assignment import next_assignment
+from annotate.auth import create_annotator
+from annotate.db import get_engine, session
+from annotate.demo import GUIDELINES, sample_pairs_path
+from annotate.importer import import_pairs
+from annotate.models import Pair
+from annotate.studies import get_or_create_study, update_study_options
+from annotate.views.admin import PAGES
+from tests.browser import (  # noqa: F401  (the fixtures `browser` and `new_page`)
+    AppServer,
+    browser_fixture,
+    goto,
+    new_page_fixture,
+    require_browser,
+)
+
+pytestmark = pytest.mark.browser
+
+STUDY = "console-demo"
+ANNOTATORS = ("ann-alice", "ann-bob", "ann-chen")
+SCREENSHOTS = Path(__file__).resolve().parents[1] / "docs" / "screenshots"
+VIEW = {"width": 1440, "height": 1400}
+
+
+def _build(db_url: str) -> dict[str, str]:
+    """The demo pairs, three annotators who have done some work, a maintainer, a gold check."""
+    engine = get_engine(db_url)
+    import_pairs(engine, sample_pairs_path(), study_name=STUDY)
+    tokens, ids = {}, {}
+    with session(engine) as s:
+        study = get_or_create_study(s, STUDY)
+        update_study_options(s, study, overlap_target=2, guidelines=GUIDELINES)
+        for name in ANNOTATORS:
+            person, tokens[name] = create_annotator(s, name=name, study_id=study.id)
+            ids[name] = person.id
+        _, tokens["maintainer"] = create_annotator(
+            s, name="console-boss", study_id=study.id, is_admin=True
+        )
+        study_id = study.id
+        first = s.exec(
+            select(Pair.pair_key).where(Pair.study_id == study_id).order_by(Pair.position)
+        ).first()
+    gold.set_gold(engine, study_id=study_id, pair_keys=[first], answer="chosen")
+    now = datetime.now(UTC)
+    # Working side by side: alice and bob careful (mostly chosen, a few ties or rejections),
+    # chen fast and careless (always rejected, always the same rating).
+    budget = {"ann-alice": 10, "ann-bob": 9, "ann-chen": 7}
+    done = dict.fromkeys(ANNOTATORS, 0)
+    for step in range(max(budget.values())):
+        for name in ANNOTATORS:
+            if done[name] >= budget[name]:
+                continue
+            assignment = next_assignment(engine, annotator_id=ids[name])
+            if assignment is None:
+                continue
+            n = done[name]
+            careless = name == "ann-chen"
+            if careless:
+                preference = "rejected"
+            elif name == "ann-alice":
+                preference = "tie" if n % 5 == 4 else "chosen"
+            else:
+                preference = "rejected" if n % 6 == 5 else "chosen"
+            good, bad = (3, 3) if careless else (4 + n % 2, 2 + n % 3)
+            submit_answer(
+                engine,
+                annotator_id=ids[name],
+                pair_id=assignment.pair_id,
+                answer=Answer(
+                    preference=preference,
+                    chosen_position=assignment.chosen_position,
+                    ratings={
+                        "correctness_chosen": good,
+                        "relevance_chosen": good,
+                        "helpfulness_chosen": good,
+                        "correctness_rejected": bad + (0 if careless else 1),
+                        "relevance_rejected": bad,
+                        "helpfulness_rejected": bad,
+                    },
+                    main_reason="general_quality"
+                    if careless
+                    else ("both" if n % 3 == 2 else "personal_fit"),
+                    seconds=4.0 + n % 2 if careless else 35.0 + 6 * (n % 5),
+                    submitted_at=now - timedelta(days=3 - step // 3, hours=step % 3),
+                ),
+            )
+            done[name] += 1
+    return tokens
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    require_browser()
+    db_url = f"sqlite:///{tmp_path_factory.mktemp('console') / 'console.db'}"
+    tokens = _build(db_url)
+    with AppServer(db_url) as server:
+        yield server, tokens
+
+
+def body_text(page) -> str:
+    return page.locator("body").inner_text()
+
+
+def assert_no_console_data(page) -> None:
+    expect(page.get_by_text("Please sign in")).to_be_visible()
+    shown = body_text(page)
+    for secret in (STUDY, *ANNOTATORS, "console-boss", "Pairs complete", "Gold checks"):
+        assert secret not in shown, secret
+    assert page.locator('[data-testid="stDataFrame"]').count() == 0
+    assert page.locator('[data-testid="stMetric"]').count() == 0
+    assert page.locator('[data-testid="stFileUploader"]').count() == 0
+    assert page.locator('[data-testid="stDownloadButton"]').count() == 0
+
+
+def test_a_stranger_sees_no_console_data(site, new_page):
+    server, _ = site
+    page = new_page(viewport=VIEW)
+    for _, _, _, url_path in PAGES:
+        goto(page, f"{server.url}/{url_path}")
+        assert_no_console_data(page)
+
+
+def test_an_annotator_sees_no_console_data_even_typing_the_address(site, new_page):
+    server, tokens = site
+    page = new_page(viewport=VIEW)
+    goto(page, server.login_url(tokens["ann-bob"]))
+    expect(page.get_by_text("Which response would this user prefer?").first).to_be_visible()
+    assert "token=" not in page.url
+    # no console in the navigation
+    assert page.get_by_role("link", name="Progress").count() == 0
+    for _, _, _, url_path in PAGES:
+        goto(page, f"{server.url}/{url_path}")  # typed into the address bar, cookie sent
+        assert_no_console_data(page)
+    if not SCREENSHOTS.is_dir():
+        SCREENSHOTS.mkdir(parents=True)
+    goto(page, f"{server.url}/admin")
+    page.screenshot(path=str(SCREENSHOTS / "console-refused.png"))
+
+
+def test_a_maintainer_sees_the_study_its_annotators_and_progress(site, new_page):
+    server, tokens = site
+    page = new_page(viewport=VIEW)
+    goto(page, server.login_url(tokens["maintainer"]))
+    goto(page, f"{server.url}/admin")
+    expect(page.get_by_role("heading", name="Progress").first).to_be_visible()
+    expect(page.get_by_text("Pairs complete")).to_be_visible()
+    expect(page.get_by_role("combobox", name="Study")).to_have_value(STUDY)
+    shown = body_text(page)
+    assert "Estimated time to finish" in shown
+    assert "Please sign in" not in shown
+    # the per-day chart
+    expect(page.locator('[data-testid="stPlotlyChart"]').first).to_be_visible()
+
+    goto(page, f"{server.url}/admin-annotators")
+    grid = page.locator('[data-testid="stDataFrame"]').first
+    expect(grid).to_be_visible()
+    # the grid's cells are drawn on a canvas; its accessible table holds the text
+    cells = grid.locator('td[role="gridcell"]')
+    expect(cells.first).to_be_attached()
+    names = " ".join(cells.all_text_contents())
+    for name in ANNOTATORS:
+        assert name in names, name
+    # the careless, fast annotator is flagged
+    expect(page.get_by_text("flagged").first).to_be_visible()
+    assert "ann-chen" in page.locator('[data-testid="stAlert"]').first.inner_text()
+
+
+def test_screenshots_of_every_console_page(site, new_page):
+    server, tokens = site
+    page = new_page(viewport=VIEW)
+    goto(page, server.login_url(tokens["maintainer"]))
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    for script, title, _, url_path in PAGES:
+        goto(page, f"{server.url}/{url_path}")
+        expect(page.get_by_role("heading", name=title).first).to_be_visible()
+        assert "Please sign in" not in body_text(page)
+        if page.locator('[data-testid="stPlotlyChart"]').count():
+            page.locator(".js-plotly-plot").first.wait_for(state="visible")
+            page.wait_for_timeout(500)
+        if page.locator('[data-testid="stDataFrame"]').count():
+            page.wait_for_timeout(300)
+        page.screenshot(
+            path=str(SCREENSHOTS / f"console-{url_path}.png"), full_page=True, animations="disabled"
+        )
+        assert (SCREENSHOTS / f"console-{url_path}.png").stat().st_size > 10_000, script
