@@ -369,13 +369,8 @@ def write_report(
         name: out / name
         for name in ("report.json", "report.html", "pairs.csv", "annotators.csv", "summary.md")
     }
-    paths["report.json"].write_text(
-        json.dumps(report, ensure_ascii=False, allow_nan=False), encoding="utf-8"
-    )
-    pair_rows = pd.DataFrame(report["pairs"])
-    if len(pair_rows):
-        pair_rows["flags"] = pair_rows["flags"].map(";".join)
-    pair_rows.to_csv(paths["pairs.csv"], index=False)
+    write_json(report, paths["report.json"])
+    write_records_csv(report["pairs"], paths["pairs.csv"], list_columns=("flags",))
     pd.DataFrame(report["annotators"]).to_csv(paths["annotators.csv"], index=False)
     paths["summary.md"].write_text(render_summary(report), encoding="utf-8")
     paths["report.html"].write_text(render_html(report), encoding="utf-8")
@@ -383,6 +378,44 @@ def write_report(
         paths["valid"] = Path(export_valid)
         write_valid_pairs(report, pairs, Path(export_valid))
     return paths
+
+
+_CHUNK = 20_000
+
+
+def write_json(report: dict, path: Path) -> None:
+    """Compact JSON written piece by piece: the per-pair list of a million-annotation study
+    is never held as one string (json.dump would, or fall back to the slow Python encoder)."""
+
+    def dumps(value) -> str:
+        return json.dumps(value, ensure_ascii=False, allow_nan=False)
+
+    with path.open("w", encoding="utf-8") as handle:
+        handle.write("{")
+        for i, (key, value) in enumerate(report.items()):
+            handle.write(("," if i else "") + dumps(key) + ":")
+            if isinstance(value, list) and len(value) > _CHUNK:
+                handle.write("[")
+                for start in range(0, len(value), _CHUNK):
+                    chunk = dumps(value[start : start + _CHUNK])[1:-1]
+                    handle.write(("," if start else "") + chunk)
+                handle.write("]")
+            else:
+                handle.write(dumps(value))
+        handle.write("}")
+
+
+def write_records_csv(records: list[dict], path: Path, *, list_columns=()) -> None:
+    """One CSV from many records, a chunk at a time; list cells are joined with ';'."""
+    if not records:
+        path.write_text("", encoding="utf-8")
+        return
+    columns = list(records[0])
+    for start in range(0, len(records), _CHUNK):
+        chunk = pd.DataFrame.from_records(records[start : start + _CHUNK], columns=columns)
+        for column in list_columns:
+            chunk[column] = chunk[column].map(";".join)
+        chunk.to_csv(path, index=False, mode="a" if start else "w", header=not start)
 
 
 def write_valid_pairs(report: dict, pairs: pd.DataFrame | None, path: Path) -> int:

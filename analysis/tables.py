@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from annotate.errors import InputError, UserError
 
@@ -292,7 +293,10 @@ def load_annotations(
     pair_ids: Collection[str] | None = None,
 ) -> pd.DataFrame:
     """Read and validate an annotations file (CSV, JSON Lines or Parquet, by suffix)."""
-    return validate_annotations(read_table(path), source=str(path), scale=scale, pair_ids=pair_ids)
+    table = validate_annotations(read_table(path), source=str(path), scale=scale, pair_ids=pair_ids)
+    # Arrow's allocator keeps the raw file's freed buffers; give them back before the report.
+    pa.default_memory_pool().release_unused()
+    return table
 
 
 def normalise_frame(frame: pd.DataFrame, *, scale: tuple[int, int] = DEFAULT_SCALE) -> pd.DataFrame:

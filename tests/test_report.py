@@ -509,3 +509,16 @@ def test_quality_pair_bootstrap_equals_naive_recomputation():
     result = quality_alpha(counts, domain=domain, bootstrap=200, seed=3)
     assert result["value"] == pytest.approx(alpha(counts, level="ordinal", domain=domain).value)
     assert result["ci95"] == pytest.approx([lo, hi], abs=1e-12)
+
+
+def test_report_files_are_written_in_chunks_without_changing_them(tmp_path, monkeypatch):
+    import analysis.report as report_module
+
+    report = report_of(random_table(6).to_dict("records"))
+    monkeypatch.setattr(report_module, "_CHUNK", 7)
+    report_module.write_json(report, tmp_path / "r.json")
+    assert json.loads((tmp_path / "r.json").read_text()) == report
+    report_module.write_records_csv(report["pairs"], tmp_path / "p.csv", list_columns=("flags",))
+    written = pd.read_csv(tmp_path / "p.csv", keep_default_na=False)
+    assert written["pair_id"].tolist() == [p["pair_id"] for p in report["pairs"]]
+    assert written["flags"].tolist() == [";".join(p["flags"]) for p in report["pairs"]]
