@@ -33,8 +33,18 @@ def _load_first_release_sqlite(path: Path, *, with_version_table: bool = True) -
     con.close()
 
 
+def _first_release_columns() -> dict[str, list[str]]:
+    con = sqlite3.connect(":memory:")
+    con.executescript(FIXTURE.read_text(encoding="utf-8"))
+    columns = {t: [r[1] for r in con.execute(f"PRAGMA table_info({t})")] for t in TABLES}
+    con.close()
+    return columns
+
+
 def _rows(url: str) -> dict[str, list[tuple]]:
-    """Every row of every first-release table, in a comparable form."""
+    """Every row of every first-release table, first-release columns only (later revisions
+    add columns), in a comparable form."""
+    first = _first_release_columns()
     engine = create_engine(url)
     meta = MetaData()
     meta.reflect(engine, only=TABLES)
@@ -42,7 +52,7 @@ def _rows(url: str) -> dict[str, list[tuple]]:
     with engine.connect() as conn:
         for name in TABLES:
             table = meta.tables[name]
-            columns = [c for c in table.c if c.name != "flagged"]  # added by the test revision
+            columns = [table.c[c] for c in first[name]]
             rows = conn.execute(select(*columns).order_by(table.c.id)).all()
             out[name] = [tuple(_plain(v) for v in row) for row in rows]
     engine.dispose()
@@ -83,18 +93,20 @@ def _first_release_db(backend: str, make_db_url, tmp_path: Path) -> str:
 
 
 def _extra_revision(tmp_path: Path) -> Path:
-    """A copy of the shipped migrations plus a later revision that changes annotated tables."""
+    """A copy of the shipped migrations plus a later revision (after the current head) that
+    changes annotated tables."""
     location = tmp_path / "migrations"
     shutil.copytree(MIGRATIONS, location, ignore=shutil.ignore_patterns("__pycache__"))
+    (head,) = _heads()
     (location / "versions" / "9001_later_release.py").write_text(
         textwrap.dedent(
-            '''
+            f'''
             """A later release: a flag on annotations and a new index on assignments."""
             import sqlalchemy as sa
             from alembic import op
 
             revision = "9001"
-            down_revision = "0001"
+            down_revision = "{head}"
             branch_labels = None
             depends_on = None
 
