@@ -90,7 +90,9 @@ def _quota_reached(s: Session, study: Study, annotator_id: int) -> bool:
 @retrying
 def next_assignment(engine: Engine, *, annotator_id: int) -> Assignment | None:
     """The annotator's current pair: the one already open, else a newly reserved one."""
-    with session(engine) as s:
+    # A reservation lost in a power cut is harmless (a submit recreates it), so its commit
+    # skips SQLite's fsync; the answer's commit that follows makes it durable anyway.
+    with session(engine, durable=False) as s:
         current = _active(s, annotator_id)
         if current is not None:
             return current
@@ -103,7 +105,7 @@ def next_assignment(engine: Engine, *, annotator_id: int) -> Assignment | None:
             return None
         if qualified.state == gold.PENDING:
             return _serve_gold(s, study=study, annotator_id=annotator_id)
-        candidates = s.exec(
+        open_pairs = (
             select(Pair.id)
             .where(
                 Pair.study_id == study.id,
@@ -112,8 +114,17 @@ def next_assignment(engine: Engine, *, annotator_id: int) -> Assignment | None:
                 ~_mine(annotator_id),
             )
             .order_by(Pair.n_assigned, Pair.position)
-            .limit(CANDIDATES)
-        ).all()
+        )
+        candidates = []
+        if s.get_bind().dialect.name == "postgresql":
+            # Many annotators want the same least-covered pair: take the first one nobody is
+            # reserving right now instead of queueing on its row lock (SKIP LOCKED); only when
+            # every open pair is being reserved, wait like below.
+            candidates = s.exec(
+                open_pairs.limit(1).with_for_update(of=Pair, skip_locked=True)
+            ).all()
+        if not candidates:
+            candidates = s.exec(open_pairs.limit(CANDIDATES)).all()
         if candidates and gold.gold_due(
             annotator_id=annotator_id, n_done=done_count(s, annotator_id)
         ):
@@ -210,7 +221,7 @@ def open_assignment(engine: Engine, *, annotator_id: int, pair_id: int) -> Assig
 @retrying
 def skip(engine: Engine, *, annotator_id: int, pair_id: int) -> None:
     """Put the pair back for others; it returns to this annotator only after everything else."""
-    with session(engine) as s:
+    with session(engine, durable=False) as s:
         assignment = s.exec(
             select(Assignment).where(
                 Assignment.annotator_id == annotator_id,
