@@ -1,0 +1,225 @@
+"""Annotations per second sustained by the storage layer with 32 concurrent writers.
+
+Each writer is an annotator labelling through the real functions the app calls for every item
+(`next_assignment`, then `submit_answer`) until the study is complete. The baseline is the same
+number of bare single-row INSERTs, each in its own transaction, from the same number of threads
+through the same engine (same driver, pool and connection settings: on SQLite WAL,
+synchronous=FULL and BEGIN IMMEDIATE). The ratio storage/baseline is printed; goal >= 0.5.
+
+    python benchmarks/bench_storage.py                 # SQLite, and PostgreSQL if reachable
+    python benchmarks/bench_storage.py --pairs 100 --backend postgresql
+    ANNOTATE_BENCH_PG=postgresql+psycopg://postgres@127.0.0.1:5432/postgres (server to use)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from pathlib import Path
+
+from sqlalchemy import Column, Integer, MetaData, String, Table, Text, insert
+from sqlalchemy.engine import make_url
+
+from annotate.annotations import Answer, preference_from_slot, submit_answer
+from annotate.assignment import next_assignment
+from annotate.auth import create_annotator
+from annotate.db import dispose_engines, get_engine, session
+from annotate.importer import import_pairs
+from annotate.studies import get_or_create_study, update_study_options
+
+WRITERS = 32
+PG_ADMIN = os.environ.get(
+    "ANNOTATE_BENCH_PG", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
+)
+
+
+def _record(n: int) -> dict:
+    return {
+        "id": f"bench-{n}",
+        "question": f"Question {n}: what should I cook tonight?",
+        "profile": [{"id": "1", "category": "food", "text": "I cook for two."}],
+        "chosen": f"A quick pasta for two, variant {n}.",
+        "rejected": f"A banquet for twelve, variant {n}.",
+    }
+
+
+def _setup(url: str, pairs: int, workdir: Path) -> list[int]:
+    engine = get_engine(url)
+    path = workdir / "bench-pairs.jsonl"
+    path.write_text("".join(json.dumps(_record(i)) + "\n" for i in range(pairs)))
+    import_pairs(engine, path, study_name="bench")
+    with session(engine) as s:
+        study = get_or_create_study(s, "bench")
+        # every annotator labels every pair: pairs x 32 annotations, all writers busy to the end
+        update_study_options(s, study, overlap_target=WRITERS)
+        return [
+            create_annotator(s, name=f"bench-{i}", study_id=study.id)[0].id for i in range(WRITERS)
+        ]
+
+
+def _in_threads(work, items) -> float:
+    barrier = threading.Barrier(len(items) + 1)
+    errors: list[BaseException] = []
+
+    def run(item):
+        barrier.wait()
+        try:
+            work(item)
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run, args=(item,)) for item in items]
+    for t in threads:
+        t.start()
+    barrier.wait()
+    start = time.perf_counter()
+    for t in threads:
+        t.join()
+    elapsed = time.perf_counter() - start
+    if errors:
+        raise errors[0]
+    return elapsed
+
+
+def storage_rate(url: str, pairs: int, workdir: Path) -> tuple[int, float]:
+    annotators = _setup(url, pairs, workdir)
+    engine = get_engine(url)
+    counts = dict.fromkeys(annotators, 0)
+
+    def label(annotator_id: int) -> None:
+        while True:
+            assignment = next_assignment(engine, annotator_id=annotator_id)
+            if assignment is None:
+                return
+            slot = "A" if assignment.pair_id % 3 else "tie"
+            submit_answer(
+                engine,
+                annotator_id=annotator_id,
+                pair_id=assignment.pair_id,
+                answer=Answer(
+                    preference=preference_from_slot(slot, assignment.chosen_position),
+                    chosen_position=assignment.chosen_position,
+                    ratings={"correctness_chosen": 4, "helpfulness_rejected": 2},
+                    main_reason="personal_fit",
+                    comment="benchmark",
+                    seconds=12.5,
+                ),
+            )
+            counts[annotator_id] += 1
+
+    elapsed = _in_threads(label, annotators)
+    total = sum(counts.values())
+    assert total == pairs * WRITERS, (total, pairs * WRITERS)
+    return total, elapsed
+
+
+def baseline_rate(url: str, rows: int) -> tuple[int, float]:
+    engine = get_engine(url)
+    table = Table(
+        "bench_baseline",
+        MetaData(),
+        Column("id", Integer, primary_key=True),
+        Column("writer", Integer, nullable=False),
+        Column("n", Integer, nullable=False),
+        Column("preference", String, nullable=False),
+        Column("comment", Text),
+    )
+    table.create(engine, checkfirst=True)
+    per_writer = rows // WRITERS
+
+    def write(writer: int) -> None:
+        for n in range(per_writer):
+            with engine.begin() as conn:  # one row, one transaction, like each answer
+                conn.execute(
+                    insert(table),
+                    {"writer": writer, "n": n, "preference": "chosen", "comment": "benchmark"},
+                )
+
+    elapsed = _in_threads(write, list(range(WRITERS)))
+    return per_writer * WRITERS, elapsed
+
+
+def _pg_database() -> str | None:
+    try:
+        import psycopg
+
+        admin = make_url(PG_ADMIN).set(drivername="postgresql")
+        name = f"annotate_bench_{uuid.uuid4().hex[:8]}"
+        with psycopg.connect(
+            admin.render_as_string(hide_password=False), autocommit=True, connect_timeout=3
+        ) as conn:
+            conn.execute(f'CREATE DATABASE "{name}"')
+        return make_url(PG_ADMIN).set(database=name).render_as_string(hide_password=False)
+    except Exception as exc:
+        print(f"PostgreSQL skipped: {exc}", file=sys.stderr)
+        return None
+
+
+def _drop_pg(url: str) -> None:
+    import psycopg
+
+    dispose_engines()
+    admin = make_url(PG_ADMIN).set(drivername="postgresql")
+    with psycopg.connect(admin.render_as_string(hide_password=False), autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{make_url(url).database}" WITH (FORCE)')
+
+
+def bench(backend: str, pairs: int) -> dict | None:
+    with tempfile.TemporaryDirectory() as tmp:
+        workdir = Path(tmp)
+        if backend == "sqlite":
+            url = f"sqlite:///{workdir / 'bench.db'}"
+        else:
+            url = _pg_database()
+            if url is None:
+                return None
+        try:
+            n, storage_s = storage_rate(url, pairs, workdir)
+            m, baseline_s = baseline_rate(url, n)
+        finally:
+            dispose_engines()
+            if backend == "postgresql":
+                _drop_pg(url)
+    result = {
+        "backend": backend,
+        "writers": WRITERS,
+        "annotations": n,
+        "storage_per_s": n / storage_s,
+        "baseline_rows": m,
+        "baseline_per_s": m / baseline_s,
+    }
+    result["ratio"] = result["storage_per_s"] / result["baseline_per_s"]
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--pairs", type=int, default=40, help="pairs (x32 annotations)")
+    parser.add_argument("--backend", choices=["sqlite", "postgresql", "both"], default="both")
+    args = parser.parse_args()
+    backends = ["sqlite", "postgresql"] if args.backend == "both" else [args.backend]
+    print(
+        f"{'backend':<11} {'writers':>7} {'annotations':>11} {'storage/s':>10} "
+        f"{'baseline/s':>10} {'ratio':>6}  goal >= 0.5"
+    )
+    for backend in backends:
+        r = bench(backend, args.pairs)
+        if r is None:
+            continue
+        verdict = "ok" if r["ratio"] >= 0.5 else "MISSED"
+        print(
+            f"{r['backend']:<11} {r['writers']:>7} {r['annotations']:>11} "
+            f"{r['storage_per_s']:>10.0f} {r['baseline_per_s']:>10.0f} {r['ratio']:>6.2f}  "
+            f"{verdict}",
+            flush=True,
+        )
+
+
+if __name__ == "__main__":
+    main()
