@@ -322,12 +322,22 @@ def _ordered(report: dict) -> dict:
 
 
 def _records(frame: pd.DataFrame, list_columns: tuple[str, ...] = ()) -> list[dict]:
-    frame = frame.astype(object).where(frame.notna(), None)
-    records = frame.to_dict(orient="records")
-    for column in list_columns:
-        for record in records:
-            record[column] = record[column].split(";") if record[column] else []
-    return records
+    """Rows as dicts of plain Python values, missing -> None (column-wise: to_dict is slow)."""
+    columns = []
+    for name in frame.columns:
+        values = frame[name]
+        if name in list_columns:
+            columns.append([v.split(";") if v else [] for v in values.tolist()])
+            continue
+        missing = values.isna().to_numpy()
+        plain = (
+            values.astype(object).tolist() if values.dtype == object else values.to_numpy().tolist()
+        )
+        for i in np.flatnonzero(missing):
+            plain[i] = None
+        columns.append(plain)
+    names = list(frame.columns)
+    return [dict(zip(names, row, strict=True)) for row in zip(*columns, strict=True)]
 
 
 def json_safe(value):
