@@ -269,3 +269,29 @@ def test_report_from_the_database_equals_the_file_report(tmp_path, study_db):
 def test_unknown_study(tmp_path, study_db, capsys):
     assert main(["report", "--db", study_db, "--study", "other", "--out", str(tmp_path / "o")]) == 2
     assert "there is no study named 'other'" in capsys.readouterr().err
+
+
+def test_hand_computed_agreement_through_annotate_report(tmp_path):
+    """Two annotators, four pairs: (chosen, chosen), (chosen, rejected), (tie, tie), (chosen,
+    chosen). Percent agreement 3/4. AC1 (Gwet 2008, Q = 3): pi = (0.625, 0.125, 0.25),
+    pe = 0.53125 / 2, AC1 = (0.75 - 0.265625) / 0.734375. Nominal alpha from the coincidence
+    matrix (o_cc = 4, o_cr = o_rc = 1, o_tt = 2; n = 5, 1, 2): 1 - 7 * 2 / (2 * 17) = 10/17."""
+    rows = [
+        *[row("p1", a, "chosen") for a in ("x", "y")],
+        row("p2", "x", "chosen"),
+        row("p2", "y", "rejected"),
+        *[row("p3", a, "tie") for a in ("x", "y")],
+        *[row("p4", a, "chosen") for a in ("x", "y")],
+    ]
+    annotations, pairs = write_files(tmp_path, rows)
+    out = tmp_path / "out"
+    assert (
+        main(
+            ["report", "--annotations", str(annotations), "--pairs", str(pairs), "--out", str(out)]
+        )
+        == 0
+    )
+    pref = json.loads((out / "report.json").read_text())["preference"]
+    assert pref["percent_agreement"] == pytest.approx(0.75)
+    assert pref["ac1"]["value"] == pytest.approx(0.484375 / 0.734375)
+    assert pref["alpha"]["value"] == pytest.approx(10 / 17)
