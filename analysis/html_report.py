@@ -16,7 +16,7 @@ from analysis.tables import DIMENSIONS
 
 RELIABLE, TENTATIVE = 0.800, 0.667
 _CHOSEN, _REJECTED = "#1b7837", "#b2182b"
-MAX_LISTED_PAIRS = 100
+MAX_LISTED_PAIRS = 50
 
 
 def _e(text) -> str:
