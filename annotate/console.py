@@ -400,77 +400,104 @@ class StudyProgress:
         return f"about {self.eta_days:.1f} days (by {when:%Y-%m-%d})"
 
 
+def _rate(n_recent: int, first: datetime | None, *, now: datetime, days: int) -> float | None:
+    if not n_recent or first is None:
+        return None
+    span_start = max(now - timedelta(days=days), first)
+    return n_recent / max((now - span_start).total_seconds() / 86400, 1.0)
+
+
 def recent_rate(submitted: pd.Series, *, now: datetime, days: int = RECENT_DAYS) -> float | None:
     """Annotations per day over the last `days` days (or since the first annotation, if the
     study is younger, counting at least one day); None when there were none."""
     if not len(submitted):
         return None
     times = pd.to_datetime(submitted, utc=True)
-    start = now - timedelta(days=days)
-    recent = times[times >= start]
-    if not len(recent):
+    n_recent = int((times >= now - timedelta(days=days)).sum())
+    return _rate(n_recent, times.min().to_pydatetime(), now=now, days=days)
+
+
+def _utc(value) -> datetime | None:
+    if value is None:
         return None
-    span_start = max(start, times.min().to_pydatetime())
-    span_days = max((now - span_start).total_seconds() / 86400, 1.0)
-    return len(recent) / span_days
+    if isinstance(value, str):
+        value = datetime.fromisoformat(value)
+    return value if value.tzinfo else value.replace(tzinfo=UTC)
+
+
+def _day(column, dialect: str):
+    """The UTC calendar day of a timestamp column, in SQL."""
+    if dialect == "postgresql":
+        return func.date(func.timezone("UTC", column))
+    return func.date(column)  # SQLite keeps UTC wall time as text
 
 
 @retrying
 def study_progress(engine: Engine, *, study_id: int, now: datetime | None = None) -> StudyProgress:
+    """The study's numbers, aggregated in the database (a few rows per pair and per day)."""
     now = now or datetime.now(UTC)
+    start = now - timedelta(days=RECENT_DAYS)
     with read_session(engine) as s:
+        dialect = s.get_bind().dialect.name
         study = s.get(Study, study_id)
         counts = s.exec(
-            select(Pair.id, Pair.is_gold, func.count(Annotation.id))
+            select(Pair.is_gold, func.count(Annotation.id))
             .join(Annotation, Annotation.pair_id == Pair.id, isouter=True)
             .where(Pair.study_id == study_id)
             .group_by(Pair.id, Pair.is_gold)
         ).all()
-        submitted = s.exec(
-            select(Annotation.submitted_at, Pair.is_gold, Annotation.annotator_id)
-            .join(Pair, Pair.id == Annotation.pair_id)
-            .where(Annotation.study_id == study_id)
+        day = _day(Annotation.submitted_at, dialect)
+        days = s.exec(
+            select(day, func.count(Annotation.id))
+            .where(Annotation.study_id == study_id, Annotation.submitted_at.is_not(None))
+            .group_by(day)
+            .order_by(day)
         ).all()
+        real = (Annotation.study_id == study_id) & (Pair.is_gold == False)  # noqa: E712
+        n_recent, first_real = s.exec(
+            select(
+                func.count(Annotation.id).filter(Annotation.submitted_at >= start),
+                func.min(Annotation.submitted_at),
+            )
+            .join(Pair, Pair.id == Annotation.pair_id)
+            .where(real)
+        ).one()
+        annotators, started = s.exec(
+            select(
+                func.count(func.distinct(Annotation.annotator_id)),
+                func.min(Annotation.submitted_at),
+            ).where(Annotation.study_id == study_id)
+        ).one()
     target = study.overlap_target
-    per_pair = pd.DataFrame(counts, columns=["pid", "is_gold", "n"])
+    per_pair = pd.DataFrame(counts, columns=["is_gold", "n"])
     per_pair["is_gold"] = per_pair["is_gold"].astype(bool)
-    real = per_pair[~per_pair["is_gold"]]
-    answers = pd.DataFrame(submitted, columns=["submitted_at", "is_gold", "aid"])
-    answers["is_gold"] = answers["is_gold"].astype(bool)
-    stamps = pd.to_datetime(answers["submitted_at"], utc=True)
-    per_day = (
-        stamps.dropna()
-        .dt.floor("D")
-        .value_counts()
-        .sort_index()
-        .rename_axis("day")
-        .rename("annotations")
-        .reset_index()
-    )
+    real_n = per_pair.loc[~per_pair["is_gold"], "n"].to_numpy()
+    per_day = pd.DataFrame(days, columns=["day", "annotations"])
     if len(per_day):  # days without annotations show as zero
-        days = pd.date_range(per_day["day"].min(), per_day["day"].max(), freq="D")
-        per_day = per_day.set_index("day").reindex(days, fill_value=0).rename_axis("day")
+        per_day["day"] = pd.to_datetime(per_day["day"].astype(str), utc=True)
+        every_day = pd.date_range(per_day["day"].min(), per_day["day"].max(), freq="D")
+        per_day = per_day.set_index("day").reindex(every_day, fill_value=0).rename_axis("day")
         per_day = per_day.reset_index()
-    collected = int(np.minimum(real["n"].to_numpy(), target).sum())
-    needed = int(len(real) * target)
+    collected = int(np.minimum(real_n, target).sum())
+    needed = int(len(real_n) * target)
     remaining = max(needed - collected, 0)
-    rate = recent_rate(stamps[~answers["is_gold"].to_numpy()].dropna(), now=now)
+    rate = _rate(int(n_recent or 0), _utc(first_real), now=now, days=RECENT_DAYS)
     eta = remaining / rate if rate and remaining else (0.0 if remaining == 0 else None)
     return StudyProgress(
-        pairs=len(real),
+        pairs=len(real_n),
         gold_pairs=int(per_pair["is_gold"].sum()),
         target=target,
-        complete=int((real["n"] >= target).sum()),
+        complete=int((real_n >= target).sum()),
         collected=collected,
         needed=needed,
-        annotations=int(real["n"].sum()),
+        annotations=int(real_n.sum()),
         gold_annotations=int(per_pair.loc[per_pair["is_gold"], "n"].sum()),
-        annotators=int(answers["aid"].nunique()),
+        annotators=int(annotators or 0),
         per_day=per_day,
         rate_per_day=rate,
         remaining=remaining,
         eta_days=eta,
-        started=stamps.min().to_pydatetime() if stamps.notna().any() else None,
+        started=_utc(started),
     )
 
 
