@@ -7,6 +7,7 @@ import contextlib
 import streamlit as st
 from sqlalchemy import func
 from sqlmodel import select
+from streamlit.errors import StreamlitAPIException
 
 from annotate import prolific
 from annotate.auth import annotator_for_token
@@ -146,7 +147,10 @@ def sign_in_message(*, admin: bool = False) -> None:
             if st.button("Sign out of your organisation", key="oidc_logout"):
                 st.logout()
         elif st.button("Sign in with your organisation", key="oidc_login", type="primary"):
-            st.login()
+            try:
+                st.login()
+            except StreamlitAPIException as exc:  # e.g. Authlib missing, [auth] incomplete
+                st.error(f"Signing in with your organisation is not set up correctly: {exc}")
 
 
 def require_user() -> Annotator:
