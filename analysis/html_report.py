@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import html
 
-import plotly.graph_objects as go
-from plotly.subplots import make_subplots
+import plotly.io as pio
 
 from analysis.summary import fmt, fmt_p, headline_rows
 from analysis.tables import DIMENSIONS
@@ -24,9 +23,27 @@ def _e(text) -> str:
 
 
 # --- charts --------------------------------------------------------------------------------
+# Figures are plain plotly dicts rendered without validation: building graph_objects costs
+# more than a second of validator loading per report.
 
 
-def _alpha_chart(report: dict) -> go.Figure:
+def _figure(data: list[dict], layout: dict) -> dict:
+    return {"data": data, "layout": {"font": {"family": "system-ui, sans-serif"}, **layout}}
+
+
+def _dotted_line(*, x=None, y=None, label: str) -> tuple[dict, dict]:
+    if x is not None:
+        shape = {"type": "line", "x0": x, "x1": x, "yref": "paper", "y0": 0, "y1": 1}
+        note = {"x": x, "y": 1.02, "yref": "paper", "text": label, "showarrow": False}
+    else:
+        shape = {"type": "line", "y0": y, "y1": y, "xref": "paper", "x0": 0, "x1": 1}
+        note = {"y": y, "x": 1, "xref": "paper", "text": label, "showarrow": False,
+                "xanchor": "right", "yanchor": "bottom"}  # fmt: skip
+    shape["line"] = {"dash": "dot", "color": "grey"}
+    return shape, note
+
+
+def _alpha_chart(report: dict) -> dict:
     pref = report["preference"]
     items = [
         ("preference alpha (chosen/rejected/tie)", pref["alpha"]),
@@ -43,140 +60,180 @@ def _alpha_chart(report: dict) -> go.Figure:
         plus.append(ci[1] - value if ci and value is not None else 0)
         minus.append(value - ci[0] if ci and value is not None else 0)
         notes.append(_e(estimate.get("note", "")))
-    fig = go.Figure(
-        go.Scatter(
-            x=values,
-            y=names,
-            mode="markers",
-            marker={"size": 11, "color": "#2166ac"},
-            error_x={"type": "data", "array": plus, "arrayminus": minus, "visible": True},
-            text=notes,
-            hovertemplate="%{y}: %{x:.3f}<br>%{text}<extra></extra>",
-        )
+    lines = [_dotted_line(x=RELIABLE, label="reliable 0.800"),
+             _dotted_line(x=TENTATIVE, label="tentative 0.667")]  # fmt: skip
+    trace = {
+        "type": "scatter",
+        "x": values,
+        "y": names,
+        "mode": "markers",
+        "marker": {"size": 11, "color": "#2166ac"},
+        "error_x": {"type": "data", "array": plus, "arrayminus": minus, "visible": True},
+        "text": notes,
+        "hovertemplate": "%{y}: %{x:.3f}<br>%{text}<extra></extra>",
+    }
+    return _figure(
+        [trace],
+        {
+            "title": {
+                "text": "Agreement per question, with 95% bootstrap intervals (pairs resampled)"
+            },
+            "xaxis": {"title": {"text": "coefficient"}},
+            "yaxis": {"autorange": "reversed"},
+            "shapes": [shape for shape, _ in lines],
+            "annotations": [note for _, note in lines],
+            "height": 380,
+            "margin": {"l": 280},
+        },
     )
-    for x, label in ((RELIABLE, "reliable 0.800"), (TENTATIVE, "tentative 0.667")):
-        fig.add_vline(x=x, line_dash="dot", line_color="grey", annotation_text=label)
-    fig.update_layout(
-        title="Agreement per question, with 95% bootstrap intervals (pairs resampled)",
-        xaxis_title="coefficient",
-        yaxis={"autorange": "reversed"},
-        height=380,
-        margin={"l": 280},
-    )
-    return fig
 
 
-def _quality_chart(report: dict) -> go.Figure:
-    fig = make_subplots(rows=1, cols=len(DIMENSIONS), subplot_titles=list(DIMENSIONS))
+def _quality_chart(report: dict) -> dict:
+    traces, layout = [], {}
+    width = 1 / len(DIMENSIONS)
     for col, dimension in enumerate(DIMENSIONS, start=1):
+        suffix = "" if col == 1 else str(col)
         counts = report["quality"][dimension]["rating_counts"]
         for side, colour in (("chosen", _CHOSEN), ("rejected", _REJECTED)):
             total = sum(counts[side].values())
-            shares = [v / total if total else 0 for v in counts[side].values()]
-            fig.add_trace(
-                go.Bar(
-                    x=list(counts[side].keys()),
-                    y=shares,
-                    name=side,
-                    marker_color=colour,
-                    showlegend=col == 1,
-                    customdata=list(counts[side].values()),
-                    hovertemplate=f"{side}, rating %{{x}}: %{{y:.1%}} (%{{customdata}})<extra></extra>",
-                ),
-                row=1,
-                col=col,
+            traces.append(
+                {
+                    "type": "bar",
+                    "x": list(counts[side].keys()),
+                    "y": [v / total if total else 0 for v in counts[side].values()],
+                    "name": side,
+                    "marker": {"color": colour},
+                    "showlegend": col == 1,
+                    "legendgroup": side,
+                    "customdata": list(counts[side].values()),
+                    "hovertemplate": f"{side}, rating %{{x}}: %{{y:.1%}} (%{{customdata}})<extra></extra>",
+                    "xaxis": f"x{suffix}",
+                    "yaxis": f"y{suffix}",
+                }
             )
-    fig.update_layout(
-        title="General quality ratings: chosen vs rejected (share of ratings per value)",
-        barmode="group",
-        height=360,
+        domain = [(col - 1) * width + 0.03, col * width - 0.03]
+        layout[f"xaxis{suffix}"] = {
+            "domain": domain,
+            "anchor": f"y{suffix}",
+            "title": {"text": dimension},
+            "type": "category",
+        }
+        layout[f"yaxis{suffix}"] = {"tickformat": ".0%", "anchor": f"x{suffix}"}
+    return _figure(
+        traces,
+        {
+            "title": {
+                "text": "General quality ratings: chosen vs rejected (share of ratings per value)"
+            },
+            "barmode": "group",
+            "height": 360,
+            **layout,
+        },
     )
-    fig.update_yaxes(tickformat=".0%")
-    return fig
 
 
-def _verdict_chart(report: dict) -> go.Figure:
+def _verdict_chart(report: dict) -> dict:
     verdicts = report["verdicts"]
     colours = ["#999999", "#fdae61", "#d73027", "#f46d43", "#fee090", "#1a9850"]
-    fig = go.Figure(
-        go.Bar(
-            x=list(verdicts),
-            y=list(verdicts.values()),
-            marker_color=colours,
-            text=list(verdicts.values()),
-        )
+    trace = {
+        "type": "bar",
+        "x": list(verdicts),
+        "y": list(verdicts.values()),
+        "marker": {"color": colours},
+        "text": list(verdicts.values()),
+    }
+    return _figure(
+        [trace],
+        {
+            "title": {"text": "Pair verdicts (gold pairs excluded)"},
+            "yaxis": {"title": {"text": "pairs"}},
+            "height": 340,
+        },
     )
-    fig.update_layout(title="Pair verdicts (gold pairs excluded)", yaxis_title="pairs", height=340)
-    return fig
 
 
-def _annotator_chart(report: dict) -> go.Figure:
+def _annotator_chart(report: dict) -> dict:
     rows = [a for a in report["annotators"] if a.get("n")]
     names = [_e(a["annotator"]) for a in rows]
-    fig = go.Figure()
-    for key, label, colour in (
-        ("label_agreement", "picks chosen (ties left out)", _CHOSEN),
-        ("peer_agreement", "agrees with the other annotators' majority", "#2166ac"),
-    ):
-        fig.add_trace(
-            go.Scatter(
-                x=[a["median_seconds"] for a in rows],
-                y=[a[key] for a in rows],
-                mode="markers",
-                name=label,
-                marker={
-                    "color": colour,
-                    "size": [min(30, 6 + a["n"] ** 0.5) for a in rows],
-                    "opacity": 0.7,
-                },
-                text=names,
-                customdata=[a["n"] for a in rows],
-                hovertemplate="%{text}: %{y:.2f}, median %{x:.0f} s, n = %{customdata}<extra></extra>",
-            )
+    traces = [
+        {
+            "type": "scatter",
+            "x": [a["median_seconds"] for a in rows],
+            "y": [a[key] for a in rows],
+            "mode": "markers",
+            "name": label,
+            "marker": {
+                "color": colour,
+                "size": [min(30, 6 + a["n"] ** 0.5) for a in rows],
+                "opacity": 0.7,
+            },
+            "text": names,
+            "customdata": [a["n"] for a in rows],
+            "hovertemplate": "%{text}: %{y:.2f}, median %{x:.0f} s, n = %{customdata}<extra></extra>",
+        }
+        for key, label, colour in (
+            ("label_agreement", "picks chosen (ties left out)", _CHOSEN),
+            ("peer_agreement", "agrees with the other annotators' majority", "#2166ac"),
         )
-    fig.update_layout(
-        title="Per annotator: agreement vs median seconds per item (marker size ~ items)",
-        xaxis_title="median seconds per item",
-        yaxis={"title": "share", "range": [-0.05, 1.05]},
-        height=380,
+    ]
+    return _figure(
+        traces,
+        {
+            "title": {
+                "text": "Per annotator: agreement vs median seconds per item (marker size ~ items)"
+            },
+            "xaxis": {"title": {"text": "median seconds per item"}},
+            "yaxis": {"title": {"text": "share"}, "range": [-0.05, 1.05]},
+            "height": 380,
+        },
     )
-    return fig
 
 
-def _position_chart(report: dict) -> go.Figure:
+def _position_chart(report: dict) -> dict:
     pb = report["preference"]["position_bias"]
-    rows = [a for a in report["annotators"] if a.get("first_slot_rate") is not None]
-    rows.sort(key=lambda a: a["first_slot_rate"])
-    fig = go.Figure()
+    rows = sorted(
+        (a for a in report["annotators"] if a.get("first_slot_rate") is not None),
+        key=lambda a: a["first_slot_rate"],
+    )
+    traces = []
     if pb["first_slot_rate"] is not None:
         lo, hi = pb["ci95"]
         rate = pb["first_slot_rate"]
-        fig.add_trace(
-            go.Bar(
-                x=["all annotators"],
-                y=[rate],
-                name="overall",
-                marker_color="#5e3c99",
-                error_y={"type": "data", "array": [hi - rate], "arrayminus": [rate - lo]},
-            )
+        traces.append(
+            {
+                "type": "bar",
+                "x": ["all annotators"],
+                "y": [rate],
+                "name": "overall",
+                "marker": {"color": "#5e3c99"},
+                "error_y": {"type": "data", "array": [hi - rate], "arrayminus": [rate - lo]},
+            }
         )
-    fig.add_trace(
-        go.Bar(
-            x=[_e(a["annotator"]) for a in rows],
-            y=[a["first_slot_rate"] for a in rows],
-            name="per annotator",
-            marker_color="#b2abd2",
-            customdata=[a["n_slot"] for a in rows],
-            hovertemplate="%{x}: %{y:.2f} of %{customdata}<extra></extra>",
-        )
+    traces.append(
+        {
+            "type": "bar",
+            "x": [_e(a["annotator"]) for a in rows],
+            "y": [a["first_slot_rate"] for a in rows],
+            "name": "per annotator",
+            "marker": {"color": "#b2abd2"},
+            "customdata": [a["n_slot"] for a in rows],
+            "hovertemplate": "%{x}: %{y:.2f} of %{customdata}<extra></extra>",
+        }
     )
-    fig.add_hline(y=0.5, line_dash="dot", line_color="grey", annotation_text="no bias (0.5)")
-    fig.update_layout(
-        title="Position bias: share of decisive picks of the first slot (A); ties left out",
-        yaxis={"range": [0, 1], "tickformat": ".0%"},
-        height=360,
+    shape, note = _dotted_line(y=0.5, label="no bias (0.5)")
+    return _figure(
+        traces,
+        {
+            "title": {
+                "text": "Position bias: share of decisive picks of the first slot (A); ties left out"
+            },
+            "yaxis": {"range": [0, 1], "tickformat": ".0%"},
+            "xaxis": {"type": "category"},
+            "shapes": [shape],
+            "annotations": [note],
+            "height": 360,
+        },
     )
-    return fig
 
 
 # --- text ----------------------------------------------------------------------------------
@@ -286,7 +343,13 @@ def render_html(report: dict) -> str:
         _position_chart(report),
     ]
     charts = [
-        fig.to_html(full_html=False, include_plotlyjs=(i == 0), config={"displaylogo": False})
+        pio.to_html(
+            fig,
+            full_html=False,
+            include_plotlyjs=(i == 0),
+            validate=False,
+            config={"displaylogo": False},
+        )
         for i, fig in enumerate(figures)
     ]
     counts = report["counts"]
