@@ -14,7 +14,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 
 from annotate.assignment import ensure_assignment
-from annotate.db import retrying, session
+from annotate.db import read_session, retrying, session
 from annotate.models import Annotation, Annotator, Assignment, Pair, Study, utcnow
 
 RATING_COLUMNS = [
@@ -129,7 +129,7 @@ def submit_answer(engine: Engine, *, annotator_id: int, pair_id: int, answer: An
 
 @retrying
 def get_answer(engine: Engine, *, annotator_id: int, pair_id: int) -> Annotation | None:
-    with session(engine) as s:
+    with read_session(engine) as s:
         return s.exec(
             select(Annotation).where(
                 Annotation.annotator_id == annotator_id, Annotation.pair_id == pair_id
@@ -139,7 +139,7 @@ def get_answer(engine: Engine, *, annotator_id: int, pair_id: int) -> Annotation
 
 def annotations_frame(engine: Engine, *, study: str) -> pd.DataFrame:
     """The study's annotations in the contract's table layout (section 3)."""
-    with session(engine) as s:
+    with read_session(engine) as s:
         study_row = s.exec(select(Study).where(Study.name == study)).first()
         if study_row is None:
             from annotate.errors import UserError
@@ -176,7 +176,7 @@ def annotations_frame(engine: Engine, *, study: str) -> pd.DataFrame:
 
 def pairs_frame(engine: Engine, *, study: str) -> pd.DataFrame:
     """The study's pairs for analysis: pair_id, category, is_gold and the original record."""
-    with session(engine) as s:
+    with read_session(engine) as s:
         study_row = s.exec(select(Study).where(Study.name == study)).first()
         if study_row is None:
             from annotate.errors import UserError

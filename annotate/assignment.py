@@ -16,7 +16,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, select
 
 from annotate import gold
-from annotate.db import retrying, session
+from annotate.db import read_session, retrying, session
 from annotate.models import Annotator, Assignment, Pair, Study, utcnow
 
 CANDIDATES = 8
@@ -210,7 +210,7 @@ def _serve_gold(s: Session, *, study: Study, annotator_id: int) -> Assignment | 
 @retrying
 def open_assignment(engine: Engine, *, annotator_id: int, pair_id: int) -> Assignment | None:
     """An assignment this annotator already holds (to go back to an earlier pair)."""
-    with session(engine) as s:
+    with read_session(engine) as s:
         return s.exec(
             select(Assignment).where(
                 Assignment.annotator_id == annotator_id, Assignment.pair_id == pair_id
@@ -273,7 +273,7 @@ def ensure_assignment(s: Session, *, study_id: int, pair_id: int, annotator_id: 
 @retrying
 def progress(engine: Engine, *, annotator_id: int) -> Progress:
     """Done so far, and done plus what is still open to this annotator (capped by the quota)."""
-    with session(engine) as s:
+    with read_session(engine) as s:
         annotator = s.get(Annotator, annotator_id)
         study = s.get(Study, annotator.study_id)
         by_status = dict(
@@ -328,7 +328,7 @@ def progress(engine: Engine, *, annotator_id: int) -> Progress:
 @retrying
 def history(engine: Engine, *, annotator_id: int, limit: int = 200) -> list[tuple[int, str]]:
     """(pair id, pair key) of this annotator's completed pairs, most recent first."""
-    with session(engine) as s:
+    with read_session(engine) as s:
         return list(
             s.exec(
                 select(Pair.id, Pair.pair_key)
