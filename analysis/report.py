@@ -287,7 +287,7 @@ def build_report(
         "main_reason_by_choice": by_choice,
         "conclusion": conclusion(
             label_agreement=preference["label_agreement"],
-            quality={d: q for d, q in quality.items()},
+            quality=quality,
             main_reason=main_reason,
             margin=options.equivalence_margin,
         ),

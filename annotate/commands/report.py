@@ -18,7 +18,7 @@ HELP = (
 )
 
 
-def _positive_int(text: str) -> int:
+def _non_negative_int(text: str) -> int:
     value = int(text)
     if value < 0:
         raise argparse.ArgumentTypeError("must be 0 or more")
@@ -41,7 +41,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add_study_option(parser)
     parser.add_argument(
         "--bootstrap",
-        type=_positive_int,
+        type=_non_negative_int,
         default=1000,
         metavar="N",
         help="bootstrap resamples of pairs (default 1000; 0 = no intervals)",
@@ -51,7 +51,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--min-annotations",
-        type=_positive_int,
+        type=_non_negative_int,
         default=2,
         metavar="N",
         help="annotations a pair needs for a verdict (default 2)",
