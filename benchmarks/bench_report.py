@@ -136,10 +136,19 @@ def measure(command: list[str]) -> dict:
     return result
 
 
+def median(values: list[float]) -> float:
+    values = sorted(values)
+    middle = len(values) // 2
+    return values[middle] if len(values) % 2 else (values[middle - 1] + values[middle]) / 2
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=100_000, help="annotations (default 100,000)")
     parser.add_argument("--bootstrap", type=int, default=1000, help="resamples (default 1000)")
+    parser.add_argument(
+        "--repeat", type=int, default=1, help="alternate runs of both, report medians (default 1)"
+    )
     parser.add_argument("--no-baseline", action="store_true", help="time only the report")
     args = parser.parse_args()
 
@@ -147,22 +156,35 @@ def main() -> None:
         directory = Path(tmp)
         annotations, pairs = generate(directory, rows=args.rows)
         print(f"{args.rows:,} annotations, {args.rows // 5:,} pairs, {POOL} annotators")
-        report = measure(
-            [sys.executable, "-m", "annotate.cli", "report", "--annotations", str(annotations),
-             "--pairs", str(pairs), "--out", str(directory / "out"),
-             "--bootstrap", str(args.bootstrap)]
-        )  # fmt: skip
-        print(f"annotate report ({args.bootstrap:,} resamples): {report['seconds']:.2f} s wall, "
-              f"{report['cpu']:.2f} s CPU, peak RSS {report['peak_mb']:.0f} MB")  # fmt: skip
-        if args.no_baseline:
-            return
         script = directory / "baseline.py"
         script.write_text(BASELINE)
-        baseline = measure([sys.executable, str(script), str(annotations), str(pairs)])
-        print(f"baseline (read + 4 point alphas with krippendorff): {baseline['seconds']:.2f} s "
-              f"wall, {baseline['cpu']:.2f} s CPU, peak RSS {baseline['peak_mb']:.0f} MB")  # fmt: skip
-        print(f"ratio report / baseline: {report['seconds'] / baseline['seconds']:.2f}x wall, "
-              f"{report['cpu'] / baseline['cpu']:.2f}x CPU (goal <= 5x)")  # fmt: skip
+        report_command = [
+            sys.executable, "-m", "annotate.cli", "report", "--annotations", str(annotations),
+            "--pairs", str(pairs), "--out", str(directory / "out"),
+            "--bootstrap", str(args.bootstrap),
+        ]  # fmt: skip
+        baseline_command = [sys.executable, str(script), str(annotations), str(pairs)]
+        reports, baselines = [], []
+        for _ in range(args.repeat):
+            reports.append(measure(report_command))
+            if not args.no_baseline:
+                baselines.append(measure(baseline_command))
+        show("annotate report", reports, f"{args.bootstrap:,} resamples")
+        if args.no_baseline:
+            return
+        show("baseline", baselines, "read + 4 point alphas with krippendorff")
+        wall = median([r["seconds"] for r in reports]) / median([b["seconds"] for b in baselines])
+        cpu = median([r["cpu"] for r in reports]) / median([b["cpu"] for b in baselines])
+        print(f"ratio report / baseline: {wall:.2f}x wall, {cpu:.2f}x CPU (goal <= 5x)")
+
+
+def show(name: str, runs: list[dict], what: str) -> None:
+    label = "median of " + str(len(runs)) + " runs, " if len(runs) > 1 else ""
+    print(
+        f"{name} ({label}{what}): {median([r['seconds'] for r in runs]):.2f} s wall, "
+        f"{median([r['cpu'] for r in runs]):.2f} s CPU, "
+        f"peak RSS {max(r['peak_mb'] for r in runs):.0f} MB"
+    )
 
 
 if __name__ == "__main__":
