@@ -203,3 +203,18 @@ def test_screenshots_of_every_console_page(site, new_page):
             path=str(SCREENSHOTS / f"console-{url_path}.png"), full_page=True, animations="disabled"
         )
         assert (SCREENSHOTS / f"console-{url_path}.png").stat().st_size > 10_000, script
+
+
+def test_a_maintainer_downloads_the_annotations(site, new_page):
+    server, tokens = site
+    page = new_page(viewport=VIEW, accept_downloads=True)
+    goto(page, server.login_url(tokens["maintainer"]))
+    goto(page, f"{server.url}/admin-exports")
+    with page.expect_download() as caught:
+        page.get_by_role("button", name="CSV", exact=True).click()
+    download = caught.value
+    assert download.suggested_filename == f"{STUDY}-annotations.csv"
+    lines = Path(download.path()).read_text(encoding="utf-8").splitlines()
+    assert lines[0].startswith("pair_id,annotator,preference,chosen_position")
+    assert len(lines) == 1 + 26  # header + every annotation made in _build (10 + 9 + 7)
+    assert any(",ann-chen,rejected," in line for line in lines)
