@@ -4,9 +4,10 @@ run anything or restyle the page.
 Streamlit's markdown already escapes raw HTML and disarms `javascript:` links, but a markdown
 image still fetches its URL, and `$math$`, `:color[...]` and `:material/...:` directives change
 how text looks. Outside code, every character that could open an image, a link, a directive or
-math is backslash-escaped, so it shows as itself; bare URLs are broken up so they are not
-autolinked; headings are capped below the page's own. Code spans and fenced blocks are left
-alone: markdown never interprets what is inside them.
+math is backslash-escaped, so it shows as itself; bare URLs, e-mail addresses, icon and emoji
+shortcodes are broken up by an invisible word joiner so they stay text; headings are capped
+below the page's own. Code spans and fenced blocks are left alone: markdown never interprets
+what is inside them.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ _CODE_SPAN = re.compile(r"(`+)(.+?)\1", re.DOTALL)
 _HEADING = re.compile(r"^( {0,3})(#{1,6})(\s)")
 _LIST_OR_QUOTE = re.compile(r"^(\s*)((?:[-*+]|\d{1,9}[.)])\s+|>\s?)")
 MAX_HEADING = 4
+WORD_JOINER = "\u2060"  # invisible; stops links, icons and emoji shortcodes from forming
 
 
 def _escape_inline(text: str) -> str:
@@ -26,10 +28,13 @@ def _escape_inline(text: str) -> str:
     text = _ESCAPE.sub(r"\\\1", text)
     # Keep emphasis readable: **bold** and *italic* are harmless.
     text = text.replace(r"\*", "*").replace(r"\_", "_")
-    # Autolink literals (http://..., www.) become plain text.
-    text = re.sub(r"(?i)(https?|ftp|mailto)\\:", r"\1&#58;", text)
-    text = re.sub(r"(?i)\bwww\.", "www&#46;", text)
-    return text
+    # Streamlit turns `:material/...:` into icons (before parsing) and `:emoji:` into emoji, and
+    # GFM links `http://...`, `www.` and `user@host`, all in the text *after* escapes and
+    # entities are decoded: a backslash is not enough. An invisible word joiner after every
+    # colon, after `www` and after `@` breaks every one of these patterns.
+    text = text.replace("\\:", "\\:" + WORD_JOINER)
+    text = re.sub(r"(?i)\bwww\.", "www" + WORD_JOINER + ".", text)
+    return text.replace("@", "@" + WORD_JOINER)
 
 
 def _escape_line(line: str) -> str:
