@@ -126,9 +126,7 @@ def next_assignment(engine: Engine, *, annotator_id: int) -> Assignment | None:
             ).all()
         if not candidates:
             candidates = s.exec(open_pairs.limit(CANDIDATES)).all()
-        if candidates and gold.gold_due(
-            annotator_id=annotator_id, n_done=done_count(s, annotator_id)
-        ):
+        if candidates and gold.gold_due(annotator_id=annotator_id, key=candidates[0]):
             served = _serve_gold(s, study=study, annotator_id=annotator_id)
             if served is not None:
                 return served

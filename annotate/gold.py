@@ -48,9 +48,10 @@ class Qualification:
         return self.state in (NONE, PASSED)
 
 
-def gold_due(*, annotator_id: int, n_done: int, every: int = GOLD_EVERY) -> bool:
-    """A stable coin: whether the annotator's next pair (after n_done) should be a gold one."""
-    digest = hashlib.sha256(f"gold:{annotator_id}:{n_done}".encode()).digest()
+def gold_due(*, annotator_id: int, key: int, every: int = GOLD_EVERY) -> bool:
+    """A stable coin, true about once in `every`: whether a gold pair comes before the real
+    pair `key` (the pair the queue would serve next), for this annotator. Costs no query."""
+    digest = hashlib.sha256(f"gold:{annotator_id}:{key}".encode()).digest()
     return int.from_bytes(digest[:4], "big") % every == 0
 
 

@@ -63,8 +63,12 @@ def work_through(engine, annotator_id, preference="chosen", gold_answers=None) -
 # --- gold checks in the queue ------------------------------------------------------------
 
 
-def test_gold_pairs_are_served_to_everyone_once_outside_the_overlap_target(db_url, tmp_path):
+def test_gold_pairs_are_served_to_everyone_once_outside_the_overlap_target(
+    db_url, tmp_path, monkeypatch
+):
     engine = get_engine(db_url)
+    # the coin (tested below) always says "gold now": every annotator meets both gold pairs
+    monkeypatch.setattr(gold, "gold_due", lambda **_: True)
     study_id, people = make_study(engine, tmp_path, n_pairs=30, annotators=3, overlap_target=1)
     gold.set_gold(engine, study_id=study_id, pair_keys=["p5", "p6"], answer="chosen")
     served = {aid: [] for aid, _ in people}
@@ -83,18 +87,17 @@ def test_gold_pairs_are_served_to_everyone_once_outside_the_overlap_target(db_ur
     # every real pair reached its target of one annotation, whatever gold was shown
     real = [k for ks in served.values() for k in ks if k not in ("p5", "p6")]
     assert sorted(real) == sorted(f"p{n}" for n in range(30) if n not in (5, 6))
-    # the coin shows gold at random positions: over three annotators some gold was shown,
-    # to more than one annotator although the overlap target is 1
-    shown = [aid for aid, ks in served.items() if "p5" in ks or "p6" in ks]
-    assert len(shown) >= 2
+    # gold goes to everyone although the overlap target is 1, once each, before real pairs
+    for keys_served in served.values():
+        assert keys_served[:2] == ["p5", "p6"] and keys_served.count("p5") == 1
     with session(engine) as s:
-        assert s.exec(select(Pair.n_assigned).where(Pair.pair_key == "p5")).one() >= 1
+        assert s.exec(select(Pair.n_assigned).where(Pair.pair_key == "p5")).one() == 3
 
 
 def test_gold_due_is_a_stable_coin_of_the_right_rate():
-    draws = [gold.gold_due(annotator_id=a, n_done=n) for a in range(50) for n in range(100)]
+    draws = [gold.gold_due(annotator_id=a, key=n) for a in range(50) for n in range(100)]
     assert 0.07 < sum(draws) / len(draws) < 0.13
-    assert gold.gold_due(annotator_id=3, n_done=7) == gold.gold_due(annotator_id=3, n_done=7)
+    assert gold.gold_due(annotator_id=3, key=7) == gold.gold_due(annotator_id=3, key=7)
 
 
 def test_qualification_gold_first_then_real_pairs_or_nothing(db_url, tmp_path):
