@@ -7,6 +7,8 @@ one pair's two responses by the same annotators are not independent.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
 
 from analysis.agreement import Estimate, resampled_alpha
@@ -28,8 +30,8 @@ def response_counts(coded: Coded, dimension: str, domain: list[int]) -> np.ndarr
 
 _NO_UNIT = "undefined: no unit has two or more ratings"
 _NO_VARIATION = "undefined: every rating has the same value (no variation)"
-# Drawn pair indices held at once (8 bytes each): small chunks stay in cache, ~5x faster.
-_DRAWS_PER_CHUNK = 500_000
+# Weights held at once (8 bytes each): bounds memory whatever the number of pairs.
+_BATCH_CELLS = 4_000_000
 
 
 def pair_patterns(by_pair: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -51,35 +53,29 @@ def pair_patterns(by_pair: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarr
     return patterns, frequencies, inverse.ravel()
 
 
-def pair_bootstrap_weights(inverse: np.ndarray, n_patterns: int, *, resamples: int, seed: int):
-    """Chunks of B x n_patterns weights: draw len(inverse) pairs with replacement per resample
-    and count the draws per pattern."""
+def unit_bootstrap_weights(
+    inverse: np.ndarray, n_patterns: int, *, resamples: int, seed: int
+) -> Iterator[np.ndarray]:
+    """Batches of B x (2 * n_patterns) float weights for the response units of pair patterns.
+
+    Each resample draws len(inverse) pairs with replacement and counts the draws per pattern;
+    a pattern's two response units (columns 2p and 2p+1) get its count. Rows are filled one
+    resample at a time, which keeps the draws in cache; a batch holds about _BATCH_CELLS values.
+    """
     rng = np.random.Generator(np.random.PCG64(seed))
     n = len(inverse)
     index_type = np.int32 if n < 2**31 else np.int64
     inverse = inverse.astype(index_type)
-    rows = max(1, _DRAWS_PER_CHUNK // max(n, 1))
+    rows = max(1, _BATCH_CELLS // (2 * n_patterns))
     for start in range(0, resamples, rows):
-        b = min(rows, resamples - start)
-        drawn = rng.integers(0, n, size=(b, n), dtype=index_type)
-        weights = np.empty((b, n_patterns), dtype=np.int64)
-        for i in range(b):  # one bincount per resample is faster than one over the chunk
-            weights[i] = np.bincount(inverse[drawn[i]], minlength=n_patterns)
+        weights = np.empty((min(rows, resamples - start), 2 * n_patterns))
+        for row in weights:
+            drawn = np.bincount(
+                inverse[rng.integers(0, n, size=n, dtype=index_type)], minlength=n_patterns
+            )
+            row[0::2] = drawn
+            row[1::2] = drawn
         yield weights
-
-
-def _batches(chunks, *, width: int, cells: int = 4_000_000):
-    """Stack small weight chunks into batches of about ``cells`` values: one alpha call per
-    batch keeps the per-call set-up cost small while memory stays bounded."""
-    buffer, rows = [], 0
-    for chunk in chunks:
-        buffer.append(chunk)
-        rows += len(chunk)
-        if rows * width >= cells:
-            yield np.concatenate(buffer)
-            buffer, rows = [], 0
-    if buffer:
-        yield np.concatenate(buffer)
 
 
 def quality_alpha(counts: np.ndarray, *, domain: list[int], bootstrap: int, seed: int) -> dict:
@@ -90,26 +86,18 @@ def quality_alpha(counts: np.ndarray, *, domain: list[int], bootstrap: int, seed
     if not pairable.any():
         return Estimate(value=None, note=_NO_UNIT).as_dict()
     patterns, frequencies, inverse = pair_patterns(by_pair[pairable])
-    units = patterns.reshape(-1, n_values)
+    units = patterns.reshape(-1, n_values)  # rows 2p, 2p+1: pattern p's chosen, rejected
 
-    def alphas(weights: np.ndarray) -> np.ndarray:
-        unit_weights = np.repeat(weights.astype(np.float64), 2, axis=1)
+    def alphas(unit_weights: np.ndarray) -> np.ndarray:
         return resampled_alpha(units, unit_weights, level="ordinal", domain=domain)
 
-    point = alphas(frequencies[None, :])[0]
+    point = alphas(np.repeat(frequencies, 2)[None, :].astype(np.float64))[0]
     if not np.isfinite(point):
         return Estimate(value=None, note=_NO_VARIATION).as_dict()
     if bootstrap <= 0:
         return Estimate(value=float(point)).as_dict()
-    samples = np.concatenate(
-        [
-            alphas(w)
-            for w in _batches(
-                pair_bootstrap_weights(inverse, len(frequencies), resamples=bootstrap, seed=seed),
-                width=len(frequencies),
-            )
-        ]
-    )
+    weights = unit_bootstrap_weights(inverse, len(frequencies), resamples=bootstrap, seed=seed)
+    samples = np.concatenate([alphas(w) for w in weights])
     ci, note = percentile_ci(samples, resamples=bootstrap)
     return Estimate(value=float(point), ci95=ci, note=note).as_dict()
 

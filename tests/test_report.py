@@ -487,7 +487,7 @@ def test_no_annotations_at_all():
 def test_quality_pair_bootstrap_equals_naive_recomputation():
     """Each resample draws whole pairs; its alpha equals alpha recomputed on the drawn pairs."""
     from analysis.agreement import alpha
-    from analysis.quality import pair_bootstrap_weights, pair_patterns, quality_alpha
+    from analysis.quality import pair_patterns, quality_alpha, unit_bootstrap_weights
 
     rng = np.random.default_rng(5)
     counts = rng.multinomial(3, [0.1, 0.2, 0.3, 0.3, 0.1], size=40)  # 20 pairs x 2 responses
@@ -496,9 +496,11 @@ def test_quality_pair_bootstrap_equals_naive_recomputation():
     by_pair = counts.reshape(20, 10)
     pairable = (counts.sum(axis=1) >= 2).reshape(-1, 2).any(axis=1)
     patterns, _, inverse = pair_patterns(by_pair[pairable])
-    weights = np.concatenate(
-        list(pair_bootstrap_weights(inverse, len(patterns), resamples=200, seed=3))
+    unit_weights = np.concatenate(
+        list(unit_bootstrap_weights(inverse, len(patterns), resamples=200, seed=3))
     )
+    assert (unit_weights[:, 0::2] == unit_weights[:, 1::2]).all()
+    weights = unit_weights[:, 0::2].astype(int)
     assert (weights.sum(axis=1) == pairable.sum()).all()
     naive = []
     for w in weights:
