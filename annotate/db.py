@@ -174,11 +174,12 @@ def get_engine(url: str | None = None, *, upgrade: bool = True) -> Engine:
 
             try:
                 _retry_call(ensure_schema, engine, _seconds=3)
-            except OperationalError as exc:
+            except DBAPIError as exc:  # unreachable, no such database, no right to create
                 _engines.pop(url, None)
                 engine.dispose()
                 shown = engine.url.render_as_string(hide_password=True)
-                raise UserError(f"cannot open the database {shown!r}: {exc.orig}") from None
+                reason = (str(exc.orig).strip().splitlines() or [type(exc.orig).__name__])[0]
+                raise UserError(f"cannot open the database {shown!r}: {reason}") from None
             _ready.add(url)
     return engine
 
