@@ -236,6 +236,17 @@ def _position_chart(report: dict) -> dict:
     )
 
 
+def figures(report: dict) -> list[tuple[str, dict]]:
+    """The report's charts as (title, plotly figure dict), in page order."""
+    return [
+        ("Agreement on the preference", _alpha_chart(report)),
+        ("General quality of chosen and rejected", _quality_chart(report)),
+        ("Pair verdicts", _verdict_chart(report)),
+        ("Annotators", _annotator_chart(report)),
+        ("Position bias", _position_chart(report)),
+    ]
+
+
 # --- text ----------------------------------------------------------------------------------
 
 
@@ -249,7 +260,8 @@ def _band(value) -> str:
     return "below the 0.667 that Krippendorff treats as the minimum"
 
 
-def _reading(report: dict) -> list[str]:
+def reading(report: dict) -> list[str]:
+    """A short plain-language reading of the numbers, one paragraph per item."""
     pref = report["preference"]
     paragraphs = []
     pa, a, an, ac1 = (
@@ -335,22 +347,15 @@ th{background:#f3f3f3}.verdict{font-size:1.15em;padding:.6em 1em;border-radius:6
 
 
 def render_html(report: dict) -> str:
-    figures = [
-        _alpha_chart(report),
-        _quality_chart(report),
-        _verdict_chart(report),
-        _annotator_chart(report),
-        _position_chart(report),
-    ]
     charts = [
         pio.to_html(
-            fig,
+            figure,
             full_html=False,
             include_plotlyjs=(i == 0),
             validate=False,
             config={"displaylogo": False},
         )
-        for i, fig in enumerate(figures)
+        for i, (_, figure) in enumerate(figures(report))
     ]
     counts = report["counts"]
     main = report["conclusion"]["personal_preference_main_factor"]
@@ -366,7 +371,7 @@ def render_html(report: dict) -> str:
         f"<p class='verdict {'yes' if main else 'no'}'>Personal preference the main "
         f"discriminating factor: <b>{'yes' if main else 'no'}</b></p>",
         "<h2>Reading the results</h2>",
-        *[f"<p>{_e(p)}</p>" for p in _reading(report)],
+        *[f"<p>{_e(p)}</p>" for p in reading(report)],
         "<h2>Headline numbers</h2>",
         _table(headline_rows(report), ("statistic", "value", "95% interval", "n / note")),
         f"<p>Intervals: 95% percentile bootstrap over pairs, {boot['resamples']:,} resamples, "
@@ -392,3 +397,6 @@ def _method_rows(methods: dict, prefix: str = "") -> list[tuple[str, str]]:
         else:
             rows.append((name, str(value)))
     return rows
+
+
+_reading = reading  # the console looked this up before it was public

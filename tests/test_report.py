@@ -524,3 +524,16 @@ def test_report_files_are_written_in_chunks_without_changing_them(tmp_path, monk
     written = pd.read_csv(tmp_path / "p.csv", keep_default_na=False)
     assert written["pair_id"].tolist() == [p["pair_id"] for p in report["pairs"]]
     assert written["flags"].tolist() == [";".join(p["flags"]) for p in report["pairs"]]
+
+
+def test_charts_are_valid_plotly_figures():
+    """The page renders figures without validation for speed: validate them here instead."""
+    import plotly.graph_objects as go
+
+    from analysis.html_report import figures
+
+    for rows in (random_table(7).to_dict("records"), [row("p1", "solo", "tie")]):
+        charts = figures(report_of(rows, bootstrap=20))
+        assert len(charts) == 5
+        for _, figure in charts:
+            go.Figure(figure)  # raises on any invalid property
