@@ -199,9 +199,17 @@ def test_screenshots_of_every_console_page(site, new_page):
             page.wait_for_timeout(500)
         if page.locator('[data-testid="stDataFrame"]').count():
             page.wait_for_timeout(300)
-        page.screenshot(
-            path=str(SCREENSHOTS / f"console-{url_path}.png"), full_page=True, animations="disabled"
-        )
+        # Streamlit scrolls inside its main block, so grow the window to the content instead
+        for _ in range(3):  # charts and tables settle their heights once laid out
+            height = page.evaluate(
+                "() => Math.max(...[...document.querySelectorAll('[data-testid=stMain], "
+                "[data-testid=stMainBlockContainer]')].map(e => e.scrollHeight))"
+            )
+            size = {"width": VIEW["width"], "height": min(max(height + 40, 900), 8000)}
+            page.set_viewport_size(size)
+            page.wait_for_timeout(400)
+        page.screenshot(path=str(SCREENSHOTS / f"console-{url_path}.png"), animations="disabled")
+        page.set_viewport_size(VIEW)
         assert (SCREENSHOTS / f"console-{url_path}.png").stat().st_size > 10_000, script
 
 

@@ -59,8 +59,7 @@ st.subheader("Headline numbers")
 st.dataframe(console.headline_table(report), hide_index=True)
 
 st.subheader("Charts")
-for title, figure in console.report_figures(report):
-    st.markdown(f"**{title}**")
+for title, figure in console.report_figures(report):  # each chart carries its own title
     st.plotly_chart(figure, config={"displaylogo": False}, key=f"chart_{title}")
 
 st.subheader("Pairs")
