@@ -44,6 +44,8 @@ RETRY_SECONDS = float(os.environ.get("ANNOTATE_DB_RETRY_SECONDS", "30"))
 _READ_ONLY = "annotate_read_only"
 _DURABLE = "annotate_durable"
 _LOCK_HELD = "annotate_write_lock"
+_BIG_CACHE = "annotate_big_cache"
+SQLITE_DEFAULT_CACHE = -2000  # KiB, SQLite's default
 WRITE_LOCK_WAIT = 5.0  # then fall back to SQLite's busy timeout
 
 T = TypeVar("T")
@@ -127,8 +129,10 @@ def _configure_sqlite(engine: Engine) -> None:
         _release(conn.info)
 
     @event.listens_for(engine.pool, "checkin")
-    def _on_checkin(_dbapi_connection, record):
+    def _on_checkin(dbapi_connection, record):
         _release(record.info)
+        if record.info.pop(_BIG_CACHE, False) and dbapi_connection is not None:
+            dbapi_connection.execute(f"PRAGMA cache_size={SQLITE_DEFAULT_CACHE}")
 
     @event.listens_for(engine.pool, "invalidate")
     def _on_invalidate(_dbapi_connection, record, _exception):
@@ -150,6 +154,16 @@ def create_db_engine(url: str) -> Engine:
             connect_args={"connect_timeout": 10, "application_name": "annotate"},
         )
     return engine
+
+
+def use_large_cache(s: Session, mebibytes: int = 64) -> None:
+    """SQLite: a larger page cache for this session's connection until it goes back to the
+    pool, for one very large transaction (an import). A fixed size: memory stays bounded."""
+    if s.get_bind().dialect.name != "sqlite":
+        return
+    conn = s.connection()
+    conn.exec_driver_sql(f"PRAGMA cache_size=-{mebibytes * 1024}")
+    conn.info[_BIG_CACHE] = True
 
 
 def reader(engine: Engine) -> Engine:
