@@ -27,7 +27,45 @@ import tempfile
 import time
 from pathlib import Path
 
-WORDS = ["budget", "hike", "winter", "stove", "recipe", "sourdough", "camera", "lens", "commute", "bike", "rent", "landlord", "guitar", "practice", "marathon", "knee", "injury", "laptop", "battery", "python", "course", "interview", "salary", "garden", "soil", "tomato", "toddler", "sleep", "schedule", "vegan", "protein", "coffee", "grinder", "travel", "visa", "apartment", "mortgage"]
+WORDS = [
+    "budget",
+    "hike",
+    "winter",
+    "stove",
+    "recipe",
+    "sourdough",
+    "camera",
+    "lens",
+    "commute",
+    "bike",
+    "rent",
+    "landlord",
+    "guitar",
+    "practice",
+    "marathon",
+    "knee",
+    "injury",
+    "laptop",
+    "battery",
+    "python",
+    "course",
+    "interview",
+    "salary",
+    "garden",
+    "soil",
+    "tomato",
+    "toddler",
+    "sleep",
+    "schedule",
+    "vegan",
+    "protein",
+    "coffee",
+    "grinder",
+    "travel",
+    "visa",
+    "apartment",
+    "mortgage",
+]
 
 
 def _text(rng: random.Random, chars: int) -> str:
