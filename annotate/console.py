@@ -24,7 +24,7 @@ from sqlmodel import select
 from annotate import gold
 from annotate.auth import DEFAULT_BASE_URL, create_annotator, login_link, reissue_token
 from annotate.db import read_session, retrying, session
-from annotate.errors import UserError
+from annotate.errors import InputError, UserError
 from annotate.models import Annotation, Annotator, Assignment, Pair, Study, utcnow
 from annotate.studies import LOCKED_WHEN_ANNOTATED, has_annotations, update_study_options
 
@@ -704,10 +704,12 @@ def import_upload(
     with tempfile.TemporaryDirectory(prefix="annotate-upload-") as tmp:
         path = Path(tmp) / f"upload{suffix}"
         path.write_bytes(data)
-        result = import_pairs(
-            engine, path, study_name=study, update_existing=update, progress=progress
-        )
-    return result
+        try:
+            return import_pairs(
+                engine, path, study_name=study, update_existing=update, progress=progress
+            )
+        except InputError as exc:  # name the uploaded file, not the temporary copy
+            raise InputError(file_name, exc.problems) from None
 
 
 def count_records(data: bytes, file_name: str) -> int | None:

@@ -235,7 +235,7 @@ def test_pairs_upload_all_or_nothing_and_coverage(db):
     at.file_uploader(key="pairs_upload").set_value(("bad.jsonl", bad, "application/jsonl"))
     at.run()
     button(at, "Import").click().run()
-    assert "nothing was written" in at.error[0].value
+    assert at.error[0].value.startswith("bad.jsonl: 2 problems, nothing was written")
     problems = at.code[0].value
     assert "line 2" in problems and "line 3" in problems
     assert len(pair_ids(engine, study_id)) == 7  # nothing from the bad file
