@@ -326,13 +326,18 @@ def progress(engine: Engine, *, annotator_id: int) -> Progress:
 
 @retrying
 def history(engine: Engine, *, annotator_id: int, limit: int = 200) -> list[tuple[int, str]]:
-    """(pair id, pair key) of this annotator's completed pairs, most recent first."""
+    """(pair id, pair key) of this annotator's completed pairs, most recent first. Gold checks
+    are left out: their first answer is what counts (accuracy, qualification)."""
     with read_session(engine) as s:
         return list(
             s.exec(
                 select(Pair.id, Pair.pair_key)
                 .join(Assignment, Assignment.pair_id == Pair.id)
-                .where(Assignment.annotator_id == annotator_id, Assignment.status == "done")
+                .where(
+                    Assignment.annotator_id == annotator_id,
+                    Assignment.status == "done",
+                    Pair.is_gold == False,  # noqa: E712
+                )
                 .order_by(Assignment.completed_at.desc(), Assignment.id.desc())
                 .limit(limit)
             ).all()

@@ -11,7 +11,8 @@ Rules (the queue in annotate/assignment.py follows them):
 - After qualification (or without it), a gold pair comes up at random positions, on average
   once every GOLD_EVERY pairs, while the annotator still has real pairs to do and gold pairs
   they have not seen.
-- Accuracy: share of an annotator's gold answers equal to the expected answer.
+- Accuracy: share of an annotator's gold answers equal to the expected answer. Answered gold
+  pairs are left out of the annotator's "go back" history, so the first answer stays.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ from analysis.tables import read_table
 from annotate import console, gold, prolific
 from annotate.access import maintainer_for_identity
 from annotate.annotations import Answer, annotations_frame, submit_answer
-from annotate.assignment import next_assignment, skip
+from annotate.assignment import history, next_assignment, skip
 from annotate.auth import annotator_for_token, create_annotator
 from annotate.db import get_engine, session
 from annotate.errors import UserError
@@ -125,6 +125,10 @@ def test_qualification_gold_first_then_real_pairs_or_nothing(db_url, tmp_path):
     # skipping a qualification check brings the next one, then the skipped one again
     skip(engine, annotator_id=partial, pair_id=first.pair_id)
     assert next_assignment(engine, annotator_id=partial).pair_id == keys(engine, study_id)["p7"]
+
+    # answered gold checks cannot be revisited (and changed) through the history
+    assert [key for _, key in history(engine, annotator_id=bad)] == []
+    assert "p6" not in [key for _, key in history(engine, annotator_id=good)]
 
     table = gold.gold_accuracy(engine, study_id=study_id).set_index("annotator")
     assert table.loc["default-ann-0", "gold_accuracy"] == 1.0
