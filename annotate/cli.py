@@ -24,19 +24,32 @@ def command_modules() -> list:
     return sorted(modules, key=lambda m: (getattr(m, "ORDER", 100), m.NAME))
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _common_options(*, defaults: bool) -> argparse.ArgumentParser:
+    # The same options before and after the subcommand; the subcommand's copy must not
+    # overwrite a value given before it with its default, hence SUPPRESS there.
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument(
         "--db",
         metavar="URL",
+        default=None if defaults else argparse.SUPPRESS,
         help="database URL (default: $ANNOTATE_DATABASE_URL, else sqlite:///annotate.db)",
     )
-    common.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+    common.add_argument(
+        "--debug",
+        action="store_true",
+        default=False if defaults else argparse.SUPPRESS,
+        help="show tracebacks on errors",
+    )
+    return common
+
+
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="annotate",
         description="Human evaluation of personalized preference pairs.",
-        parents=[common],
+        parents=[_common_options(defaults=True)],
     )
+    common = _common_options(defaults=False)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for module in command_modules():
         command = sub.add_parser(

@@ -1,0 +1,60 @@
+"""The command line frame: options before or after the subcommand, help, exit codes."""
+
+from __future__ import annotations
+
+import pytest
+
+from annotate.cli import build_parser, main
+from tests.factories import pair_record, write_jsonl
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--db", "sqlite:///x.db", "export", "--out", "a.csv"],
+        ["export", "--db", "sqlite:///x.db", "--out", "a.csv"],
+    ],
+)
+def test_db_option_is_kept_before_or_after_the_subcommand(argv):
+    assert build_parser().parse_args(argv).db == "sqlite:///x.db"
+
+
+def test_db_defaults_to_none_and_debug_to_false():
+    args = build_parser().parse_args(["export", "--out", "a.csv"])
+    assert args.db is None and args.debug is False
+
+
+def test_every_subcommand_has_help(capsys):
+    parser = build_parser()
+    names = [a for a in parser._subparsers._group_actions[0].choices]
+    assert {
+        "import-pairs",
+        "add-annotator",
+        "serve",
+        "demo",
+        "import-annotations",
+        "export",
+        "report",
+        "backup",
+    } <= set(names)
+    for name in names:
+        with pytest.raises(SystemExit) as exit_:
+            main([name, "--help"])
+        assert exit_.value.code == 0
+        assert "usage: annotate" in capsys.readouterr().out
+
+
+def test_add_annotator_prints_the_link_last(tmp_path, capsys):
+    db = f"sqlite:///{tmp_path}/x.db"
+    write_jsonl(tmp_path / "p.jsonl", [pair_record(1)])
+    assert main(["--db", db, "add-annotator", "alice", "--url", "http://example.org:9000"]) == 0
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    assert last.startswith("http://example.org:9000/?token=") and len(last) > 40
+    assert main(["--db", db, "add-annotator", "alice"]) == 2
+    assert "already exists" in capsys.readouterr().err
+
+
+def test_unreadable_database_url_is_one_sentence(capsys):
+    assert main(["--db", "not a url", "export", "--out", "x.csv"]) == 2
+    err = capsys.readouterr().err
+    assert "is not a database URL" in err and "Traceback" not in err
