@@ -16,6 +16,8 @@ Use it from a test module (not from a conftest): importing the fixture functions
 - `goto(page, url)` opens (or reloads) a page and waits for its first script run to finish.
 - `with rerun(page): <click or key press>` returns once the script run that the interaction
   started is over; `wait_idle(page)` only waits for "not running" (plus a short settle).
+- `save_screenshot(page, name)`: into docs/screenshots/ with ANNOTATE_SCREENSHOTS=update (to
+  refresh the committed pictures), else into a temporary folder (a test run leaves git clean).
 - `RequestRecorder()`: a tiny local HTTP server recording every request (untrusted-text tests).
 - Fixtures: `browser` (one Chromium per test module) and `new_page` (a factory of pages, each in
   its own context, so cookies never leak from one visitor to the next).
@@ -220,6 +222,26 @@ class AppServer:
     def __exit__(self, *exc_info) -> None:
         self.stop()
         self._log.close()
+
+
+DOCS_SCREENSHOTS = Path(__file__).resolve().parents[1] / "docs" / "screenshots"
+_scratch_screenshots: Path | None = None
+
+
+def save_screenshot(page, name: str, **options) -> Path:
+    """Screenshot the viewport as `name` (e.g. "label.png"); see the module docstring for where."""
+    global _scratch_screenshots
+    if os.environ.get("ANNOTATE_SCREENSHOTS", "").lower() == "update":
+        folder = DOCS_SCREENSHOTS
+    else:
+        if _scratch_screenshots is None:
+            _scratch_screenshots = Path(tempfile.mkdtemp(prefix="annotate-screenshots-"))
+        folder = _scratch_screenshots
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / name
+    page.mouse.move(0, 0)  # no hover effect where the last click was
+    page.screenshot(path=str(path), animations="disabled", **options)
+    return path
 
 
 def launch_browser(playwright, **kwargs):
