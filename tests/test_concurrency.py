@@ -193,10 +193,10 @@ def test_concurrent_import_annotations_commands(db_url, tmp_path):
             stderr=subprocess.PIPE,
             text=True,
         )
-        for path, _ in files
+        for path, _ in files[:4]  # four processes: each costs ~1.5 s of CPU to start
     ]
     for proc in procs:
         _, err = proc.communicate(timeout=300)
         assert proc.returncode == 0, err
         assert "Traceback" not in err
-    _check_one_row_per_pair_and_annotator(engine, study_id, files)
+    _check_one_row_per_pair_and_annotator(engine, study_id, files[:4])

@@ -444,7 +444,6 @@ def test_command_line_sample_of_broken_files(tmp_path):
     good = json.dumps({"id": "x", "question": "q", "chosen": "a", "rejected": "b"})
     cases = {
         "random.jsonl": os.urandom(200),
-        "truncated.json": b"[" + good.encode() + b', {"id": ',
         "huge.jsonl": (
             json.dumps({"id": "h", "question": HUGE, "chosen": "a", "rejected": "b"}) + "\n"
         ).encode(),
