@@ -28,7 +28,7 @@ their own words and some of their past posts), and two answers.
    is it correct, relevant and helpful for anyone asking this?
 3. **What mainly decided your choice?** Be honest: "general quality" is a useful answer too.
 
-Keys: **A** or **B** to choose (**N** for no preference), **Ctrl+Enter** to submit.
+Keys: **A** or **B** to choose (**N** for no preference), **S** to submit.
 Your answers are saved as you go; you can come back to an earlier pair and change it.
 """
 

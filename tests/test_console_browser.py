@@ -32,13 +32,13 @@ from tests.browser import (  # noqa: F401  (the fixtures `browser` and `new_page
     goto,
     new_page_fixture,
     require_browser,
+    save_screenshot,
 )
 
 pytestmark = pytest.mark.browser
 
 STUDY = "console-demo"
 ANNOTATORS = ("ann-alice", "ann-bob", "ann-chen")
-SCREENSHOTS = Path(__file__).resolve().parents[1] / "docs" / "screenshots"
 VIEW = {"width": 1440, "height": 1400}
 
 
@@ -151,10 +151,8 @@ def test_an_annotator_sees_no_console_data_even_typing_the_address(site, new_pag
     for _, _, _, url_path in PAGES:
         goto(page, f"{server.url}/{url_path}")  # typed into the address bar, cookie sent
         assert_no_console_data(page)
-    if not SCREENSHOTS.is_dir():
-        SCREENSHOTS.mkdir(parents=True)
     goto(page, f"{server.url}/admin")
-    page.screenshot(path=str(SCREENSHOTS / "console-refused.png"))
+    save_screenshot(page, "console-refused.png")
 
 
 def test_a_maintainer_sees_the_study_its_annotators_and_progress(site, new_page):
@@ -189,7 +187,6 @@ def test_screenshots_of_every_console_page(site, new_page):
     server, tokens = site
     page = new_page(viewport=VIEW)
     goto(page, server.login_url(tokens["maintainer"]))
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     for script, title, _, url_path in PAGES:
         goto(page, f"{server.url}/{url_path}")
         expect(page.get_by_role("heading", name=title).first).to_be_visible()
@@ -208,9 +205,9 @@ def test_screenshots_of_every_console_page(site, new_page):
             size = {"width": VIEW["width"], "height": min(max(height + 40, 900), 8000)}
             page.set_viewport_size(size)
             page.wait_for_timeout(400)
-        page.screenshot(path=str(SCREENSHOTS / f"console-{url_path}.png"), animations="disabled")
+        shot = save_screenshot(page, f"console-{url_path}.png")
         page.set_viewport_size(VIEW)
-        assert (SCREENSHOTS / f"console-{url_path}.png").stat().st_size > 10_000, script
+        assert shot.stat().st_size > 10_000, script
 
 
 def test_a_maintainer_downloads_the_annotations(site, new_page):

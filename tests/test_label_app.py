@@ -40,11 +40,18 @@ def button(at: AppTest, label: str):
 
 def answer_all(at: AppTest, *, slot: str, rating: int = 4, reason: str = "personal_fit") -> AppTest:
     button(at, {"A": "Response A", "B": "Response B", "tie": "No preference"}[slot]).click().run()
-    for control in at.button_group:
+    for control in ratings(at):
         control.set_value(rating)
-    at.run()
-    at.radio[0].set_value(reason).run()
-    return at
+    reason_control(at).set_value(reason)
+    return at.run()
+
+
+def ratings(at: AppTest) -> list:
+    return [g for g in at.button_group if g.key.startswith("rate_")]
+
+
+def reason_control(at: AppTest):
+    return next(g for g in at.button_group if g.key.startswith("reason_"))
 
 
 def question(at: AppTest) -> str:
@@ -137,11 +144,11 @@ def test_reload_keeps_the_pair_order_and_draft(study):
     at = signed_in(token)
     shown = question(at)
     button(at, "Response A").click().run()
-    at.button_group[0].set_value(2).run()
+    ratings(at)[0].set_value(2).run()
     reloaded = signed_in(token)  # a new session: nothing survives but the database
     assert question(reloaded) == shown
     assert any(b.label == "Response A" and b.proto.type == "primary" for b in reloaded.button)
-    assert reloaded.button_group[0].value == 2
+    assert ratings(reloaded)[0].value == 2
 
 
 def test_guidelines_come_first_and_on_demand(study):
@@ -168,4 +175,4 @@ def test_no_ties_and_fewer_dimensions_when_the_study_says_so(study):
         s.add(study_row)
     at = signed_in(token)
     assert "No preference" not in [b.label for b in at.button]
-    assert len(at.button_group) == 2
+    assert len(ratings(at)) == 2

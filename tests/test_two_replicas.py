@@ -49,8 +49,8 @@ def _label_one(page, slot: str) -> None:
             group = page.get_by_role("radiogroup", name=f"{title} of response {side}")
             _click(group.get_by_role("radio", name="4", exact=True))
     _click(
-        page.get_by_role("radiogroup", name="What mainly decided your choice?").locator(
-            '[data-testid="stRadioOption"]', has_text="Personal fit"
+        page.get_by_role("radiogroup", name="What mainly decided your choice?").get_by_role(
+            "radio", name="Personal fit", exact=False
         )
     )
     before = _progress(page)

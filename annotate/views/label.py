@@ -22,6 +22,8 @@ from annotate.wording import (
 )
 
 PROFILE_SHOWN = 5
+# Not Enter: Enter also presses whichever rating button has the focus, clearing that rating.
+SUBMIT_SHORTCUT = "S"
 SIGN_OUT_LINK = '<a href="/logout" target="_self">Sign out</a>'
 EDIT_KEY = "edit_pair_id"
 
@@ -214,13 +216,12 @@ def _answer_form(item: Item, study: Study) -> None:
                     key=_key(f"rate_{dimension}_{slot}", item),
                 )
     if study.reasons:
-        st.radio(
+        # A button group, not a radio: keyboard shortcuts keep working after a click on it.
+        st.segmented_control(
             REASON_QUESTION,
             options=study.reasons,
             format_func=lambda r: REASON_LABELS.get(r, r),
             key=_key("reason", item),
-            horizontal=True,
-            index=None,
         )
     st.text_area("Comment (optional)", key=_key("comment", item), height=68, max_chars=4000)
 
@@ -232,7 +233,7 @@ def _answer_form(item: Item, study: Study) -> None:
             "Save change" if item.editing else "Submit",
             key=_key("submit", item),
             type="primary",
-            shortcut="Ctrl+Enter",
+            shortcut=SUBMIT_SHORTCUT,
             on_click=_on_submit,
             args=(item, study),
         )
@@ -243,7 +244,7 @@ def _answer_form(item: Item, study: Study) -> None:
     st.caption(
         "Keys: **A** / **B**"
         + (" / **N** (no preference)" if study.allow_ties else "")
-        + " to choose, **Ctrl+Enter** to submit."
+        + f" to choose, **{SUBMIT_SHORTCUT}** to submit."
     )
 
 
