@@ -155,9 +155,9 @@ def button(at, label):
 def step(at) -> float:
     """Answer the current pair and time Submit -> next pair rendered."""
     button(at, "Response A").click().run()
+    # Ratings and the main reason are button groups (keys rate_... and reason_...)
     for control in at.button_group:
-        control.set_value(4)
-    at.radio[0].set_value("personal_fit")
+        control.set_value("personal_fit" if control.key.startswith("reason_") else 4)
     submit = button(at, "Submit")
     submit.click()
     started = time.perf_counter()
