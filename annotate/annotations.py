@@ -8,12 +8,12 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 import pandas as pd
-from sqlalchemy import update
+from sqlalchemy import bindparam, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 
-from annotate.assignment import ensure_assignment
+from annotate.assignment import ensure_assignment, reserve_next, study_of
 from annotate.db import read_session, retrying, session
 from annotate.models import Annotation, Annotator, Assignment, Pair, Study, utcnow
 
@@ -110,37 +110,80 @@ def _upsert(s: Session, rows: list[dict]) -> None:
     s.connection().execute(_upsert_statement(s.get_bind().dialect.name), rows)
 
 
+_CLOSE = (
+    update(Assignment.__table__)
+    .where(
+        Assignment.__table__.c.annotator_id == bindparam("b_annotator"),
+        Assignment.__table__.c.pair_id == bindparam("b_pair"),
+        Assignment.__table__.c.status == "active",
+    )
+    .values(status="done", completed_at=bindparam("b_completed"))
+)
+
+
+def _store_answer(
+    s: Session, *, study_id: int, annotator_id: int, pair_id: int, answer: Answer
+) -> None:
+    """Inside the caller's write transaction: upsert the answer and close the assignment."""
+    values = answer.values()  # refuses unknown rating columns before anything is written
+    conn = s.connection()
+    # Core statements where no ORM object is needed: the ORM paths cost several times more.
+    # The usual case, the annotator's open assignment, is closed by one conditional UPDATE;
+    # otherwise (a skipped pair, a stale tab without one) ensure_assignment repairs it first.
+    closing = {"b_annotator": annotator_id, "b_pair": pair_id, "b_completed": utcnow()}
+    closed = conn.execute(_CLOSE, closing).rowcount == 1
+    if not closed:
+        assignment = ensure_assignment(
+            s, study_id=study_id, pair_id=pair_id, annotator_id=annotator_id
+        )
+        if assignment.status != "done":
+            conn.execute(
+                update(Assignment.__table__)
+                .where(Assignment.id == assignment.id)
+                .values(status="done", completed_at=utcnow())
+            )
+    _upsert(
+        s,
+        [
+            {
+                "study_id": study_id,
+                "pair_id": pair_id,
+                "annotator_id": annotator_id,
+                "source": "app",
+                **values,
+            }
+        ],
+    )
+
+
 @retrying
 def submit_answer(engine: Engine, *, annotator_id: int, pair_id: int, answer: Answer) -> None:
     """Store (or replace) this annotator's answer for this pair and close its assignment."""
     with session(engine) as s:
-        # Core statements where no ORM object is needed: the ORM paths cost several times more
         study_id = (
             s.connection()
             .execute(select(Annotator.study_id).where(Annotator.id == annotator_id))
             .scalar_one()
         )
-        assignment = ensure_assignment(
-            s, study_id=study_id, pair_id=pair_id, annotator_id=annotator_id
+        _store_answer(
+            s, study_id=study_id, annotator_id=annotator_id, pair_id=pair_id, answer=answer
         )
-        _upsert(
-            s,
-            [
-                {
-                    "study_id": study_id,
-                    "pair_id": pair_id,
-                    "annotator_id": annotator_id,
-                    "source": "app",
-                    **answer.values(),
-                }
-            ],
+
+
+@retrying
+def submit_and_next(
+    engine: Engine, *, annotator_id: int, pair_id: int, answer: Answer
+) -> Assignment | None:
+    """The labelling step in one commit: store the answer as submit_answer does and reserve
+    the annotator's next pair as next_assignment would (returned; None when nothing is left).
+    Safe to re-run: the upsert and the close are idempotent, and a re-run finds the pair the
+    first run reserved still open."""
+    with session(engine) as s:
+        study = study_of(s, annotator_id)
+        _store_answer(
+            s, study_id=study.id, annotator_id=annotator_id, pair_id=pair_id, answer=answer
         )
-        if assignment.status != "done":
-            s.connection().execute(
-                update(Assignment.__table__)
-                .where(Assignment.id == assignment.id)
-                .values(status="done", completed_at=utcnow())
-            )
+        return reserve_next(s, study=study, annotator_id=annotator_id)
 
 
 @retrying

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 
-from sqlalchemy import and_, exists, func, update
+from sqlalchemy import and_, bindparam, exists, func, insert, update
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, select
@@ -51,21 +51,45 @@ def _mine(annotator_id: int):
 
 def _reserve(s: Session, *, study: Study, pair_id: int, annotator_id: int) -> bool:
     # Core execution: the ORM's UPDATE path (session synchronisation) tripled its cost
-    raised = s.connection().execute(
-        update(Pair.__table__)
-        .where(Pair.id == pair_id, Pair.n_assigned < study.overlap_target)
-        .values(n_assigned=Pair.n_assigned + 1)
-    )
+    raised = s.connection().execute(_RESERVE, {"pair_id": pair_id, "target": study.overlap_target})
     return raised.rowcount == 1
 
 
+_PAIR = Pair.__table__
+_ASSIGNMENT = Assignment.__table__
+# Hot-path statements as Core constructs built once with bound parameters: SQLAlchemy compiles
+# each once per dialect (compiled cache) and every call only passes values.
+_RESERVE = (
+    update(_PAIR)
+    .where(_PAIR.c.id == bindparam("pair_id"), _PAIR.c.n_assigned < bindparam("target"))
+    .values(n_assigned=_PAIR.c.n_assigned + 1)
+)
+_ACTIVE = (
+    select(_ASSIGNMENT)
+    .where(
+        _ASSIGNMENT.c.annotator_id == bindparam("annotator_id"),
+        _ASSIGNMENT.c.status == "active",
+    )
+    .order_by(_ASSIGNMENT.c.assigned_at, _ASSIGNMENT.c.id)
+    .limit(1)
+)
+_INSERT = insert(_ASSIGNMENT).returning(_ASSIGNMENT.c.id)
+_STUDY_OF = select(Study).join(Annotator, Annotator.study_id == Study.id)
+
+
+def _assignment(row) -> Assignment:
+    """A detached Assignment from a Core row (the callers only read it)."""
+    return Assignment(**row._mapping)
+
+
 def _active(s: Session, annotator_id: int) -> Assignment | None:
-    return s.exec(
-        select(Assignment)
-        .where(Assignment.annotator_id == annotator_id, Assignment.status == "active")
-        .order_by(Assignment.assigned_at, Assignment.id)
-        .limit(1)
-    ).first()
+    row = s.connection().execute(_ACTIVE, {"annotator_id": annotator_id}).first()
+    return None if row is None else _assignment(row)
+
+
+def study_of(s: Session, annotator_id: int) -> Study:
+    """The annotator's study, in one query."""
+    return s.exec(_STUDY_OF.where(Annotator.id == annotator_id)).one()
 
 
 def _count(s: Session, statement) -> int:
@@ -91,73 +115,90 @@ def _quota_reached(s: Session, study: Study, annotator_id: int) -> bool:
 @retrying
 def next_assignment(engine: Engine, *, annotator_id: int) -> Assignment | None:
     """The annotator's current pair: the one already open, else a newly reserved one."""
+    # Usually the pair is already reserved (the submit that closed the previous one reserved
+    # it in the same commit): a read transaction, which on SQLite never queues behind writers.
+    with read_session(engine) as s:
+        current = _active(s, annotator_id)
+    if current is not None:
+        return current
     # A reservation lost in a power cut is harmless (a submit recreates it), so its commit
     # skips SQLite's fsync; the answer's commit that follows makes it durable anyway.
     with session(engine, durable=False) as s:
-        current = _active(s, annotator_id)
-        if current is not None:
-            return current
-        annotator = s.get(Annotator, annotator_id)
-        study = s.get(Study, annotator.study_id)
-        if _quota_reached(s, study, annotator_id):
-            return None
-        qualified = gold.qualification(s, study=study, annotator_id=annotator_id)
-        if qualified.state == gold.FAILED:
-            return None
-        if qualified.state == gold.PENDING:
-            return _serve_gold(s, study=study, annotator_id=annotator_id)
-        open_pairs = (
-            select(Pair.id)
-            .where(
-                Pair.study_id == study.id,
-                Pair.is_gold == False,  # noqa: E712
-                Pair.n_assigned < study.overlap_target,
-                ~_mine(annotator_id),
-            )
-            .order_by(Pair.n_assigned, Pair.position)
-        )
-        candidates = []
-        if s.get_bind().dialect.name == "postgresql":
-            # Many annotators want the same least-covered pair: take the first one nobody is
-            # reserving right now instead of queueing on its row lock (SKIP LOCKED); only when
-            # every open pair is being reserved, wait like below.
-            candidates = s.exec(
-                open_pairs.limit(1).with_for_update(of=Pair, skip_locked=True)
-            ).all()
-        if not candidates:
-            candidates = s.exec(open_pairs.limit(CANDIDATES)).all()
-        if candidates and gold.gold_due(annotator_id=annotator_id, key=candidates[0]):
-            served = _serve_gold(s, study=study, annotator_id=annotator_id)
-            if served is not None:
-                return served
-        for pair_id in candidates:
-            if _reserve(s, study=study, pair_id=pair_id, annotator_id=annotator_id):
-                assignment = Assignment(
-                    study_id=study.id,
-                    pair_id=pair_id,
-                    annotator_id=annotator_id,
-                    chosen_position=chosen_position_for(
-                        study_id=study.id, pair_id=pair_id, annotator_id=annotator_id
-                    ),
-                )
-                s.add(assignment)
-                s.flush()
-                return assignment
-        # Nothing new: offer the pairs this annotator skipped, while they still have room.
-        skipped = s.exec(
-            select(Assignment)
-            .where(Assignment.annotator_id == annotator_id, Assignment.status == "skipped")
-            .order_by(Assignment.completed_at, Assignment.id)
-        ).all()
-        for assignment in skipped:
-            if _reserve(s, study=study, pair_id=assignment.pair_id, annotator_id=annotator_id):
-                assignment.status = "active"
-                assignment.assigned_at = utcnow()
-                assignment.completed_at = None
-                s.add(assignment)
-                s.flush()
-                return assignment
+        return reserve_next(s, study=study_of(s, annotator_id), annotator_id=annotator_id)
+
+
+def reserve_next(s: Session, *, study: Study, annotator_id: int) -> Assignment | None:
+    """Inside the caller's write transaction: the annotator's open assignment if there is one,
+    else a newly reserved pair (gold and qualification rules, quota, least-covered pairs below
+    the overlap target, then the pairs this annotator skipped), or None."""
+    current = _active(s, annotator_id)
+    if current is not None:
+        return current
+    if _quota_reached(s, study, annotator_id):
         return None
+    qualified = gold.qualification(s, study=study, annotator_id=annotator_id)
+    if qualified.state == gold.FAILED:
+        return None
+    if qualified.state == gold.PENDING:
+        return _serve_gold(s, study=study, annotator_id=annotator_id)
+    open_pairs = (
+        select(Pair.id)
+        .where(
+            Pair.study_id == study.id,
+            Pair.is_gold == False,  # noqa: E712
+            Pair.n_assigned < study.overlap_target,
+            ~_mine(annotator_id),
+        )
+        .order_by(Pair.n_assigned, Pair.position)
+    )
+    conn = s.connection()
+    candidates = []
+    if conn.dialect.name == "postgresql":
+        # Many annotators want the same least-covered pair: take the first one nobody is
+        # reserving right now instead of queueing on its row lock (SKIP LOCKED); only when
+        # every open pair is being reserved, wait like below.
+        candidates = (
+            conn.execute(open_pairs.limit(1).with_for_update(of=Pair, skip_locked=True))
+            .scalars()
+            .all()
+        )
+    if not candidates:
+        candidates = conn.execute(open_pairs.limit(CANDIDATES)).scalars().all()
+    if candidates and gold.gold_due(annotator_id=annotator_id, key=candidates[0]):
+        served = _serve_gold(s, study=study, annotator_id=annotator_id)
+        if served is not None:
+            return served
+    for pair_id in candidates:
+        if _reserve(s, study=study, pair_id=pair_id, annotator_id=annotator_id):
+            values = {
+                "study_id": study.id,
+                "pair_id": pair_id,
+                "annotator_id": annotator_id,
+                "chosen_position": chosen_position_for(
+                    study_id=study.id, pair_id=pair_id, annotator_id=annotator_id
+                ),
+                "status": "active",
+                "assigned_at": utcnow(),
+                "completed_at": None,
+                "draft": None,
+            }
+            new_id = conn.execute(_INSERT, values).scalar_one()
+            return Assignment(id=new_id, **values)
+    # Nothing new: offer the pairs this annotator skipped, while they still have room.
+    skipped = s.exec(
+        select(Assignment)
+        .where(Assignment.annotator_id == annotator_id, Assignment.status == "skipped")
+        .order_by(Assignment.completed_at, Assignment.id)
+    ).all()
+    for assignment in skipped:
+        if _reserve(s, study=study, pair_id=assignment.pair_id, annotator_id=annotator_id):
+            assignment.status = "active"
+            assignment.assigned_at = utcnow()
+            assignment.completed_at = None
+            s.add(assignment)
+            s.flush()
+            return assignment
+    return None
 
 
 def _serve_gold(s: Session, *, study: Study, annotator_id: int) -> Assignment | None:

@@ -8,7 +8,7 @@ from sqlalchemy import update
 from sqlalchemy.engine import Engine
 from sqlmodel import select
 
-from annotate.annotations import submit_answer
+from annotate.annotations import submit_and_next, submit_answer
 from annotate.answers import FormState, to_answer
 from annotate.assignment import next_assignment, open_assignment
 from annotate.db import retrying, session
@@ -72,11 +72,17 @@ def save_draft(engine: Engine, *, assignment_id: int, form: FormState) -> None:
         )
 
 
-def submit(engine: Engine, *, item: Item, form: FormState, seconds: float | None) -> None:
-    """Commit the answer (replacing an earlier one); the next pair is chosen afterwards."""
+def submit(
+    engine: Engine, *, item: Item, form: FormState, seconds: float | None
+) -> Assignment | None:
+    """Commit the answer (replacing an earlier one). For a new pair the same commit reserves
+    the annotator's next pair (returned), so the page that follows only reads; an edit of an
+    earlier answer leaves the queue alone (returns None)."""
     if item.annotation is not None and item.annotation.seconds is not None and seconds is not None:
         seconds += item.annotation.seconds  # time spent on an earlier visit still counts
     answer = to_answer(form, chosen_position=item.assignment.chosen_position, seconds=seconds)
-    submit_answer(
-        engine, annotator_id=item.assignment.annotator_id, pair_id=item.pair.id, answer=answer
-    )
+    keys = {"annotator_id": item.assignment.annotator_id, "pair_id": item.pair.id}
+    if item.editing:
+        submit_answer(engine, **keys, answer=answer)
+        return None
+    return submit_and_next(engine, **keys, answer=answer)
