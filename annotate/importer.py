@@ -6,8 +6,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from sqlalchemy import func, insert, update
-from sqlalchemy.engine import Engine
+from sqlalchemy import JSON, bindparam, func, insert, type_coerce, update
+from sqlalchemy.engine import Dialect, Engine
+from sqlalchemy.types import TypeDecorator
 from sqlmodel import select
 
 from annotate.db import retrying, session, use_large_cache
@@ -33,17 +34,62 @@ class ImportResult:
         )
 
 
+class _EncodedJSON(TypeDecorator):
+    """A JSON column's value given as JSON text already: bound as it is, not encoded again.
+
+    `validate_record` encodes the profile, rubric and extra fields once, for the record hash;
+    storing that same text saves the second encoding (about a third of the import's time for
+    100 KB records). SQLite stores the text; PostgreSQL gets it with a ::JSON cast, so the
+    `json` columns hold the same values as before and the ORM reads them back as lists and
+    dicts. Only the text differs: keys are sorted and non-ASCII is not escaped.
+    """
+
+    impl = JSON
+    cache_ok = True
+
+    def bind_processor(self, dialect: Dialect) -> None:
+        return None
+
+
+_JSON_COLUMNS = ("profile", "rubric_aspects", "extra")
+_INSERT_COLUMNS = (
+    "study_id",
+    "pair_key",
+    "position",
+    "question",
+    *_JSON_COLUMNS,
+    "narrative",
+    "category",
+    "chosen",
+    "rejected",
+    "record_hash",
+    "imported_at",
+)
+# a Core executemany: the ORM's bulk insert costs more per row and would encode the JSON again
+_INSERT = insert(Pair.__table__).values(
+    {
+        name: type_coerce(bindparam(f"v_{name}"), _EncodedJSON())
+        if name in _JSON_COLUMNS
+        else bindparam(f"v_{name}")
+        for name in _INSERT_COLUMNS
+    }
+)
+
+
 def _row(pair: ValidPair) -> dict:
+    """The content columns, the JSON ones as pre-encoded text (typed to skip encoding)."""
+    encoded = pair.encoded
+    assert encoded is not None  # always set by validate_record
     return {
         "pair_key": pair.key,
         "question": pair.question,
-        "profile": pair.profile,
-        "rubric_aspects": pair.rubric_aspects,
+        "profile": encoded.profile,
+        "rubric_aspects": encoded.rubric_aspects,
         "narrative": pair.narrative,
         "category": pair.category,
         "chosen": pair.chosen,
         "rejected": pair.rejected,
-        "extra": pair.extra,
+        "extra": encoded.extra,
         "record_hash": pair.record_hash,
     }
 
@@ -109,22 +155,21 @@ def import_pairs(
             known = existing.get(item.key)
             if known is None:
                 position += 1
-                batch.append(
-                    {
-                        **_row(item),
-                        "study_id": study.id,
-                        "position": position,
-                        "imported_at": utcnow(),
-                    }
-                )
+                row = _row(item)
+                row.update(study_id=study.id, position=position, imported_at=utcnow())
+                batch.append({f"v_{name}": value for name, value in row.items()})
                 added += 1
                 if len(batch) >= BATCH:
-                    s.execute(insert(Pair), batch)
+                    s.connection().execute(_INSERT, batch)
                     batch.clear()
             elif known[1] == item.record_hash:
                 unchanged += 1
             elif update_existing:
-                s.execute(update(Pair).where(Pair.id == known[0]).values(**_row(item)))
+                values = {
+                    name: type_coerce(value, _EncodedJSON()) if name in _JSON_COLUMNS else value
+                    for name, value in _row(item).items()
+                }
+                s.execute(update(Pair).where(Pair.id == known[0]).values(**values))
                 updated += 1
             else:
                 problems.append(
@@ -137,7 +182,7 @@ def import_pairs(
             s.rollback()
             raise InputError(str(path), problems)
         if batch:
-            s.execute(insert(Pair), batch)
+            s.connection().execute(_INSERT, batch)
         if progress is not None:
             progress(seen)
     return ImportResult(study=study_name, added=added, updated=updated, unchanged=unchanged)
