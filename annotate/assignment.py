@@ -11,12 +11,12 @@ import hashlib
 from dataclasses import dataclass
 
 from sqlalchemy import and_, bindparam, exists, func, insert, update
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Connection, Engine, Row
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, select
 
 from annotate import gold
-from annotate.db import read_session, retrying, session
+from annotate.db import read_connection, read_session, retrying, session
 from annotate.models import Annotator, Assignment, Pair, Study, utcnow
 
 CANDIDATES = 8
@@ -38,7 +38,7 @@ class Progress:
         return self.total > 0 and self.done >= self.total
 
 
-def _mine(annotator_id: int):
+def _mine(annotator_id):  # an id, or a bound parameter in a prebuilt statement
     # study_id first, so the (study_id, pair_id, annotator_id) unique index answers it
     return exists().where(
         and_(
@@ -74,7 +74,33 @@ _ACTIVE = (
     .limit(1)
 )
 _INSERT = insert(_ASSIGNMENT).returning(_ASSIGNMENT.c.id)
-_STUDY_OF = select(Study).join(Annotator, Annotator.study_id == Study.id)
+_STUDY = Study.__table__
+_ANNOTATOR = Annotator.__table__
+_STUDY_OF = (
+    select(
+        _STUDY.c.id,
+        _STUDY.c.overlap_target,
+        _STUDY.c.items_per_annotator,
+        _STUDY.c.qualification_gold,
+    )
+    .join(_ANNOTATOR, _ANNOTATOR.c.study_id == _STUDY.c.id)
+    .where(_ANNOTATOR.c.id == bindparam("annotator_id"))
+)
+# Real pairs with room that this annotator has not been given, least covered first.
+_OPEN_PAIRS = (
+    select(_PAIR.c.id)
+    .where(
+        _PAIR.c.study_id == bindparam("study_id"),
+        _PAIR.c.is_gold == False,  # noqa: E712
+        _PAIR.c.n_assigned < bindparam("target"),
+        ~_mine(bindparam("annotator_id")),
+    )
+    .order_by(_PAIR.c.n_assigned, _PAIR.c.position)
+)
+# PostgreSQL: many annotators want the same least-covered pair; take the first one nobody is
+# reserving right now instead of queueing on its row lock.
+_OPEN_UNLOCKED = _OPEN_PAIRS.limit(1).with_for_update(of=_PAIR, skip_locked=True)
+_OPEN_SOME = _OPEN_PAIRS.limit(CANDIDATES)
 
 
 def _assignment(row) -> Assignment:
@@ -82,14 +108,15 @@ def _assignment(row) -> Assignment:
     return Assignment(**row._mapping)
 
 
-def _active(s: Session, annotator_id: int) -> Assignment | None:
-    row = s.connection().execute(_ACTIVE, {"annotator_id": annotator_id}).first()
+def _active(conn: Connection, annotator_id: int) -> Assignment | None:
+    row = conn.execute(_ACTIVE, {"annotator_id": annotator_id}).first()
     return None if row is None else _assignment(row)
 
 
-def study_of(s: Session, annotator_id: int) -> Study:
-    """The annotator's study, in one query."""
-    return s.exec(_STUDY_OF.where(Annotator.id == annotator_id)).one()
+def study_of(s: Session, annotator_id: int) -> Row:
+    """The rules of the annotator's study that the queue needs (id, overlap_target,
+    items_per_annotator, qualification_gold), as a row read in one Core query."""
+    return s.connection().execute(_STUDY_OF, {"annotator_id": annotator_id}).one()
 
 
 def _count(s: Session, statement) -> int:
@@ -117,8 +144,8 @@ def next_assignment(engine: Engine, *, annotator_id: int) -> Assignment | None:
     """The annotator's current pair: the one already open, else a newly reserved one."""
     # Usually the pair is already reserved (the submit that closed the previous one reserved
     # it in the same commit): a read transaction, which on SQLite never queues behind writers.
-    with read_session(engine) as s:
-        current = _active(s, annotator_id)
+    with read_connection(engine) as conn:
+        current = _active(conn, annotator_id)
     if current is not None:
         return current
     # A reservation lost in a power cut is harmless (a submit recreates it), so its commit
@@ -127,11 +154,12 @@ def next_assignment(engine: Engine, *, annotator_id: int) -> Assignment | None:
         return reserve_next(s, study=study_of(s, annotator_id), annotator_id=annotator_id)
 
 
-def reserve_next(s: Session, *, study: Study, annotator_id: int) -> Assignment | None:
+def reserve_next(s: Session, *, study: Study | Row, annotator_id: int) -> Assignment | None:
     """Inside the caller's write transaction: the annotator's open assignment if there is one,
     else a newly reserved pair (gold and qualification rules, quota, least-covered pairs below
     the overlap target, then the pairs this annotator skipped), or None."""
-    current = _active(s, annotator_id)
+    conn = s.connection()
+    current = _active(conn, annotator_id)
     if current is not None:
         return current
     if _quota_reached(s, study, annotator_id):
@@ -141,29 +169,13 @@ def reserve_next(s: Session, *, study: Study, annotator_id: int) -> Assignment |
         return None
     if qualified.state == gold.PENDING:
         return _serve_gold(s, study=study, annotator_id=annotator_id)
-    open_pairs = (
-        select(Pair.id)
-        .where(
-            Pair.study_id == study.id,
-            Pair.is_gold == False,  # noqa: E712
-            Pair.n_assigned < study.overlap_target,
-            ~_mine(annotator_id),
-        )
-        .order_by(Pair.n_assigned, Pair.position)
-    )
-    conn = s.connection()
+    keys = {"study_id": study.id, "target": study.overlap_target, "annotator_id": annotator_id}
     candidates = []
     if conn.dialect.name == "postgresql":
-        # Many annotators want the same least-covered pair: take the first one nobody is
-        # reserving right now instead of queueing on its row lock (SKIP LOCKED); only when
-        # every open pair is being reserved, wait like below.
-        candidates = (
-            conn.execute(open_pairs.limit(1).with_for_update(of=Pair, skip_locked=True))
-            .scalars()
-            .all()
-        )
+        # only when every open pair is being reserved, wait on a row lock like below
+        candidates = conn.execute(_OPEN_UNLOCKED, keys).scalars().all()
     if not candidates:
-        candidates = conn.execute(open_pairs.limit(CANDIDATES)).scalars().all()
+        candidates = conn.execute(_OPEN_SOME, keys).scalars().all()
     if candidates and gold.gold_due(annotator_id=annotator_id, key=candidates[0]):
         served = _serve_gold(s, study=study, annotator_id=annotator_id)
         if served is not None:

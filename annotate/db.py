@@ -25,7 +25,7 @@ from contextlib import contextmanager
 from typing import TypeVar
 
 from sqlalchemy import event
-from sqlalchemy.engine import Engine, make_url
+from sqlalchemy.engine import Connection, Engine, make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, OperationalError
 from sqlmodel import Session, create_engine
 
@@ -290,3 +290,10 @@ def read_session(engine: Engine) -> Iterator[Session]:
     never queues behind writers); on PostgreSQL the same as `session`."""
     with session(reader(engine) if is_sqlite(engine) else engine) as s:
         yield s
+
+
+@contextmanager
+def read_connection(engine: Engine) -> Iterator[Connection]:
+    """`read_session` for Core statements, without a Session's bookkeeping (hot read paths)."""
+    with (reader(engine) if is_sqlite(engine) else engine).begin() as conn:
+        yield conn
