@@ -143,14 +143,25 @@ _encode_ascii = json.JSONEncoder(sort_keys=True, default=str).encode
 _encode_text = json.JSONEncoder(sort_keys=True, ensure_ascii=False, default=str).encode
 
 
+_ascii_first = True  # the last value encoded needed no \\u escape: try the fast encoder first
+
+
 def _canonical(value: Any) -> str:
     """`json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)`, about twice as fast
-    for the common case: the ASCII-escaping encoder is faster, and its output is the same text
+    for ASCII text: the ASCII-escaping encoder is faster, and its output is the same text
     whenever it wrote no \\u escape (no character outside printable ASCII, no control
-    character); a literal backslash before a "u" only sends us to the slow path."""
-    text = _encode_ascii(value)
-    if "\\u" in text:
+    character; a literal backslash before a "u" only sends us to the slow path). Files are
+    mostly all ASCII or not: after a value with non-ASCII text the plain encoder goes first,
+    so such files don't pay for two encodings of every record."""
+    global _ascii_first
+    if _ascii_first:
+        text = _encode_ascii(value)
+        if "\\" not in text or "\\u" not in text:  # the first test is much faster
+            return text
+        _ascii_first = False
         return _encode_text(value)
+    text = _encode_text(value)
+    _ascii_first = text.isascii()  # constant time: CPython keeps a flag
     return text
 
 
@@ -171,10 +182,11 @@ def _hash_and_encode(
         elif key == "rubric_aspects":
             parts[key] = rubric
         else:
-            parts[key] = _canonical(value)
-    canonical = "{" + ", ".join(f"{_canonical(k)}: {parts[k]}" for k in sorted(parts)) + "}"
+            parts[key] = _encode_text(value)  # short texts: not worth the guess
+    keys = {key: _encode_text(key) for key in parts}
+    canonical = "{" + ", ".join(f"{keys[k]}: {parts[k]}" for k in sorted(parts)) + "}"
     digest = hashlib.sha256(canonical.encode()).hexdigest()
-    extra_text = "{" + ", ".join(f"{_canonical(k)}: {parts[k]}" for k in sorted(extra)) + "}"
+    extra_text = "{" + ", ".join(f"{keys[k]}: {parts[k]}" for k in sorted(extra)) + "}"
     return digest, EncodedJSON(profile=profile, rubric_aspects=rubric, extra=extra_text)
 
 
