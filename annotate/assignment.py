@@ -86,21 +86,47 @@ _STUDY_OF = (
     .join(_ANNOTATOR, _ANNOTATOR.c.study_id == _STUDY.c.id)
     .where(_ANNOTATOR.c.id == bindparam("annotator_id"))
 )
-# Real pairs with room that this annotator has not been given, least covered first.
+# Real pairs with room that this annotator has not been given, least covered first. (The
+# b_ names: bound parameters of an UPDATE of pair may not be named like its columns.)
 _OPEN_PAIRS = (
     select(_PAIR.c.id)
     .where(
-        _PAIR.c.study_id == bindparam("study_id"),
+        _PAIR.c.study_id == bindparam("b_study"),
         _PAIR.c.is_gold == False,  # noqa: E712
-        _PAIR.c.n_assigned < bindparam("target"),
-        ~_mine(bindparam("annotator_id")),
+        _PAIR.c.n_assigned < bindparam("b_target"),
+        ~_mine(bindparam("b_annotator")),
     )
     .order_by(_PAIR.c.n_assigned, _PAIR.c.position)
 )
-# PostgreSQL: many annotators want the same least-covered pair; take the first one nobody is
-# reserving right now instead of queueing on its row lock.
-_OPEN_UNLOCKED = _OPEN_PAIRS.limit(1).with_for_update(of=_PAIR, skip_locked=True)
 _OPEN_SOME = _OPEN_PAIRS.limit(CANDIDATES)
+
+
+def _reserve_first(first):
+    """Pick the least-covered open pair and reserve it in one statement (the conditional
+    UPDATE as in _reserve), returning its id."""
+    return (
+        update(_PAIR)
+        .where(
+            _PAIR.c.id == first.correlate(None).scalar_subquery(),
+            _PAIR.c.n_assigned < bindparam("b_target"),
+        )
+        .values(n_assigned=_PAIR.c.n_assigned + 1)
+        .returning(_PAIR.c.id)
+    )
+
+
+_RESERVE_FIRST = {
+    # SQLite: writers take turns (BEGIN IMMEDIATE), so the pair picked still has room.
+    "sqlite": _reserve_first(_OPEN_PAIRS.limit(1)),
+    # PostgreSQL: many annotators want the same least-covered pair; take the first one nobody
+    # is reserving right now (SKIP LOCKED) instead of queueing on its row lock.
+    "postgresql": _reserve_first(_OPEN_PAIRS.limit(1).with_for_update(of=_PAIR, skip_locked=True)),
+}
+_RELEASE = (
+    update(_PAIR)
+    .where(_PAIR.c.id == bindparam("pair_id"))
+    .values(n_assigned=_PAIR.c.n_assigned - 1)
+)
 
 
 def _assignment(row) -> Assignment:
@@ -169,33 +195,24 @@ def reserve_next(s: Session, *, study: Study | Row, annotator_id: int) -> Assign
         return None
     if qualified.state == gold.PENDING:
         return _serve_gold(s, study=study, annotator_id=annotator_id)
-    keys = {"study_id": study.id, "target": study.overlap_target, "annotator_id": annotator_id}
-    candidates = []
-    if conn.dialect.name == "postgresql":
-        # only when every open pair is being reserved, wait on a row lock like below
-        candidates = conn.execute(_OPEN_UNLOCKED, keys).scalars().all()
-    if not candidates:
-        candidates = conn.execute(_OPEN_SOME, keys).scalars().all()
+    keys = {"b_study": study.id, "b_target": study.overlap_target, "b_annotator": annotator_id}
+    reserved = conn.execute(_RESERVE_FIRST[conn.dialect.name], keys).scalar()
+    if reserved is not None:
+        if gold.gold_due(annotator_id=annotator_id, key=reserved):
+            served = _serve_gold(s, study=study, annotator_id=annotator_id)
+            if served is not None:
+                conn.execute(_RELEASE, {"pair_id": reserved})  # gold first: give the pair back
+                return served
+        return _new_assignment(conn, study=study, pair_id=reserved, annotator_id=annotator_id)
+    # PostgreSQL, when every open pair is being reserved right now: wait on the row locks.
+    candidates = conn.execute(_OPEN_SOME, keys).scalars().all()
     if candidates and gold.gold_due(annotator_id=annotator_id, key=candidates[0]):
         served = _serve_gold(s, study=study, annotator_id=annotator_id)
         if served is not None:
             return served
     for pair_id in candidates:
         if _reserve(s, study=study, pair_id=pair_id, annotator_id=annotator_id):
-            values = {
-                "study_id": study.id,
-                "pair_id": pair_id,
-                "annotator_id": annotator_id,
-                "chosen_position": chosen_position_for(
-                    study_id=study.id, pair_id=pair_id, annotator_id=annotator_id
-                ),
-                "status": "active",
-                "assigned_at": utcnow(),
-                "completed_at": None,
-                "draft": None,
-            }
-            new_id = conn.execute(_INSERT, values).scalar_one()
-            return Assignment(id=new_id, **values)
+            return _new_assignment(conn, study=study, pair_id=pair_id, annotator_id=annotator_id)
     # Nothing new: offer the pairs this annotator skipped, while they still have room.
     skipped = s.exec(
         select(Assignment)
@@ -211,6 +228,24 @@ def reserve_next(s: Session, *, study: Study | Row, annotator_id: int) -> Assign
             s.flush()
             return assignment
     return None
+
+
+def _new_assignment(
+    conn: Connection, *, study: Study | Row, pair_id: int, annotator_id: int
+) -> Assignment:
+    values = {
+        "study_id": study.id,
+        "pair_id": pair_id,
+        "annotator_id": annotator_id,
+        "chosen_position": chosen_position_for(
+            study_id=study.id, pair_id=pair_id, annotator_id=annotator_id
+        ),
+        "status": "active",
+        "assigned_at": utcnow(),
+        "completed_at": None,
+        "draft": None,
+    }
+    return Assignment(id=conn.execute(_INSERT, values).scalar_one(), **values)
 
 
 def _serve_gold(s: Session, *, study: Study, annotator_id: int) -> Assignment | None:
