@@ -20,6 +20,7 @@ import os
 import random
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TypeVar
@@ -292,8 +293,20 @@ def read_session(engine: Engine) -> Iterator[Session]:
         yield s
 
 
+_single_readers: weakref.WeakKeyDictionary[Engine, Engine] = weakref.WeakKeyDictionary()
+
+
 @contextmanager
 def read_connection(engine: Engine) -> Iterator[Connection]:
-    """`read_session` for Core statements, without a Session's bookkeeping (hot read paths)."""
-    with (reader(engine) if is_sqlite(engine) else engine).begin() as conn:
+    """For one read-only Core statement on a hot path, without a Session's bookkeeping: on
+    SQLite a deferred transaction, as in `read_session`; on PostgreSQL autocommit, since one
+    statement is its own snapshot and BEGIN and COMMIT would be two more round trips."""
+    bind = _single_readers.get(engine)
+    if bind is None:
+        bind = _single_readers[engine] = (
+            reader(engine)
+            if is_sqlite(engine)
+            else engine.execution_options(isolation_level="AUTOCOMMIT")
+        )
+    with bind.begin() as conn:
         yield conn
