@@ -27,6 +27,8 @@ STREAMLIT_FLAGS = {
     "server.runOnSave": "false",
     "server.headless": "true",
     "theme.base": "light",
+    # blue, not the default red: a selected answer must not look like an error
+    "theme.primaryColor": "#2563eb",
 }
 
 
