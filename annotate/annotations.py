@@ -179,7 +179,7 @@ def submit_and_next(
     Safe to re-run: the upsert and the close are idempotent, and a re-run finds the pair the
     first run reserved still open."""
     with session(engine) as s:
-        study = study_of(s, annotator_id)
+        study = study_of(s, annotator_id, submitting=pair_id)
         _store_answer(
             s, study_id=study.id, annotator_id=annotator_id, pair_id=pair_id, answer=answer
         )

@@ -49,7 +49,7 @@ def _mine(annotator_id):  # an id, or a bound parameter in a prebuilt statement
     )
 
 
-def _reserve(s: Session, *, study: Study, pair_id: int, annotator_id: int) -> bool:
+def _reserve(s: Session, *, study: Study | Row, pair_id: int, annotator_id: int) -> bool:
     # Core execution: the ORM's UPDATE path (session synchronisation) tripled its cost
     raised = s.connection().execute(_RESERVE, {"pair_id": pair_id, "target": study.overlap_target})
     return raised.rowcount == 1
@@ -76,12 +76,24 @@ _ACTIVE = (
 _INSERT = insert(_ASSIGNMENT).returning(_ASSIGNMENT.c.id)
 _STUDY = Study.__table__
 _ANNOTATOR = Annotator.__table__
+_ACTIVE_BY_ID = select(_ASSIGNMENT).where(_ASSIGNMENT.c.id == bindparam("b_id"))
 _STUDY_OF = (
     select(
         _STUDY.c.id,
         _STUDY.c.overlap_target,
         _STUDY.c.items_per_annotator,
         _STUDY.c.qualification_gold,
+        # the annotator's open assignment (as _ACTIVE), leaving out the pair being submitted
+        select(_ASSIGNMENT.c.id)
+        .where(
+            _ASSIGNMENT.c.annotator_id == bindparam("annotator_id"),
+            _ASSIGNMENT.c.status == "active",
+            _ASSIGNMENT.c.pair_id != bindparam("b_closing"),
+        )
+        .order_by(_ASSIGNMENT.c.assigned_at, _ASSIGNMENT.c.id)
+        .limit(1)
+        .scalar_subquery()
+        .label("active_id"),
     )
     .join(_ANNOTATOR, _ANNOTATOR.c.study_id == _STUDY.c.id)
     .where(_ANNOTATOR.c.id == bindparam("annotator_id"))
@@ -139,10 +151,13 @@ def _active(conn: Connection, annotator_id: int) -> Assignment | None:
     return None if row is None else _assignment(row)
 
 
-def study_of(s: Session, annotator_id: int) -> Row:
-    """The rules of the annotator's study that the queue needs (id, overlap_target,
-    items_per_annotator, qualification_gold), as a row read in one Core query."""
-    return s.connection().execute(_STUDY_OF, {"annotator_id": annotator_id}).one()
+def study_of(s: Session, annotator_id: int, *, submitting: int | None = None) -> Row:
+    """What reserve_next needs, read in one Core query: the rules of the annotator's study
+    (id, overlap_target, items_per_annotator, qualification_gold) and the id of the
+    annotator's open assignment (active_id), other than the one for pair `submitting`, which
+    the caller closes in the same transaction."""
+    keys = {"annotator_id": annotator_id, "b_closing": -1 if submitting is None else submitting}
+    return s.connection().execute(_STUDY_OF, keys).one()
 
 
 def _count(s: Session, statement) -> int:
@@ -158,7 +173,7 @@ def done_count(s: Session, annotator_id: int) -> int:
     )
 
 
-def _quota_reached(s: Session, study: Study, annotator_id: int) -> bool:
+def _quota_reached(s: Session, study: Study | Row, annotator_id: int) -> bool:
     return (
         study.items_per_annotator is not None
         and done_count(s, annotator_id) >= study.items_per_annotator
@@ -180,14 +195,14 @@ def next_assignment(engine: Engine, *, annotator_id: int) -> Assignment | None:
         return reserve_next(s, study=study_of(s, annotator_id), annotator_id=annotator_id)
 
 
-def reserve_next(s: Session, *, study: Study | Row, annotator_id: int) -> Assignment | None:
-    """Inside the caller's write transaction: the annotator's open assignment if there is one,
-    else a newly reserved pair (gold and qualification rules, quota, least-covered pairs below
-    the overlap target, then the pairs this annotator skipped), or None."""
+def reserve_next(s: Session, *, study: Row, annotator_id: int) -> Assignment | None:
+    """Inside the caller's write transaction, with `study` read by study_of in it: the
+    annotator's open assignment if there is one, else a newly reserved pair (gold and
+    qualification rules, quota, least-covered pairs below the overlap target, then the pairs
+    this annotator skipped), or None."""
     conn = s.connection()
-    current = _active(conn, annotator_id)
-    if current is not None:
-        return current
+    if study.active_id is not None:
+        return _assignment(conn.execute(_ACTIVE_BY_ID, {"b_id": study.active_id}).one())
     if _quota_reached(s, study, annotator_id):
         return None
     qualified = gold.qualification(s, study=study, annotator_id=annotator_id)
@@ -248,7 +263,7 @@ def _new_assignment(
     return Assignment(id=conn.execute(_INSERT, values).scalar_one(), **values)
 
 
-def _serve_gold(s: Session, *, study: Study, annotator_id: int) -> Assignment | None:
+def _serve_gold(s: Session, *, study: Study | Row, annotator_id: int) -> Assignment | None:
     """A gold pair this annotator has not seen, reserved without the overlap cap (every
     annotator sees every gold pair once; see annotate/gold.py)."""
     pair_id = s.exec(
