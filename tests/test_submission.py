@@ -6,7 +6,13 @@ import pytest
 from sqlalchemy import func
 from sqlmodel import select
 
-from annotate.annotations import Answer, annotations_frame, preference_from_slot, submit_answer
+from annotate.annotations import (
+    Answer,
+    annotations_frame,
+    preference_from_slot,
+    submit_and_next,
+    submit_answer,
+)
 from annotate.answers import FormState, missing_answers, to_answer
 from annotate.assignment import next_assignment
 from annotate.db import get_engine, session
@@ -104,3 +110,21 @@ def test_answers_from_many_rapid_submits_leave_one_row(engine, tmp_path):
     with session(engine) as s:
         assert s.exec(select(func.count()).select_from(Annotation)).one() == 1
         assert s.exec(select(Annotation.preference)).one() == "chosen"
+
+
+def test_submit_and_next_stores_the_answer_and_reserves_the_next_pair_in_one_call(engine, tmp_path):
+    _, [(a, _)] = make_study(engine, tmp_path, n_pairs=3, annotators=1)
+    first = next_assignment(engine, annotator_id=a)
+    answer = Answer(preference="chosen", chosen_position=first.chosen_position)
+    reserved = submit_and_next(engine, annotator_id=a, pair_id=first.pair_id, answer=answer)
+    assert reserved is not None and reserved.pair_id != first.pair_id
+    assert [r.pair_id for r in rows(engine)] == [first.pair_id]
+    # the next page finds the pair already reserved; submitting it again (a retry, a double
+    # click) changes nothing and still returns the same next pair
+    assert next_assignment(engine, annotator_id=a).id == reserved.id
+    again = submit_and_next(engine, annotator_id=a, pair_id=first.pair_id, answer=answer)
+    assert again.id == reserved.id and len(rows(engine)) == 1
+    second = submit_and_next(engine, annotator_id=a, pair_id=reserved.pair_id, answer=answer)
+    last = submit_and_next(engine, annotator_id=a, pair_id=second.pair_id, answer=answer)
+    assert last is None and len(rows(engine)) == 3
+    assert next_assignment(engine, annotator_id=a) is None
