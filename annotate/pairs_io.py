@@ -165,6 +165,14 @@ def _canonical(value: Any) -> str:
     return text
 
 
+def _canonical_short(value: Any) -> str:
+    """`_canonical` for a short value (a text field, a key): the same test, no guessing."""
+    text = _encode_ascii(value)
+    if "\\" in text and "\\u" in text:
+        return _encode_text(value)
+    return text
+
+
 def _hash_and_encode(
     normal: dict[str, Any], profile: str, rubric: str, extra: dict[str, Any]
 ) -> tuple[str, EncodedJSON]:
@@ -182,8 +190,8 @@ def _hash_and_encode(
         elif key == "rubric_aspects":
             parts[key] = rubric
         else:
-            parts[key] = _encode_text(value)  # short texts: not worth the guess
-    keys = {key: _encode_text(key) for key in parts}
+            parts[key] = _canonical_short(value)
+    keys = {key: _canonical_short(key) for key in parts}
     canonical = "{" + ", ".join(f"{keys[k]}: {parts[k]}" for k in sorted(parts)) + "}"
     digest = hashlib.sha256(canonical.encode()).hexdigest()
     extra_text = "{" + ", ".join(f"{keys[k]}: {parts[k]}" for k in sorted(extra)) + "}"
