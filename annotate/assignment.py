@@ -263,50 +263,54 @@ def _new_assignment(
     return Assignment(id=conn.execute(_INSERT, values).scalar_one(), **values)
 
 
+_GOLD_UNSEEN = (
+    select(_PAIR.c.id)
+    .where(
+        _PAIR.c.study_id == bindparam("b_study"),
+        _PAIR.c.is_gold == True,  # noqa: E712
+        ~_mine(bindparam("b_annotator")),
+    )
+    .order_by(_PAIR.c.position)
+    .limit(1)
+)
+_GOLD_SKIPPED = (
+    select(_ASSIGNMENT.c.id)
+    .join(_PAIR, _PAIR.c.id == _ASSIGNMENT.c.pair_id)
+    .where(
+        _ASSIGNMENT.c.annotator_id == bindparam("b_annotator"),
+        _ASSIGNMENT.c.status == "skipped",
+        _PAIR.c.is_gold == True,  # noqa: E712
+    )
+    .order_by(_ASSIGNMENT.c.completed_at, _ASSIGNMENT.c.id)
+    .limit(1)
+)
+_RAISE = (
+    update(_PAIR)
+    .where(_PAIR.c.id == bindparam("pair_id"))
+    .values(n_assigned=_PAIR.c.n_assigned + 1)
+)
+
+
 def _serve_gold(s: Session, *, study: Study | Row, annotator_id: int) -> Assignment | None:
     """A gold pair this annotator has not seen, reserved without the overlap cap (every
     annotator sees every gold pair once; see annotate/gold.py)."""
-    pair_id = s.exec(
-        select(Pair.id)
-        .where(Pair.study_id == study.id, Pair.is_gold == True, ~_mine(annotator_id))  # noqa: E712
-        .order_by(Pair.position)
-        .limit(1)
-    ).first()
+    conn = s.connection()
+    keys = {"b_study": study.id, "b_annotator": annotator_id}
+    pair_id = conn.execute(_GOLD_UNSEEN, keys).scalar()
     if pair_id is None:
-        skipped = s.exec(
-            select(Assignment)
-            .join(Pair, Pair.id == Assignment.pair_id)
-            .where(
-                Assignment.annotator_id == annotator_id,
-                Assignment.status == "skipped",
-                Pair.is_gold == True,  # noqa: E712
-            )
-            .order_by(Assignment.completed_at, Assignment.id)
-            .limit(1)
-        ).first()
-        if skipped is None:
+        skipped_id = conn.execute(_GOLD_SKIPPED, keys).scalar()
+        if skipped_id is None:
             return None
-        s.execute(
-            update(Pair).where(Pair.id == skipped.pair_id).values(n_assigned=Pair.n_assigned + 1)
-        )
+        skipped = s.get(Assignment, skipped_id)
+        conn.execute(_RAISE, {"pair_id": skipped.pair_id})
         skipped.status = "active"
         skipped.assigned_at = utcnow()
         skipped.completed_at = None
         s.add(skipped)
         s.flush()
         return skipped
-    s.execute(update(Pair).where(Pair.id == pair_id).values(n_assigned=Pair.n_assigned + 1))
-    assignment = Assignment(
-        study_id=study.id,
-        pair_id=pair_id,
-        annotator_id=annotator_id,
-        chosen_position=chosen_position_for(
-            study_id=study.id, pair_id=pair_id, annotator_id=annotator_id
-        ),
-    )
-    s.add(assignment)
-    s.flush()
-    return assignment
+    conn.execute(_RAISE, {"pair_id": pair_id})
+    return _new_assignment(conn, study=study, pair_id=pair_id, annotator_id=annotator_id)
 
 
 @retrying
@@ -336,7 +340,7 @@ def skip(engine: Engine, *, annotator_id: int, pair_id: int) -> None:
         assignment.status = "skipped"
         assignment.completed_at = utcnow()
         s.add(assignment)
-        s.execute(update(Pair).where(Pair.id == pair_id).values(n_assigned=Pair.n_assigned - 1))
+        s.connection().execute(_RELEASE, {"pair_id": pair_id})
 
 
 def ensure_assignment(s: Session, *, study_id: int, pair_id: int, annotator_id: int) -> Assignment:
@@ -348,7 +352,7 @@ def ensure_assignment(s: Session, *, study_id: int, pair_id: int, annotator_id: 
     ).first()
     if assignment is not None:
         if assignment.status == "skipped":
-            s.execute(update(Pair).where(Pair.id == pair_id).values(n_assigned=Pair.n_assigned + 1))
+            s.connection().execute(_RAISE, {"pair_id": pair_id})
         return assignment
     assignment = Assignment(
         study_id=study_id,
@@ -368,7 +372,7 @@ def ensure_assignment(s: Session, *, study_id: int, pair_id: int, annotator_id: 
                 Assignment.annotator_id == annotator_id, Assignment.pair_id == pair_id
             )
         ).one()
-    s.execute(update(Pair).where(Pair.id == pair_id).values(n_assigned=Pair.n_assigned + 1))
+    s.connection().execute(_RAISE, {"pair_id": pair_id})
     return assignment
 
 

@@ -43,6 +43,7 @@ MAX_OVERFLOW = int(os.environ.get("ANNOTATE_DB_MAX_OVERFLOW", "20"))
 RETRY_SECONDS = float(os.environ.get("ANNOTATE_DB_RETRY_SECONDS", "30"))
 
 _READ_ONLY = "annotate_read_only"
+_ONE_STATEMENT = "annotate_one_statement"
 _DURABLE = "annotate_durable"
 _LOCK_HELD = "annotate_write_lock"
 _BIG_CACHE = "annotate_big_cache"
@@ -105,7 +106,9 @@ def _configure_sqlite(engine: Engine) -> None:
     def _on_begin(conn):
         options = conn.get_execution_options()
         if options.get(_READ_ONLY):
-            conn.exec_driver_sql("BEGIN")  # deferred: a snapshot, no write lock
+            if not options.get(_ONE_STATEMENT):
+                conn.exec_driver_sql("BEGIN")  # deferred: a snapshot, no write lock
+            # (one statement needs no BEGIN: in autocommit it is its own snapshot)
             return
         if not conn.info.get(_LOCK_HELD):  # a second transaction on this connection keeps it
             conn.info[_LOCK_HELD] = write_lock.acquire(timeout=WRITE_LOCK_WAIT)
@@ -298,13 +301,13 @@ _single_readers: weakref.WeakKeyDictionary[Engine, Engine] = weakref.WeakKeyDict
 
 @contextmanager
 def read_connection(engine: Engine) -> Iterator[Connection]:
-    """For one read-only Core statement on a hot path, without a Session's bookkeeping: on
-    SQLite a deferred transaction, as in `read_session`; on PostgreSQL autocommit, since one
-    statement is its own snapshot and BEGIN and COMMIT would be two more round trips."""
+    """For ONE read-only Core statement on a hot path, without a Session's bookkeeping and
+    without BEGIN and COMMIT (two more round trips on PostgreSQL): a single statement is its
+    own snapshot. SQLite: no write lock, like `read_session`; PostgreSQL: autocommit."""
     bind = _single_readers.get(engine)
     if bind is None:
         bind = _single_readers[engine] = (
-            reader(engine)
+            engine.execution_options(**{_READ_ONLY: True, _ONE_STATEMENT: True})
             if is_sqlite(engine)
             else engine.execution_options(isolation_level="AUTOCOMMIT")
         )
