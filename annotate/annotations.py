@@ -13,26 +13,14 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 
+from analysis.tables import COLUMNS, RATING_COLUMNS
 from annotate.assignment import ensure_assignment, reserve_next, study_of
 from annotate.db import read_session, retrying, session
-from annotate.models import Annotation, Annotator, Assignment, Pair, Study, utcnow
+from annotate.models import Annotation, Annotator, Assignment, Pair, utcnow
+from annotate.studies import get_study
 
-RATING_COLUMNS = [
-    f"{dimension}_{side}"
-    for side in ("chosen", "rejected")
-    for dimension in ("correctness", "relevance", "helpfulness")
-]
-EXPORT_COLUMNS = [
-    "pair_id",
-    "annotator",
-    "preference",
-    "chosen_position",
-    *RATING_COLUMNS,
-    "main_reason",
-    "comment",
-    "seconds",
-    "submitted_at",
-]
+# The annotations table (contract section 3) is defined once, with its validation.
+EXPORT_COLUMNS = COLUMNS
 _UPSERT_FIELDS = [
     "preference",
     "chosen_position",
@@ -199,11 +187,7 @@ def get_answer(engine: Engine, *, annotator_id: int, pair_id: int) -> Annotation
 def annotations_frame(engine: Engine, *, study: str) -> pd.DataFrame:
     """The study's annotations in the contract's table layout (section 3)."""
     with read_session(engine) as s:
-        study_row = s.exec(select(Study).where(Study.name == study)).first()
-        if study_row is None:
-            from annotate.errors import UserError
-
-            raise UserError(f"there is no study named {study!r}")
+        study_row = get_study(s, study)
         rows = s.exec(
             select(Pair.pair_key, Annotator.name, Annotation)
             .join(Pair, Pair.id == Annotation.pair_id)
@@ -236,11 +220,7 @@ def annotations_frame(engine: Engine, *, study: str) -> pd.DataFrame:
 def pairs_frame(engine: Engine, *, study: str) -> pd.DataFrame:
     """The study's pairs for analysis: pair_id, category, is_gold and the original record."""
     with read_session(engine) as s:
-        study_row = s.exec(select(Study).where(Study.name == study)).first()
-        if study_row is None:
-            from annotate.errors import UserError
-
-            raise UserError(f"there is no study named {study!r}")
+        study_row = get_study(s, study)
         pairs = s.exec(
             select(Pair).where(Pair.study_id == study_row.id).order_by(Pair.position)
         ).all()
