@@ -37,6 +37,7 @@ COLUMNS = [
 REQUIRED = ("pair_id", "annotator", "preference")
 SUFFIXES = (".csv", ".jsonl", ".parquet")
 DEFAULT_SCALE = (1, 5)
+MAX_COMMENT_CHARS = 20_000  # the app allows 4,000; room for comments collected elsewhere
 
 
 # --- reading and writing -------------------------------------------------------------------
@@ -256,6 +257,14 @@ def validate_annotations(
         .where(~pd.Series(_missing(comment), index=raw.index))
         .astype("string")
     )
+    too_long = (out["comment"].str.len() > MAX_COMMENT_CHARS).fillna(False).to_numpy()
+    problems += [
+        (
+            int(r),
+            f"row {r}, column 'comment': longer than the limit of {MAX_COMMENT_CHARS:,} characters",
+        )
+        for r in _row_numbers(too_long)
+    ]
     out["seconds"] = _check_seconds(raw.get("seconds", empty), problems)
     out["submitted_at"] = _check_timestamps(raw.get("submitted_at", empty), problems)
 

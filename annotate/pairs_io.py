@@ -350,6 +350,13 @@ def _iter_json_array(path: Path, chunk_size: int = 1 << 20) -> Iterator[tuple[st
                 text = raw[: exc.start].decode("utf-8")
                 raw = raw[exc.start :]
             buffer += text
+            # The buffer holds at most one unfinished record and one chunk: beyond that a
+            # single record is over the limit, and reading on would hold it all in memory.
+            if len(buffer) > MAX_RECORD_BYTES + chunk_size:
+                raise ValueError(
+                    f"record {index + 1} (line {line}) is over the limit of "
+                    f"{MAX_RECORD_BYTES:,} bytes"
+                )
             return True
 
         def skip_space() -> None:

@@ -181,3 +181,18 @@ def test_cli_reports_problems_without_traceback(tmp_path, capsys, monkeypatch):
         == 0
     )
     assert "1 pairs added" in capsys.readouterr().out
+
+
+def test_an_oversized_record_in_a_json_array_is_refused_with_the_limit(
+    engine, tmp_path, monkeypatch
+):
+    import annotate.pairs_io as pairs_io
+
+    monkeypatch.setattr(pairs_io, "MAX_RECORD_BYTES", 5_000)
+    records = [pair_record(0), pair_record(1, narrative="x" * 50_000)]
+    (tmp_path / "big.json").write_text(json.dumps(records))
+    original = pairs_io._iter_json_array
+    monkeypatch.setattr(pairs_io, "_iter_json_array", lambda p: original(p, chunk_size=1024))
+    with pytest.raises(InputError, match=r"record 2 \(line 1\) is over the limit of 5,000 bytes"):
+        import_pairs(engine, tmp_path / "big.json")
+    assert count_pairs(engine) == 0

@@ -207,3 +207,18 @@ def test_large_table_validates_quickly(tmp_path):
     start = time.perf_counter()
     validate_annotations(raw, source="x")
     assert time.perf_counter() - start < 5
+
+
+def test_an_overlong_comment_is_refused_with_the_limit(tmp_path):
+    from analysis.tables import MAX_COMMENT_CHARS, load_annotations
+    from annotate.errors import InputError
+
+    path = tmp_path / "a.csv"
+    path.write_text(
+        "pair_id,annotator,preference,comment\n"
+        f"p1,ann,chosen,fine\np2,ann,chosen,{'x' * (MAX_COMMENT_CHARS + 1)}\n"
+    )
+    with pytest.raises(
+        InputError, match=r"row 2, column 'comment': longer than the limit of 20,000"
+    ):
+        load_annotations(path)
