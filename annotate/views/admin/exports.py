@@ -6,7 +6,7 @@ import streamlit as st
 
 from annotate import console
 from annotate.access import engine
-from annotate.views.admin.shared import page
+from annotate.views.admin.shared import page, study_report_files
 
 user, study = page("Exports")
 if study is None:
@@ -40,8 +40,8 @@ st.caption(
 
 
 def _report_file(file_name: str) -> bytes:
-    report, annotations, pairs = console.build_study_report(db, study=name)
-    return console.report_files(report, annotations=annotations, pairs=pairs)[file_name]
+    # Cached per data version: five buttons, one report computation.
+    return study_report_files(study)[file_name]
 
 
 with st.container(horizontal=True):

@@ -122,3 +122,9 @@ def cached_report_files(
         db, study, version, categories, annotators, bootstrap
     )
     return console.report_files(report, annotations=annotations, pairs=pairs)
+
+
+def study_report_files(study: Study, *, bootstrap: int = 1000) -> dict[str, bytes]:
+    """The whole study's report files, computed once per data version (shared by downloads)."""
+    version = console.data_version(engine(), study_id=study.id)
+    return cached_report_files(db_key(), study.name, version, (), (), bootstrap)
