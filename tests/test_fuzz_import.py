@@ -433,6 +433,17 @@ def test_fuzz_annotation_files(db_url, db_backend, tmp_path):
 # --- the command line, for a sample -------------------------------------------------------
 
 
+def _annotate(*args, cwd) -> subprocess.CompletedProcess:
+    """The real `annotate` command, in its own process."""
+    return subprocess.run(
+        [sys.executable, "-m", "annotate.cli", *map(str, args)],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
 @pytest.mark.slow
 def test_command_line_sample_of_broken_files(tmp_path):
     """A handful of broken files through the real `annotate` processes: exit 2, one message,
@@ -452,45 +463,13 @@ def test_command_line_sample_of_broken_files(tmp_path):
     for name, body in cases.items():
         path = tmp_path / name
         path.write_bytes(body)
-        done = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "annotate.cli",
-                "import-pairs",
-                str(path),
-                "--study",
-                "cli",
-                "--db",
-                url,
-            ],
-            cwd=tmp_path,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
+        done = _annotate("import-pairs", path, "--study", "cli", "--db", url, cwd=tmp_path)
         assert done.returncode == 2, (name, done.stderr)
         assert "Traceback" not in done.stderr and "unexpected error" not in done.stderr, name
-        assert "nothing was written" in done.stderr or "not" in done.stderr, (name, done.stderr)
+        assert "nothing was written" in done.stderr, (name, done.stderr)
     bad = tmp_path / "bad.csv"
     bad.write_text("pair_id,annotator,preference\np0,someone,maybe\nnope,x,chosen\n")
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "annotate.cli",
-            "import-annotations",
-            str(bad),
-            "--study",
-            "cli",
-            "--db",
-            url,
-        ],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = _annotate("import-annotations", bad, "--study", "cli", "--db", url, cwd=tmp_path)
     assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
     assert "row 1" in done.stderr and "row 2" in done.stderr
     assert _counts(engine) == before
