@@ -11,6 +11,16 @@ Sources of the published numbers:
   AC1 = 0.77544 (pa = 0.8181818, pe = 0.1903212).
 - Fleiss' kappa worked example on Wikipedia ("Fleiss' kappa", 14 raters, 10 subjects, 5
   categories): P-bar = 0.378, P-bar_e = 0.213, kappa = 0.210.
+- irrCAC 1.0 vignette "Calculating Chance-corrected Agreement Coefficients (CAC)" (K. L. Gwet,
+  inst/doc/overview.html), printed output, three categories each: ``cont3x3abstractors`` (Gwet
+  2014, 2 abstractors x 100 women, Ectopic/AIU/NIU): gwet.ac1.table 0.8493305, krippen2.table
+  0.7972585, pa2.table 0.89; ``cac.dist4cat`` (4 raters x 15 subjects, a/b/c):
+  gwet.ac1.dist 0.3518903.
+- Stata's example data ``rvary2`` (5 raters x 10 subjects, categories 1-3, 3 ratings missing)
+  and its ``kappaetc rater1-rater5`` output (Klein 2018, Stata Journal 18(4), 871-901; Gwet's
+  formulas) as printed in the documentation of the R package lagree (R/calc-ac_raw.R): percent
+  agreement 0.5833, Gwet's AC 0.3829, Krippendorff's alpha 0.3897: nominal alpha and AC1 with
+  missing ratings in three categories, so it also runs through the report's preferences.
 """
 
 from __future__ import annotations
@@ -62,6 +72,23 @@ EXAMPLE_B = [
     ["a", "a", "b", "b", "d", "c", "c", "c", "e", "d", "d", "a"],
     ["b", "a", "b", "b", "b", "c", "c", "c", "e", "d", "d", "d"],
 ]
+
+# irrCAC cont3x3abstractors: rows abstractor 1, columns abstractor 2 (Ectopic, AIU, NIU).
+ABSTRACTORS = np.array([[13, 0, 0], [0, 20, 7], [0, 4, 56]])
+
+# irrCAC cac.dist4cat: raters per category a, b, c for each of 15 subjects (4 raters each).
+DIST4CAT = np.array(
+    [
+        [3, 0, 1], [2, 1, 1], [2, 1, 1], [2, 0, 2], [3, 1, 0], [3, 1, 0], [0, 4, 0], [0, 3, 1],
+        [0, 0, 4], [3, 1, 0], [0, 4, 0], [0, 3, 1], [0, 2, 2], [0, 0, 4], [3, 1, 0],
+    ]
+)  # fmt: skip
+
+# Stata rvary2: subjects x raters, None = the rater did not rate the subject.
+RVARY2 = [
+    [1, 2, 2, N, 2], [1, 1, 3, 3, 3], [3, 3, 3, 3, 3], [1, 1, 1, 1, 3], [1, 1, 1, 3, 3],
+    [1, 2, 2, 2, 2], [1, 1, 1, 1, 1], [2, 2, 2, 2, 3], [1, 3, N, N, 3], [1, 1, 1, 3, 3],
+]  # fmt: skip
 
 # Wikipedia "Fleiss' kappa" worked example: 10 subjects x 5 categories, 14 raters each.
 FLEISS_WIKIPEDIA = np.array(
@@ -178,6 +205,48 @@ def test_fleiss_kappa_wikipedia_example():
     p_bar = ((FLEISS_WIKIPEDIA * (FLEISS_WIKIPEDIA - 1)).sum(axis=1) / (m * (m - 1))).mean()
     p_e = ((FLEISS_WIKIPEDIA.sum(axis=0) / (n * m)) ** 2).sum()
     assert (round(p_bar, 3), round(p_e, 3)) == (0.378, 0.213)
+
+
+def two_rater_counts(table: np.ndarray) -> np.ndarray:
+    """One unit per subject of a two-rater contingency table: a count 1 in the row's category and
+    1 in the column's (2 in the same one for agreement)."""
+    eye = np.eye(table.shape[0], dtype=int)
+    return np.array(
+        [eye[i] + eye[j] for (i, j), n in np.ndenumerate(table) for _ in range(n)], dtype=int
+    )
+
+
+def test_irrcac_cont3x3abstractors():
+    counts = two_rater_counts(ABSTRACTORS)
+    assert counts.shape == (100, 3)
+    assert round(gwet_ac1(counts).value, 7) == 0.8493305
+    # For two raters and no missing data, irrCAC's krippen2.table is Krippendorff's alpha.
+    assert round(alpha(counts, level="nominal", domain=PREFERENCES).value, 7) == 0.7972585
+    assert percent_agreement(counts).value == pytest.approx(0.89, abs=1e-12)
+
+
+def test_irrcac_cac_dist4cat_ac1():
+    # gwet.ac1.dist takes Q from the columns: 3, all of them used.
+    assert round(gwet_ac1(DIST4CAT).value, 7) == 0.3518903
+
+
+def test_kappaetc_rvary2_missing_ratings():
+    counts = counts_of([list(rater) for rater in zip(*RVARY2, strict=True)], [1, 2, 3])
+    np.testing.assert_array_equal(counts.sum(axis=1), [4, 5, 5, 5, 5, 5, 5, 5, 3, 5])
+    nominal = alpha(counts, level="nominal", domain=[1, 2, 3]).value
+    assert round(nominal, 4) == 0.3897
+    assert round(gwet_ac1(counts).value, 4) == 0.3829
+    assert round(percent_agreement(counts).value, 4) == 0.5833
+    package = krippendorff.alpha(
+        value_counts=counts, value_domain=[1, 2, 3], level_of_measurement="nominal"
+    )
+    assert nominal == pytest.approx(package, abs=1e-12)
+    # Relabelling the categories (here as preferences, in another order) changes nothing.
+    relabelled = counts[:, [2, 0, 1]]
+    assert alpha(relabelled, level="nominal", domain=PREFERENCES).value == pytest.approx(
+        nominal, abs=1e-12
+    )
+    assert gwet_ac1(relabelled).value == pytest.approx(gwet_ac1(counts).value, abs=1e-12)
 
 
 def test_fleiss_kappa_needs_equal_ratings_per_unit(example_c):

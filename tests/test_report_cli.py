@@ -25,6 +25,31 @@ EXAMPLE_C = {
 # Example A: binary data, 2 observers, 10 units. Published: alpha 0.095.
 EXAMPLE_A = [[0, 1, 0, 0, 0, 0, 0, 0, 1, 0], [1, 1, 1, 0, 0, 1, 0, 0, 0, 0]]
 
+# Published examples with exactly three categories, so that they map one to one onto the
+# preference labels and AC1's Q is 3 in the source as in the report (AC1 depends on Q; nominal
+# alpha and AC1 are both invariant under relabelling the categories).
+#
+# irrCAC 1.0 vignette "Calculating Chance-corrected Agreement Coefficients (CAC)" (K. L. Gwet,
+# inst/doc/overview.html), printed output. cont3x3abstractors (Gwet 2014, Handbook of
+# Inter-Rater Reliability, 4th ed.): two abstractors classify 100 women Ectopic / AIU / NIU;
+# gwet.ac1.table 0.8493305, krippen2.table 0.7972585, pa2.table 0.89.
+ABSTRACTORS = [[13, 0, 0], [0, 20, 7], [0, 4, 56]]  # rows abstractor 1, columns abstractor 2
+# cac.dist4cat: 4 raters put each of 15 subjects in category a, b or c (raters per category);
+# gwet.ac1.dist(cac.dist4cat[,2:4]) 0.3518903.
+DIST4CAT = [
+    [3, 0, 1], [2, 1, 1], [2, 1, 1], [2, 0, 2], [3, 1, 0], [3, 1, 0], [0, 4, 0], [0, 3, 1],
+    [0, 0, 4], [3, 1, 0], [0, 4, 0], [0, 3, 1], [0, 2, 2], [0, 0, 4], [3, 1, 0],
+]  # fmt: skip
+# Stata's example data rvary2 (5 raters x 10 subjects, categories 1-3, 3 ratings missing) and
+# its `kappaetc rater1-rater5` output (Klein 2018, "Implementing a general framework for
+# assessing interrater agreement in Stata", Stata Journal 18(4), Gwet's formulas), as printed
+# in the documentation of the R package lagree (R/calc-ac_raw.R, "Compare to Stata"):
+# percent agreement 0.5833, Gwet's AC 0.3829, Krippendorff's alpha 0.3897.
+RVARY2 = [  # subjects x raters
+    [1, 2, 2, N, 2], [1, 1, 3, 3, 3], [3, 3, 3, 3, 3], [1, 1, 1, 1, 3], [1, 1, 1, 3, 3],
+    [1, 2, 2, 2, 2], [1, 1, 1, 1, 1], [2, 2, 2, 2, 3], [1, 3, N, N, 3], [1, 1, 1, 3, 3],
+]  # fmt: skip
+
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
@@ -61,6 +86,70 @@ def test_published_alphas_through_annotate_report(tmp_path):
     assert done.returncode == 0, done.stderr
     report = json.loads((out / "report.json").read_text())
     assert round(report["preference"]["alpha"]["value"], 3) == 0.095
+
+
+def preference_report(tmp_path, rows, *, ids=None) -> dict:
+    """The preference section of `annotate report` on these rows (files path: no gold pairs)."""
+    annotations, pairs = write_files(tmp_path, rows, ids=ids)
+    out = tmp_path / "out"
+    done = run_cli(
+        "report", "--annotations", str(annotations), "--pairs", str(pairs), "--out", str(out)
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads((out / "report.json").read_text())["preference"]
+
+
+LABELS = ["chosen", "rejected", "tie"]
+
+
+def test_published_ac1_and_alpha_cont3x3abstractors_through_annotate_report(tmp_path):
+    """irrCAC cont3x3abstractors: Ectopic -> chosen, AIU -> rejected, NIU -> tie."""
+    rows = []
+    for first, line in enumerate(ABSTRACTORS):
+        for second, count in enumerate(line):
+            for _ in range(count):
+                pair = f"w{len(rows) // 2}"
+                rows += [row(pair, "abstractor1", LABELS[first])]
+                rows += [row(pair, "abstractor2", LABELS[second])]
+    pref = preference_report(tmp_path, rows)
+    assert pref["n_pairable_pairs"] == 100
+    assert round(pref["ac1"]["value"], 7) == 0.8493305
+    assert round(pref["alpha"]["value"], 7) == 0.7972585
+    assert round(pref["percent_agreement"], 7) == 0.89
+
+
+def test_published_ac1_cac_dist4cat_through_annotate_report(tmp_path):
+    """irrCAC cac.dist4cat: a -> chosen, b -> rejected, c -> tie. The source gives only how many
+    raters chose each category, which is all AC1 uses; raters are named in order per subject."""
+    rows = []
+    for subject, counts in enumerate(DIST4CAT):
+        labels = [label for label, n in zip(LABELS, counts, strict=True) for _ in range(n)]
+        rows += [row(f"s{subject}", f"r{k}", label) for k, label in enumerate(labels)]
+    pref = preference_report(tmp_path, rows)
+    assert pref["n_annotations"] == 60
+    assert round(pref["ac1"]["value"], 7) == 0.3518903
+
+
+@pytest.mark.parametrize("labels", [LABELS, LABELS[::-1]], ids=["1-chosen", "1-tie"])
+def test_published_alpha_and_ac1_with_missing_ratings_through_annotate_report(tmp_path, labels):
+    """Stata rvary2 via kappaetc: nominal alpha and AC1 with missing ratings. A missing rating is
+    no row at all (the annotator did not label the pair), so subjects have 3 to 5 ratings. A pair
+    in the pairs file that nobody labelled must change nothing (Gwet excludes unrated subjects;
+    alpha needs two ratings). Both label orders give the same values: ties are a plain
+    category for these coefficients."""
+    rows = [
+        row(f"s{subject}", f"rater{rater}", labels[value - 1])
+        for subject, ratings in enumerate(RVARY2)
+        for rater, value in enumerate(ratings, start=1)
+        if value is not None
+    ]
+    ids = [f"s{subject}" for subject in range(len(RVARY2))] + ["nobody-labelled-this"]
+    pref = preference_report(tmp_path, rows, ids=ids)
+    assert pref["n_annotations"] == 47
+    assert pref["n_pairable_pairs"] == 10
+    assert round(pref["alpha"]["value"], 4) == 0.3897
+    assert round(pref["ac1"]["value"], 4) == 0.3829
+    assert round(pref["percent_agreement"], 4) == 0.5833
 
 
 def test_report_files_and_a_safe_offline_html(tmp_path):
