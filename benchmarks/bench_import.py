@@ -12,6 +12,11 @@ Prints seconds, MB/s, the import/parse time ratio (goal <= 3x) and each process'
     python benchmarks/bench_import.py                     # SQLite in a temporary directory
     python benchmarks/bench_import.py --db postgresql+psycopg://postgres@127.0.0.1/bench
     python benchmarks/bench_import.py --sizes 500 2000    # quicker
+    python benchmarks/bench_import.py --repeat 3 --compare /tmp/old   # old vs new, alternated
+
+--compare DIR imports the same file with the `annotate` package found in DIR as well (for
+example `git archive HEAD annotate | tar -x -C DIR`), alternating old and new in every round;
+each import is timed against its own parse run just before it, and the medians are printed.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ import json
 import os
 import random
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -109,7 +115,7 @@ def _peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
 
 
-def child(mode: str, path: str, db: str | None) -> None:
+def child(mode: str, path: str, db: str | None, page_size: int | None = None) -> None:
     """Runs in its own process; prints one JSON line: seconds and peak RSS."""
     if mode == "parse":
         start = time.perf_counter()
@@ -123,6 +129,13 @@ def child(mode: str, path: str, db: str | None) -> None:
         from annotate.db import get_engine
         from annotate.importer import import_pairs
 
+        if page_size and db and db.startswith("sqlite:///"):
+            # an experiment: the app makes databases with SQLite's default 4 KiB pages
+            import sqlite3
+
+            with sqlite3.connect(db.removeprefix("sqlite:///")) as conn:
+                conn.execute(f"PRAGMA page_size={page_size}")
+                conn.execute("VACUUM")
         engine = get_engine(db)  # schema creation is not part of the import time
         start = time.perf_counter()
         result = import_pairs(engine, path, study_name="bench")
@@ -131,11 +144,18 @@ def child(mode: str, path: str, db: str | None) -> None:
     print(json.dumps({"seconds": elapsed, "records": n, "peak_rss_mb": _peak_rss_mb()}))
 
 
-def _run_child(mode: str, path: Path, db: str | None) -> dict:
+def _run_child(
+    mode: str, path: Path, db: str | None, src: str | None = None, page_size: int | None = None
+) -> dict:
     command = [sys.executable, __file__, "--child", mode, str(path)]
     if db:
         command += ["--db", db]
-    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    if page_size:
+        command += ["--sqlite-page-size", str(page_size)]
+    env = dict(os.environ)
+    if src:  # an older copy of the package: it comes first on the path
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [src, env.get("PYTHONPATH")]))
+    done = subprocess.run(command, capture_output=True, text=True, check=False, env=env)
     if done.returncode != 0:
         raise SystemExit(f"{mode} failed:\n{done.stderr}")
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -173,36 +193,67 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[2_000, 10_000])
     parser.add_argument("--db", help="PostgreSQL URL (a database of that name + size is made)")
     parser.add_argument("--dir", help="where to write the generated files (default: a temp dir)")
+    parser.add_argument("--repeat", type=int, default=1, help="rounds per size (medians)")
+    parser.add_argument("--compare", metavar="DIR", help="also import with the package in DIR")
+    parser.add_argument(
+        "--sqlite-page-size",
+        type=int,
+        help="experiment: make the new SQLite database with this page size (the app uses 4096)",
+    )
     parser.add_argument("--child", nargs=2, metavar=("MODE", "FILE"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        child(args.child[0], args.child[1], args.db)
+        child(args.child[0], args.child[1], args.db, args.sqlite_page_size)
         return
+    variants = [("new", None)] + ([("old", args.compare)] if args.compare else [])
     with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
         workdir = Path(tmp)
         print(
-            f"{'records':>8} {'file MB':>8} {'parse s':>8} {'import s':>9} {'import MB/s':>11} "
-            f"{'ratio':>6} {'parse RSS MB':>12} {'import RSS MB':>13}"
+            f"{'records':>8} {'code':>4} {'file MB':>8} {'parse s':>8} {'import s':>9} "
+            f"{'import MB/s':>11} {'ratio':>6} {'parse RSS MB':>12} {'import RSS MB':>13}"
         )
+        summary = []
         for count in args.sizes:
             path = workdir / f"pairs-{count}.jsonl"
             write_file(path, count)
             size_mb = path.stat().st_size / 1e6
-            parsed = _run_child("parse", path, None)
-            url = _fresh_db(args.db, workdir, count)
-            try:
-                imported = _run_child("import", path, url)
-            finally:
-                _drop_db(url)
-            assert imported["records"] == count, imported
-            ratio = imported["seconds"] / parsed["seconds"]
-            print(
-                f"{count:>8} {size_mb:>8.0f} {parsed['seconds']:>8.1f} "
-                f"{imported['seconds']:>9.1f} {size_mb / imported['seconds']:>11.1f} "
-                f"{ratio:>6.2f} {parsed['peak_rss_mb']:>12.0f} {imported['peak_rss_mb']:>13.0f}",
-                flush=True,
-            )
+            runs: dict[str, list[dict]] = {name: [] for name, _ in variants}
+            for round_ in range(args.repeat):
+                # alternate which code goes first, so neither always meets a warmer cache
+                for name, src in variants if round_ % 2 == 0 else variants[::-1]:
+                    parsed = _run_child("parse", path, None)
+                    url = _fresh_db(args.db, workdir, count)
+                    try:
+                        imported = _run_child("import", path, url, src, args.sqlite_page_size)
+                    finally:
+                        _drop_db(url)
+                        for leftover in workdir.glob(f"import-{count}.db*"):
+                            leftover.unlink()
+                    assert imported["records"] == count, imported
+                    ratio = imported["seconds"] / parsed["seconds"]
+                    runs[name].append({**imported, "parse": parsed, "ratio": ratio})
+                    print(
+                        f"{count:>8} {name:>4} {size_mb:>8.0f} {parsed['seconds']:>8.2f} "
+                        f"{imported['seconds']:>9.2f} {size_mb / imported['seconds']:>11.1f} "
+                        f"{ratio:>6.2f} {parsed['peak_rss_mb']:>12.0f} "
+                        f"{imported['peak_rss_mb']:>13.0f}",
+                        flush=True,
+                    )
+            for name, results in runs.items():
+                summary.append((count, name, results))
             path.unlink()
+        if args.repeat > 1 or args.compare:
+            print("medians:")
+            for count, name, results in summary:
+                med = statistics.median
+                ratios = ", ".join(f"{r['ratio']:.2f}" for r in results)
+                print(
+                    f"{count:>8} {name:>4} parse {med(r['parse']['seconds'] for r in results):.2f} s"
+                    f"  import {med(r['seconds'] for r in results):.2f} s"
+                    f"  ratio {med(r['ratio'] for r in results):.2f}"
+                    f"  peak RSS {max(r['peak_rss_mb'] for r in results):.0f} MB"
+                    f"  (ratios {ratios})"
+                )
         print("goal: import/parse ratio <= 3; import peak RSS about equal for every size")
 
 
