@@ -7,17 +7,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sqlalchemy import JSON, bindparam, func, insert, type_coerce, update
-from sqlalchemy.engine import Dialect, Engine
+from sqlalchemy.engine import Connection, Dialect, Engine
 from sqlalchemy.types import TypeDecorator
 from sqlmodel import select
 
 from annotate.db import retrying, session, use_large_cache
 from annotate.errors import InputError
 from annotate.models import Pair, utcnow
-from annotate.pairs_io import MAX_PROBLEMS, ValidPair, iter_valid_pairs
+from annotate.pairs_io import MAX_PROBLEMS, ValidPair, iter_valid_pairs, record_hash
 from annotate.studies import get_or_create_study
 
-BATCH = 200
+BATCH = 50  # rows per INSERT executemany: 100 KB records hold 5 MB, not the 20 MB of 200
 
 
 @dataclass(frozen=True)
@@ -37,11 +37,12 @@ class ImportResult:
 class _EncodedJSON(TypeDecorator):
     """A JSON column's value given as JSON text already: bound as it is, not encoded again.
 
-    `validate_record` encodes the profile, rubric and extra fields once, for the record hash;
-    storing that same text saves the second encoding (about a third of the import's time for
-    100 KB records). SQLite stores the text; PostgreSQL gets it with a ::JSON cast, so the
-    `json` columns hold the same values as before and the ORM reads them back as lists and
-    dicts. Only the text differs: keys are sorted and non-ASCII is not escaped.
+    `validate_record` gives the profile and rubric as written in the file (Parquet: encoded
+    once, for the record hash) and the extra fields encoded once; storing that text saves
+    encoding 100 KB records again. SQLite stores the text; PostgreSQL gets it with a ::JSON
+    cast, so the `json` columns hold the same values as before and the ORM reads them back as
+    lists and dicts. Only the text differs: the file's own layout, or canonical (sorted keys,
+    non-ASCII not escaped).
     """
 
     impl = JSON
@@ -109,6 +110,36 @@ def _nul_field(pair: ValidPair) -> str | None:
     return None
 
 
+def _stored_hash(conn: Connection, pair_id: int) -> str:
+    """The canonical hash of a stored pair's content, whatever hash the row holds."""
+    table = Pair.__table__
+    row = conn.execute(select(table).where(table.c.id == pair_id)).one()._mapping
+    return record_hash(
+        {
+            "id": row["pair_key"],
+            "question": row["question"],
+            "profile": row["profile"] or [],
+            "rubric_aspects": row["rubric_aspects"] or [],
+            "narrative": row["narrative"],
+            "category": row["category"],
+            "chosen": row["chosen"],
+            "rejected": row["rejected"],
+            **(row["extra"] or {}),
+        }
+    )
+
+
+def _same_content(conn: Connection, pair_id: int, stored: str, item: ValidPair) -> bool:
+    """A record whose hash differs from the stored one may still be the same record: a
+    database made before source hashes holds canonical hashes, and another file can hold the
+    same record in another layout. Canonical hashes settle it; the stored row is read only
+    when the stored hash is not one."""
+    canonical = item.canonical_hash()
+    if canonical == stored:
+        return True
+    return _stored_hash(conn, pair_id) == canonical
+
+
 @retrying
 def import_pairs(
     engine: Engine,
@@ -134,6 +165,7 @@ def import_pairs(
         position = s.exec(
             select(func.coalesce(func.max(Pair.position), 0)).where(Pair.study_id == study.id)
         ).one()
+        conn = s.connection()
         batch: list[dict] = []
         seen = 0
         for where, item in iter_valid_pairs(path):
@@ -160,9 +192,9 @@ def import_pairs(
                 batch.append({f"v_{name}": value for name, value in row.items()})
                 added += 1
                 if len(batch) >= BATCH:
-                    s.connection().execute(_INSERT, batch)
+                    conn.execute(_INSERT, batch)
                     batch.clear()
-            elif known[1] == item.record_hash:
+            elif known[1] == item.record_hash or _same_content(conn, known[0], known[1], item):
                 unchanged += 1
             elif update_existing:
                 values = {
@@ -182,7 +214,7 @@ def import_pairs(
             s.rollback()
             raise InputError(str(path), problems)
         if batch:
-            s.connection().execute(_INSERT, batch)
+            conn.execute(_INSERT, batch)
         if progress is not None:
             progress(seen)
     return ImportResult(study=study_name, added=added, updated=updated, unchanged=unchanged)

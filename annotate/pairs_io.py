@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from itertools import repeat
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -96,7 +98,10 @@ class PairRecord(BaseModel):
 
 @dataclass(frozen=True)
 class EncodedJSON:
-    """Canonical JSON text (sorted keys, not ASCII-escaped) of a record's JSON columns."""
+    """JSON text of a record's JSON columns, to store as it is: the profile and rubric as
+    written in the file when the record came from JSON text (they read back as the same
+    values), else canonical text (sorted keys, not ASCII-escaped); the extra fields always
+    canonical."""
 
     profile: str
     rubric_aspects: str
@@ -116,9 +121,29 @@ class ValidPair:
     chosen: str
     rejected: str
     extra: dict[str, Any]
-    record_hash: str
-    # the JSON-typed fields as encoded once for the hash, to store without encoding again
+    # `record_hash` when computed during validation (a record without JSON text: Parquet)
+    digest: str | None = None
+    # the JSON-typed fields as text, to store without encoding them (again)
     encoded: EncodedJSON | None = None
+    # the record's bytes in the file, when it came from JSON text: its hash is theirs
+    source_data: bytes | None = field(default=None, repr=False)
+
+    @property
+    def record_hash(self) -> str:
+        """The hash stored with the pair: `source_hash` of the record's bytes in the file
+        (hashed when asked for: reading a file for a report needs no hash), else the
+        canonical `record_hash`."""
+        if self.digest is not None:
+            return self.digest
+        assert self.source_data is not None
+        return source_hash(self.source_data)
+
+    def canonical_hash(self) -> str:
+        """`record_hash` of the record: the same for the same content in any file format or
+        layout. `record_hash` above is that too, unless the record came from JSON text: then
+        it is the hash of that text (`source_hash`), much cheaper and just as stable for an
+        identical file, so compare this one before calling a record changed."""
+        return record_hash(self.as_record())
 
     def as_record(self) -> dict[str, Any]:
         return {
@@ -135,8 +160,85 @@ class ValidPair:
 
 
 def record_hash(record: dict[str, Any]) -> str:
+    """SHA-256 of the record's canonical JSON: what databases made before source hashes hold,
+    and what records without JSON text (Parquet) are still stored with."""
     canonical = json.dumps(record, sort_keys=True, ensure_ascii=False, default=str)
     return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+_SOURCE_TAG = b"annotate-pair-source-v1\n"
+
+
+def source_hash(data: bytes) -> str:
+    """SHA-256 of a record's own bytes in the file (tagged, so it can never equal the hash of
+    a canonical text). The same bytes always parse to the same record, so an identical
+    re-import finds the same hash without encoding anything; different bytes may still be the
+    same record (another layout, key order, a .json file), which `canonical_hash` settles."""
+    digest = hashlib.sha256(_SOURCE_TAG)
+    digest.update(data)
+    return digest.hexdigest()
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where a record parsed from JSON text came from: the text, the span of each top-level
+    value in it, and the bytes its hash covers."""
+
+    text: str
+    spans: dict[str, tuple[int, int]]
+    data: bytes
+
+
+_scan_value = json.JSONDecoder().scan_once  # the C scanner json.loads itself uses
+_scan_string = json.decoder.scanstring  # strict, as in json.loads
+_space = re.compile(r"[ \t\n\r]*").match  # JSON whitespace, as json.decoder skips it
+_surrogate_escape = re.compile(r"\\u[dD][89a-fA-F]").search
+
+
+def _sourced(text: str, spans: dict[str, tuple[int, int]], data: bytes, end: int) -> Source | None:
+    """The source of the record in text[:end], or None when it escapes a UTF-16 surrogate
+    (\\udXXX): a lone one cannot be stored as UTF-8, and the canonical path refuses it as
+    before (a pair, such as an ASCII-escaped emoji, just takes that slower path). A raw
+    surrogate cannot occur: the text was decoded as strict UTF-8."""
+    if text.find("\\", 0, end) >= 0 and _surrogate_escape(text, 0, end):  # find: a memchr
+        return None
+    return Source(text, spans, data)
+
+
+def _loads_object(text: str, start: int = 0) -> tuple[dict, dict[str, tuple[int, int]], int] | None:
+    """`json.loads` of the JSON object at text[start:] (returns the object and where it ends),
+    with the span of each top-level value: the same C scanner parses every value, only the
+    object's few keys are walked here. None for anything else (not an object, broken JSON):
+    the caller falls back to `json`, which gives its usual result or message."""
+    index = _space(text, start).end()
+    if text[index : index + 1] != "{":
+        return None
+    index = _space(text, index + 1).end()
+    values: dict[str, Any] = {}
+    spans: dict[str, tuple[int, int]] = {}
+    if text[index : index + 1] == "}":
+        return values, spans, index + 1
+    try:
+        while True:
+            if text[index : index + 1] != '"':
+                return None
+            key, index = _scan_string(text, index + 1)
+            index = _space(text, index).end()
+            if text[index : index + 1] != ":":
+                return None
+            index = _space(text, index + 1).end()
+            value, end = _scan_value(text, index)
+            values[key] = value  # a repeated key: the last one wins, as in json.loads
+            spans[key] = (index, end)
+            index = _space(text, end).end()
+            after = text[index : index + 1]
+            if after == "}":
+                return values, spans, index + 1
+            if after != ",":
+                return None
+            index = _space(text, index + 1).end()
+    except (ValueError, StopIteration):  # JSONDecodeError is a ValueError
+        return None
 
 
 _encode_ascii = json.JSONEncoder(sort_keys=True, default=str).encode
@@ -216,33 +318,49 @@ def _describe(error: dict[str, Any]) -> str:
     return f"field '{field}': {message.removeprefix('Value error, ')}"
 
 
+_NoneType = type(None)
+_POST_ID_TYPES = {str, int, _NoneType}
+_CATEGORY_TYPES = {str, _NoneType}
+
+
 def _profile_is_valid(profile: Any) -> bool:
-    """True when `ProfilePost` would accept every post: the same checks in plain Python, about
-    ten times cheaper than building hundreds of models per record. False sends the record
-    through pydantic, which reports the problems (or accepts what this check is too strict
-    for, such as a str subclass)."""
+    """True when `ProfilePost` would accept every post: the same checks in plain Python, each
+    one a loop in C over all posts (`map`), many times cheaper than building hundreds of
+    models per record. False sends the record through pydantic, which reports the problems
+    (or accepts what this check is too strict for, such as a str subclass)."""
     if profile is None:
         return True
     if type(profile) is not list:
         return False
-    limit = MAX_TEXT_CHARS
-    for post in profile:
-        if type(post) is not dict:
-            return False
-        text = post.get("text")
-        if type(text) is not str or len(text) > limit:
-            return False
-        post_id = post.get("id")
-        if post_id is not None and type(post_id) is not str and type(post_id) is not int:
-            return False
-        category = post.get("category")
-        if category is not None and (type(category) is not str or len(category) > limit):
-            return False
-    return True
+    if not profile:
+        return True
+    if set(map(type, profile)) != {dict}:
+        return False
+    texts = list(map(dict.get, profile, repeat("text")))
+    if set(map(type, texts)) != {str} or max(map(len, texts)) > MAX_TEXT_CHARS:
+        return False
+    if not set(map(type, map(dict.get, profile, repeat("id")))) <= _POST_ID_TYPES:
+        return False  # (bool is not int here: pydantic's strict int refuses it too)
+    categories = list(map(dict.get, profile, repeat("category")))
+    if not set(map(type, categories)) <= _CATEGORY_TYPES:
+        return False
+    return max(map(len, filter(None, categories)), default=0) <= MAX_TEXT_CHARS
 
 
-def validate_record(raw: Any) -> ValidPair:
-    """Validate one raw record; raises ValueError with every problem of the record, joined."""
+def _source_text(source: Source, key: str, value: Any) -> str:
+    """The file's own text of a top-level value (it parses to `value`); canonical text for an
+    absent, null or empty one (stored as [])."""
+    if value and key in source.spans:
+        start, end = source.spans[key]
+        return source.text[start:end]
+    return _canonical_short(value)
+
+
+def validate_record(raw: Any, source: Source | None = None) -> ValidPair:
+    """Validate one raw record; raises ValueError with every problem of the record, joined.
+
+    With its `source` (the JSON text it was parsed from) the profile and rubric are stored as
+    written there, not encoded again, and the hash is `source_hash` of its bytes."""
     if not isinstance(raw, dict):
         raise ValueError(f"expected a JSON object, got {type(raw).__name__}")
     try:
@@ -276,7 +394,15 @@ def validate_record(raw: Any) -> ValidPair:
         "rejected": model.rejected,
         **extra,
     }
-    digest, encoded = _hash_and_encode(normal, _canonical(profile), _canonical(rubric), extra)
+    if source is None:
+        digest, encoded = _hash_and_encode(normal, _canonical(profile), _canonical(rubric), extra)
+    else:
+        digest = None  # source_hash(source.data), when asked for
+        encoded = EncodedJSON(
+            profile=_source_text(source, "profile", profile),
+            rubric_aspects=_source_text(source, "rubric_aspects", rubric),
+            extra=_canonical_short(extra),
+        )
     return ValidPair(
         key=model.id,
         question=model.question,
@@ -287,15 +413,16 @@ def validate_record(raw: Any) -> ValidPair:
         chosen=model.chosen,
         rejected=model.rejected,
         extra=extra,
-        record_hash=digest,
+        digest=digest,
         encoded=encoded,
+        source_data=None if source is None else source.data,
     )
 
 
 # --- reading raw records -------------------------------------------------------------------
 
 
-def _iter_jsonl(path: Path) -> Iterator[tuple[str, Any]]:
+def _iter_jsonl(path: Path) -> Iterator[tuple[str, Any, Source | None]]:
     with path.open("rb") as handle:
         for number, line in enumerate(handle, start=1):
             where = f"line {number}"
@@ -305,22 +432,29 @@ def _iter_jsonl(path: Path) -> Iterator[tuple[str, Any]]:
                     ValueError(
                         f"record is {len(line):,} bytes, over the limit of {MAX_RECORD_BYTES:,} bytes"
                     ),
+                    None,
                 )
                 continue
             try:
                 text = line.decode("utf-8")
             except UnicodeDecodeError as exc:
-                yield where, ValueError(f"not valid UTF-8 text (byte {exc.start + 1})")
+                yield where, ValueError(f"not valid UTF-8 text (byte {exc.start + 1})"), None
                 continue
             if not text or text.isspace():  # not strip(): it would copy a 100 KB line
                 continue
-            try:
-                yield where, json.loads(text)
+            parsed = _loads_object(text)
+            if parsed is not None and _space(text, parsed[2]).end() == len(text):
+                yield where, parsed[0], _sourced(text, parsed[1], line, len(text))
+                continue
+            try:  # not a JSON object, or broken: json says what is wrong
+                yield where, json.loads(text), None
             except json.JSONDecodeError as exc:
-                yield where, ValueError(f"not valid JSON ({exc.msg}, column {exc.colno})")
+                yield where, ValueError(f"not valid JSON ({exc.msg}, column {exc.colno})"), None
 
 
-def _iter_json_array(path: Path, chunk_size: int = 1 << 20) -> Iterator[tuple[str, Any]]:
+def _iter_json_array(
+    path: Path, chunk_size: int = 1 << 20
+) -> Iterator[tuple[str, Any, Source | None]]:
     """Stream the elements of a top-level JSON array without loading the file whole."""
     decoder = json.JSONDecoder()
     with path.open("rb") as handle:
@@ -395,8 +529,14 @@ def _iter_json_array(path: Path, chunk_size: int = 1 << 20) -> Iterator[tuple[st
                 while not buffer and not eof:
                     refill()
                     skip_space()
+            parsed = _loads_object(buffer)  # an object, with its values' spans
+            if parsed is not None:
+                value, spans, end = parsed
+            else:
+                spans = None
             try:
-                value, end = decoder.raw_decode(buffer)
+                if spans is None:
+                    value, end = decoder.raw_decode(buffer)
             except json.JSONDecodeError as exc:
                 if not eof and refill():
                     continue
@@ -409,7 +549,8 @@ def _iter_json_array(path: Path, chunk_size: int = 1 << 20) -> Iterator[tuple[st
                 index -= 1
                 continue
             expect_separator = True
-            yield f"record {index} (line {line})", value
+            source = None if spans is None else _sourced(buffer, spans, buffer[:end].encode(), end)
+            yield f"record {index} (line {line})", value, source
             line += buffer[:end].count("\n")
             buffer = buffer[end:]
         if not started:
@@ -418,7 +559,7 @@ def _iter_json_array(path: Path, chunk_size: int = 1 << 20) -> Iterator[tuple[st
             raise ValueError("the JSON array is not closed with ']'")
 
 
-def _iter_parquet(path: Path) -> Iterator[tuple[str, Any]]:
+def _iter_parquet(path: Path) -> Iterator[tuple[str, Any, None]]:
     import pyarrow.parquet as pq
 
     try:
@@ -429,11 +570,17 @@ def _iter_parquet(path: Path) -> Iterator[tuple[str, Any]]:
     for batch in parquet.iter_batches(batch_size=256):
         for record in batch.to_pylist():
             row += 1
-            yield f"row {row}", record
+            yield f"row {row}", record, None
 
 
 def iter_raw_records(path: str | Path) -> Iterator[tuple[str, Any]]:
     """Yield (where, raw record or ValueError) in file order; where names the line or row."""
+    for where, raw, _source in _iter_records(path):
+        yield where, raw
+
+
+def _iter_records(path: str | Path) -> Iterator[tuple[str, Any, Source | None]]:
+    """`iter_raw_records`, with the JSON text each record came from (None for Parquet)."""
     path = Path(path)
     if not path.is_file():
         raise UserError(f"{path}: no such file")
@@ -459,12 +606,12 @@ def iter_raw_records(path: str | Path) -> Iterator[tuple[str, Any]]:
 def iter_valid_pairs(path: str | Path) -> Iterator[tuple[str, ValidPair | str]]:
     """Yield (where, ValidPair) or (where, problem) for every record, checking duplicate ids."""
     seen: dict[str, str] = {}
-    for where, raw in iter_raw_records(path):
+    for where, raw, source in _iter_records(path):
         if isinstance(raw, ValueError):
             yield where, str(raw)
             continue
         try:
-            pair = validate_record(raw)
+            pair = validate_record(raw, source)
         except ValueError as exc:
             yield where, str(exc)
             continue

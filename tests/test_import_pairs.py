@@ -8,6 +8,8 @@ import json
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from sqlalchemy import func
 from sqlmodel import select
 
@@ -196,3 +198,188 @@ def test_an_oversized_record_in_a_json_array_is_refused_with_the_limit(
     with pytest.raises(InputError, match=r"record 2 \(line 1\) is over the limit of 5,000 bytes"):
         import_pairs(engine, tmp_path / "big.json")
     assert count_pairs(engine) == 0
+
+
+# --- hashes of the file's own text, and the values stored as written -----------------------
+
+
+def _stored(engine, study: str = "default") -> dict[str, dict]:
+    from annotate.models import Study
+
+    with session(engine) as s:
+        rows = s.exec(
+            select(Pair).join(Study, Study.id == Pair.study_id).where(Study.name == study)
+        ).all()
+        return {p.pair_key: p.model_dump() for p in rows}
+
+
+def test_stored_json_values_read_back_equal_to_the_file(engine, tmp_path):
+    records = [
+        pair_record(
+            i,
+            profile=[
+                {
+                    "text": 'Zoë \u00e9t\u00e9 😀 "quoted" back\\slash \u0001',
+                    "id": i,
+                    "z": [1.5, None],
+                },
+                {"category": "tab\there", "text": "line\nbreak", "id": "x", "a": {"b": True}},
+            ],
+            rubric_aspects=[{"reason": "r", "aspect": "Ünïcode", "evidence": "e"}],
+            extra={"nested": {"k": [1, 2.0, "three"]}},
+        )
+        for i in range(3)
+    ]
+    path = tmp_path / "p.jsonl"
+    # three layouts of JSON text: compact, spaced, ASCII-escaped
+    path.write_text(
+        json.dumps(records[0], separators=(",", ":"), ensure_ascii=False)
+        + "\n"
+        + json.dumps(records[1], indent=2).replace("\n", " ")
+        + "\n"
+        + json.dumps(records[2])
+        + "\n",
+        encoding="utf-8",
+    )
+    assert import_pairs(engine, path).added == 3
+    stored = _stored(engine)
+    for record in records:
+        row = stored[record["id"]]
+        assert row["profile"] == record["profile"]
+        assert row["rubric_aspects"] == record["rubric_aspects"]
+        assert row["extra"] == {"extra": record["extra"]}
+    again = import_pairs(engine, path)
+    assert (again.added, again.unchanged) == (0, 3)
+
+
+def test_same_records_in_another_layout_or_format_are_unchanged(engine, tmp_path):
+    records = [pair_record(i, tags=["a", "é"]) for i in range(4)]
+    jsonl = write_jsonl(tmp_path / "p.jsonl", records)
+    assert import_pairs(engine, jsonl).added == 4
+    # other bytes, same records: pretty JSON array, reordered keys, Parquet
+    (tmp_path / "p.json").write_text(json.dumps(records, indent=3, ensure_ascii=False))
+    reordered = write_jsonl(tmp_path / "r.jsonl", [dict(reversed(r.items())) for r in records])
+    pq.write_table(pa.Table.from_pylist(records), tmp_path / "p.parquet")
+    for path in (tmp_path / "p.json", reordered, tmp_path / "p.parquet"):
+        result = import_pairs(engine, path)
+        assert (result.added, result.updated, result.unchanged) == (0, 0, 4), path
+    # a real change in another layout is still a change
+    changed = [dict(r) for r in records]
+    changed[2]["profile"] = [{"text": "I changed my mind."}]
+    (tmp_path / "c.json").write_text(json.dumps(changed, indent=1))
+    with pytest.raises(InputError, match=r"record 3 \(line \d+\): pair id 'p2' already exists"):
+        import_pairs(engine, tmp_path / "c.json")
+    result = import_pairs(engine, tmp_path / "c.json", update_existing=True)
+    assert (result.updated, result.unchanged) == (1, 3)
+    assert _stored(engine)["p2"]["profile"] == [{"text": "I changed my mind."}]
+    assert import_pairs(engine, tmp_path / "c.json").unchanged == 4  # and now it is the same
+
+
+def test_databases_holding_canonical_hashes_still_see_unchanged_records(engine, tmp_path):
+    """Databases made by earlier versions hold `record_hash` of the canonical encoding."""
+    from sqlalchemy import update
+
+    from annotate.pairs_io import record_hash
+
+    records = [pair_record(i) for i in range(3)]
+    path = write_jsonl(tmp_path / "p.jsonl", records)
+    import_pairs(engine, path)
+    with session(engine) as s:
+        for record in records:
+            s.exec(
+                update(Pair)
+                .where(Pair.pair_key == record["id"])
+                .values(record_hash=record_hash(record))
+            )
+    again = import_pairs(engine, path)
+    assert (again.added, again.unchanged) == (0, 3)
+    changed = write_jsonl(tmp_path / "c.jsonl", [pair_record(1, narrative="Other.")])
+    with pytest.raises(InputError, match="pair id 'p1' already exists"):
+        import_pairs(engine, changed)
+    assert import_pairs(engine, changed, update_existing=True).updated == 1
+    assert _stored(engine)["p1"]["narrative"] == "Other."
+
+
+def test_a_database_error_after_written_batches_writes_nothing(engine, tmp_path, monkeypatch):
+    import annotate.importer as importer
+
+    original = importer._row
+
+    def row(pair):
+        values = original(pair)
+        if pair.key == f"p{importer.BATCH * 2 + 5}":
+            values["question"] = None  # NOT NULL: the database refuses the third batch
+        return values
+
+    monkeypatch.setattr(importer, "_row", row)
+    path = write_jsonl(tmp_path / "p.jsonl", [pair_record(i) for i in range(importer.BATCH * 4)])
+    with pytest.raises(Exception, match=r"(?i)not null|null value"):
+        import_pairs(engine, path)
+    assert count_pairs(engine) == 0
+
+
+def test_duplicate_keys_and_odd_json_parse_as_json_loads_does(engine, tmp_path):
+    good = pair_record(0)
+    lines = [
+        # a repeated key: the last one wins, as in json.loads
+        '{"id": "d", "question": "q", "chosen": "first", "chosen": "a", "rejected": "b"}',
+        # whitespace everywhere, escapes in keys, an empty object value
+        ' \t{ "\\u0069d" : "e" , "question":"q","chosen":"a","rejected":"b", "x": {} } \r',
+        json.dumps(good),
+    ]
+    path = tmp_path / "p.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    assert import_pairs(engine, path).added == 3
+    stored = _stored(engine)
+    assert stored["d"]["chosen"] == "a"
+    assert stored["e"]["extra"] == {"x": {}}
+    assert import_pairs(engine, path).unchanged == 3
+
+
+@given(
+    value=st.recursive(
+        st.none() | st.booleans() | st.integers() | st.floats() | st.text(),
+        lambda children: (
+            st.lists(children, max_size=3)
+            | st.dictionaries(st.text(max_size=5), children, max_size=3)
+        ),
+        max_leaves=10,
+    ),
+    indent=st.sampled_from([None, 0, 2]),
+    ascii_only=st.booleans(),
+    cut=st.integers(min_value=0, max_value=200),
+)
+@settings(max_examples=300, deadline=None)
+def test_object_walker_agrees_with_json_loads(value, indent, ascii_only, cut):
+    from annotate.pairs_io import _loads_object
+
+    text = json.dumps(value, indent=indent, ensure_ascii=ascii_only)
+    for candidate in (text, " " + text + " ", text[:cut]):
+        parsed = _loads_object(candidate)
+        if parsed is None:  # then json.loads refuses it, or it is not an object
+            try:
+                loaded = json.loads(candidate)
+            except ValueError:
+                continue
+            assert not isinstance(loaded, dict)
+            continue
+        values, spans, end = parsed
+        if candidate[end:].strip() == "":
+            assert json.dumps(values) == json.dumps(json.loads(candidate))
+        for key, (start, stop) in spans.items():
+            assert json.dumps(json.loads(candidate[start:stop])) == json.dumps(values[key])
+
+
+def test_a_lone_surrogate_escape_is_refused_and_nothing_written(engine, tmp_path):
+    """It cannot be stored as UTF-8 text; an escaped surrogate pair (an emoji) is fine."""
+    path = tmp_path / "s.jsonl"
+    lone = json.dumps(pair_record(1)).replace("I hike a lot.", "I hike \\ud800 a lot.")
+    emoji = [{"text": "😀"}]
+    pair = json.dumps(pair_record(2, profile=emoji))  # ASCII-escaped: \\ud83d\\ude00
+    path.write_text(json.dumps(pair_record(0)) + "\n" + lone + "\n" + pair + "\n")
+    with pytest.raises(InputError, match=r"line 2: .*surrogates not allowed"):
+        import_pairs(engine, path)
+    assert count_pairs(engine) == 0
+    path.write_text(json.dumps(pair_record(0)) + "\n" + pair + "\n")
+    assert import_pairs(engine, path).added == 2
+    assert _stored(engine)["p2"]["profile"] == emoji
