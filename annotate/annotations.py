@@ -8,15 +8,16 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 import pandas as pd
-from sqlalchemy import bindparam, update
+from sqlalchemy import update
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Connection, Engine
 from sqlmodel import Session, select
 
 from analysis.tables import COLUMNS, RATING_COLUMNS
-from annotate.assignment import ensure_assignment, reserve_next, study_of
-from annotate.db import read_session, retrying, session
+from annotate.assignment import ensure_assignment, reserve_next
+from annotate.db import read_session, retrying, session, transaction
 from annotate.models import Annotation, Annotator, Assignment, Pair, utcnow
+from annotate.queue_sql import AssignmentRow, Cursor
 from annotate.studies import get_study
 
 # The annotations table (contract section 3) is defined once, with its validation.
@@ -98,29 +99,10 @@ def _upsert(s: Session, rows: list[dict]) -> None:
     s.connection().execute(_upsert_statement(s.get_bind().dialect.name), rows)
 
 
-_CLOSE = (
-    update(Assignment.__table__)
-    .where(
-        Assignment.__table__.c.annotator_id == bindparam("b_annotator"),
-        Assignment.__table__.c.pair_id == bindparam("b_pair"),
-        Assignment.__table__.c.status == "active",
-    )
-    .values(status="done", completed_at=bindparam("b_completed"))
-)
-
-
-def _store_answer(
-    s: Session, *, study_id: int, annotator_id: int, pair_id: int, answer: Answer
-) -> None:
-    """Inside the caller's write transaction: upsert the answer and close the assignment."""
-    values = answer.values()  # refuses unknown rating columns before anything is written
-    conn = s.connection()
-    # Core statements where no ORM object is needed: the ORM paths cost several times more.
-    # The usual case, the annotator's open assignment, is closed by one conditional UPDATE;
-    # otherwise (a skipped pair, a stale tab without one) ensure_assignment repairs it first.
-    closing = {"b_annotator": annotator_id, "b_pair": pair_id, "b_completed": utcnow()}
-    closed = conn.execute(_CLOSE, closing).rowcount == 1
-    if not closed:
+def _repair_assignment(conn: Connection, *, study_id: int, annotator_id: int, pair_id: int):
+    """An answer for a pair without an open assignment (a skipped pair, a stale tab): make
+    sure the assignment exists and is done."""
+    with Session(bind=conn) as s:
         assignment = ensure_assignment(
             s, study_id=study_id, pair_id=pair_id, annotator_id=annotator_id
         )
@@ -130,48 +112,40 @@ def _store_answer(
                 .where(Assignment.id == assignment.id)
                 .values(status="done", completed_at=utcnow())
             )
-    _upsert(
-        s,
-        [
-            {
-                "study_id": study_id,
-                "pair_id": pair_id,
-                "annotator_id": annotator_id,
-                "source": "app",
-                **values,
-            }
-        ],
-    )
 
 
 @retrying
 def submit_answer(engine: Engine, *, annotator_id: int, pair_id: int, answer: Answer) -> None:
     """Store (or replace) this annotator's answer for this pair and close its assignment."""
-    with session(engine) as s:
-        study_id = (
-            s.connection()
-            .execute(select(Annotator.study_id).where(Annotator.id == annotator_id))
-            .scalar_one()
-        )
-        _store_answer(
-            s, study_id=study_id, annotator_id=annotator_id, pair_id=pair_id, answer=answer
-        )
+    values = {**answer.values(), "source": "app"}  # refuses unknown rating columns first
+    with transaction(engine) as conn:
+        cursor = Cursor(conn)
+        study = cursor.study_of(annotator_id=annotator_id, submitting=pair_id)
+        keys = {"study_id": study.id, "annotator_id": annotator_id, "pair_id": pair_id}
+        if not cursor.store_answer(**keys, values=values, now=utcnow()):
+            _repair_assignment(conn, **keys)
 
 
 @retrying
 def submit_and_next(
     engine: Engine, *, annotator_id: int, pair_id: int, answer: Answer
-) -> Assignment | None:
+) -> AssignmentRow | None:
     """The labelling step in one commit: store the answer as submit_answer does and reserve
     the annotator's next pair as next_assignment would (returned; None when nothing is left).
     Safe to re-run: the upsert and the close are idempotent, and a re-run finds the pair the
     first run reserved still open."""
-    with session(engine) as s:
-        study = study_of(s, annotator_id, submitting=pair_id)
-        _store_answer(
-            s, study_id=study.id, annotator_id=annotator_id, pair_id=pair_id, answer=answer
+    values = {**answer.values(), "source": "app"}
+    with transaction(engine) as conn:
+        cursor = Cursor(conn)
+        study, closed, reserved = cursor.submit_and_reserve(
+            pair_id=pair_id, annotator_id=annotator_id, values=values, now=utcnow()
         )
-        return reserve_next(s, study=study, annotator_id=annotator_id)
+        if not closed:
+            if reserved is not None:  # the rules apply after the repair (the quota counts it)
+                cursor.unassign(reserved)
+                reserved = None
+            _repair_assignment(conn, study_id=study.id, annotator_id=annotator_id, pair_id=pair_id)
+        return reserve_next(conn, study=study, annotator_id=annotator_id, reserved=reserved)
 
 
 @retrying

@@ -43,7 +43,6 @@ MAX_OVERFLOW = int(os.environ.get("ANNOTATE_DB_MAX_OVERFLOW", "20"))
 RETRY_SECONDS = float(os.environ.get("ANNOTATE_DB_RETRY_SECONDS", "30"))
 
 _READ_ONLY = "annotate_read_only"
-_ONE_STATEMENT = "annotate_one_statement"
 _DURABLE = "annotate_durable"
 _LOCK_HELD = "annotate_write_lock"
 _BIG_CACHE = "annotate_big_cache"
@@ -106,9 +105,7 @@ def _configure_sqlite(engine: Engine) -> None:
     def _on_begin(conn):
         options = conn.get_execution_options()
         if options.get(_READ_ONLY):
-            if not options.get(_ONE_STATEMENT):
-                conn.exec_driver_sql("BEGIN")  # deferred: a snapshot, no write lock
-            # (one statement needs no BEGIN: in autocommit it is its own snapshot)
+            conn.exec_driver_sql("BEGIN")  # deferred: a snapshot, no write lock
             return
         if not conn.info.get(_LOCK_HELD):  # a second transaction on this connection keeps it
             conn.info[_LOCK_HELD] = write_lock.acquire(timeout=WRITE_LOCK_WAIT)
@@ -267,6 +264,18 @@ def retrying(fn: Callable[..., T]) -> Callable[..., T]:
     return wrapper
 
 
+_lazy_writers: weakref.WeakKeyDictionary[Engine, Engine] = weakref.WeakKeyDictionary()
+
+
+def _writer(engine: Engine, durable: bool) -> Engine:
+    if durable or not is_sqlite(engine):
+        return engine
+    bind = _lazy_writers.get(engine)
+    if bind is None:
+        bind = _lazy_writers[engine] = engine.execution_options(**{_DURABLE: False})
+    return bind
+
+
 @contextmanager
 def session(engine: Engine, *, durable: bool = True) -> Iterator[Session]:
     """A short unit of work: committed on success, rolled back on error.
@@ -274,12 +283,7 @@ def session(engine: Engine, *, durable: bool = True) -> Iterator[Session]:
     durable=False is for work whose loss in a power cut is harmless and repaired by later
     work (a pair reservation): on SQLite its commit skips the fsync. Its order is kept, and
     the next durable commit (an answer) makes it durable as well. No effect on PostgreSQL."""
-    bind = (
-        engine
-        if durable or not is_sqlite(engine)
-        else engine.execution_options(**{_DURABLE: False})
-    )
-    with Session(bind, expire_on_commit=False) as s:
+    with Session(_writer(engine, durable), expire_on_commit=False) as s:
         try:
             yield s
             s.commit()
@@ -289,27 +293,17 @@ def session(engine: Engine, *, durable: bool = True) -> Iterator[Session]:
 
 
 @contextmanager
+def transaction(engine: Engine, *, durable: bool = True) -> Iterator[Connection]:
+    """As `session`, on a Core connection without the ORM's bookkeeping: for the labelling
+    step's hot path (annotate/queue_sql.py). An ORM Session for a rare path can join it with
+    `Session(bind=conn)`."""
+    with _writer(engine, durable).begin() as conn:
+        yield conn
+
+
+@contextmanager
 def read_session(engine: Engine) -> Iterator[Session]:
     """A unit of work that only reads: on SQLite a deferred transaction (a WAL snapshot that
     never queues behind writers); on PostgreSQL the same as `session`."""
     with session(reader(engine) if is_sqlite(engine) else engine) as s:
         yield s
-
-
-_single_readers: weakref.WeakKeyDictionary[Engine, Engine] = weakref.WeakKeyDictionary()
-
-
-@contextmanager
-def read_connection(engine: Engine) -> Iterator[Connection]:
-    """For ONE read-only Core statement on a hot path, without a Session's bookkeeping and
-    without BEGIN and COMMIT (two more round trips on PostgreSQL): a single statement is its
-    own snapshot. SQLite: no write lock, like `read_session`; PostgreSQL: autocommit."""
-    bind = _single_readers.get(engine)
-    if bind is None:
-        bind = _single_readers[engine] = (
-            engine.execution_options(**{_READ_ONLY: True, _ONE_STATEMENT: True})
-            if is_sqlite(engine)
-            else engine.execution_options(isolation_level="AUTOCOMMIT")
-        )
-    with bind.begin() as conn:
-        yield conn
