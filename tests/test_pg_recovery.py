@@ -32,7 +32,7 @@ def _terminate_all(url: str) -> int:
 
 def test_labelling_survives_connections_dropped_mid_study(pg_url, tmp_path):
     engine = get_engine(pg_url)
-    n_pairs, overlap = 40, 3
+    n_pairs, overlap = 150, 3  # big enough that labelling outlasts several rounds of kills
     study_id, annotators = make_study(
         engine, tmp_path, n_pairs=n_pairs, n_annotators=16, overlap=overlap
     )
@@ -49,7 +49,7 @@ def test_labelling_survives_connections_dropped_mid_study(pg_url, tmp_path):
     labelling.start()
     killed = rounds = 0
     while labelling.is_alive():
-        time.sleep(0.15)
+        time.sleep(0.1)
         killed += _terminate_all(pg_url)
         rounds += 1
     labelling.join()

@@ -14,9 +14,9 @@ from annotate.annotations import (
     submit_answer,
 )
 from annotate.answers import FormState, missing_answers, to_answer
-from annotate.assignment import next_assignment
+from annotate.assignment import chosen_position_for, next_assignment
 from annotate.db import get_engine, session
-from annotate.models import Annotation, Study
+from annotate.models import Annotation, Assignment, Pair, Study
 from tests.factories import make_study
 
 
@@ -128,3 +128,55 @@ def test_submit_and_next_stores_the_answer_and_reserves_the_next_pair_in_one_cal
     last = submit_and_next(engine, annotator_id=a, pair_id=second.pair_id, answer=answer)
     assert last is None and len(rows(engine)) == 3
     assert next_assignment(engine, annotator_id=a) is None
+
+
+def label_through_submit_and_next(engine, annotator_id: int) -> list:
+    """Label as the page does: one next_assignment, then submit_and_next until nothing is left."""
+    served = []
+    current = next_assignment(engine, annotator_id=annotator_id)
+    while current is not None:
+        served.append(current)
+        answer = Answer(preference="chosen", chosen_position=current.chosen_position)
+        current = submit_and_next(
+            engine, annotator_id=annotator_id, pair_id=current.pair_id, answer=answer
+        )
+    return served
+
+
+def test_submit_and_next_keeps_the_quota_and_the_ab_coin(engine, tmp_path):
+    # PostgreSQL reserves the next pair in SQL (queue_sql), SQLite in Python: both must give
+    # the same A/B order as chosen_position_for and stop at the quota.
+    study_id, [(a, _), (b, _)] = make_study(
+        engine, tmp_path, n_pairs=40, annotators=2, overlap_target=2, items_per_annotator=25
+    )
+    served = label_through_submit_and_next(engine, a)
+    assert len(served) == 25 and len({s.pair_id for s in served}) == 25
+    served += label_through_submit_and_next(engine, b)
+    for item in served:
+        assert item.chosen_position == chosen_position_for(
+            study_id=study_id, pair_id=item.pair_id, annotator_id=item.annotator_id
+        )
+    with session(engine) as s:
+        stored = s.exec(select(Assignment)).all()
+    assert len(stored) == 50 and all(x.status == "done" for x in stored)
+    assert {(x.pair_id, x.annotator_id, x.chosen_position) for x in stored} == {
+        (x.pair_id, x.annotator_id, x.chosen_position) for x in served
+    }
+
+
+def test_submit_from_a_stale_tab_returns_the_pair_already_open(engine, tmp_path):
+    """A second tab submits a pair this annotator holds no open assignment for, while the
+    first tab holds another open pair: the answer is stored, nothing new is reserved, and the
+    open pair is what comes next."""
+    _, [(a, _)] = make_study(engine, tmp_path, n_pairs=4, annotators=1)
+    held = next_assignment(engine, annotator_id=a)
+    with session(engine) as s:
+        other = s.exec(select(Pair).where(Pair.id != held.pair_id)).first()
+    answer = Answer(preference="tie", chosen_position=None)
+    following = submit_and_next(engine, annotator_id=a, pair_id=other.id, answer=answer)
+    assert following.id == held.id
+    with session(engine) as s:
+        statuses = sorted(x.status for x in s.exec(select(Assignment)).all())
+        assert statuses == ["active", "done"]
+        assert s.exec(select(Pair.n_assigned).where(Pair.id == other.id)).one() == 1
+    assert [r.pair_id for r in rows(engine)] == [other.id]
