@@ -200,7 +200,35 @@ def _write_pairs(tmp_path: Path, lines, as_array: bool) -> Path:
     return path
 
 
-def _check_pairs_import(engine, path: Path, expected: list[str] | None) -> None:
+CORE = (
+    "id",
+    "question",
+    "profile",
+    "rubric_aspects",
+    "narrative",
+    "category",
+    "chosen",
+    "rejected",
+)
+
+
+def _stored_as_read(record: dict) -> dict:
+    """What a valid record must read back as: the JSON columns equal to the file's values."""
+    return {
+        "question": record["question"],
+        "profile": record.get("profile") or [],
+        "rubric_aspects": record.get("rubric_aspects") or [],
+        "narrative": record.get("narrative") or "",
+        "category": record.get("category") or "",
+        "chosen": record["chosen"],
+        "rejected": record["rejected"],
+        "extra": {k: v for k, v in record.items() if k not in CORE},
+    }
+
+
+def _check_pairs_import(
+    engine, path: Path, expected: list[str] | None, records: list[dict] | None = None
+) -> None:
     study = f"fuzz-{next(_names)}"
     before = _counts(engine)
     try:
@@ -220,6 +248,16 @@ def _check_pairs_import(engine, path: Path, expected: list[str] | None) -> None:
             .order_by(Pair.position)
         ).all()
     assert stored == expected
+    if records is not None:  # the stored values read back equal to the file's (as written)
+        with session(engine) as s:
+            rows = s.exec(
+                select(Pair)
+                .join(Study, Study.id == Pair.study_id)
+                .where(Study.name == study)
+                .order_by(Pair.position)
+            ).all()
+            got = [{k: getattr(row, k) for k in _stored_as_read(records[0])} for row in rows]
+        assert got == [_stored_as_read(r) for r in records]
 
 
 @pytest.mark.slow
@@ -234,7 +272,8 @@ def test_fuzz_pairs_files(db_url, db_backend, tmp_path):
             expected = None
         path = _write_pairs(tmp_path, lines, as_array)
         try:
-            _check_pairs_import(engine, path, expected)
+            records = [r for kind, r, _ in lines if kind == "valid"]
+            _check_pairs_import(engine, path, expected, records if expected else None)
         finally:
             path.unlink()
 
