@@ -65,7 +65,7 @@ def read_table(path: str | Path) -> pd.DataFrame:
             text = {c: str for c in COLUMNS if c not in RATING_COLUMNS and c != "seconds"}
             return pd.read_csv(path, dtype=text, keep_default_na=False, na_values=[""])
         if suffix == ".jsonl":
-            return pd.read_json(path, lines=True, dtype=False)
+            return _read_json_lines(path)
         return pd.read_parquet(path)
     except UnicodeDecodeError as exc:
         raise InputError(str(path), [f"not valid UTF-8 text (byte {exc.start + 1})"]) from None
@@ -74,6 +74,32 @@ def read_table(path: str | Path) -> pd.DataFrame:
     except (ValueError, pd.errors.ParserError, OSError) as exc:
         kind = {".csv": "CSV", ".jsonl": "JSON Lines", ".parquet": "Parquet"}[suffix]
         raise InputError(str(path), [f"not a readable {kind} file ({exc})"]) from None
+
+
+def _read_json_lines(path: Path) -> pd.DataFrame:
+    """One JSON object per line (blank lines skipped); lines that are not one are refused with
+    their numbers (pandas' reader raised a TypeError on a line such as `0`)."""
+    records, problems = [], []
+    with path.open(encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            if len(problems) == 20:
+                problems.append("(further lines not checked)")
+                break
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as exc:
+                problems.append(f"line {number}: not valid JSON ({exc.msg})")
+                continue
+            if not isinstance(record, dict):
+                kind = type(record).__name__
+                problems.append(f"line {number}: expected a JSON object, got {kind}")
+                continue
+            records.append(record)
+    if problems:
+        raise InputError(str(path), problems)
+    return pd.DataFrame.from_records(records) if records else pd.DataFrame(columns=COLUMNS)
 
 
 def write_table(frame: pd.DataFrame, path: str | Path) -> None:

@@ -188,8 +188,21 @@ def test_unsupported_suffix_and_missing_file(tmp_path):
 def test_broken_jsonl_is_an_input_error(tmp_path):
     path = tmp_path / "a.jsonl"
     path.write_text('{"pair_id": "p1"\n')
-    with pytest.raises(InputError, match="not a readable JSON Lines file"):
+    with pytest.raises(InputError, match="line 1: not valid JSON"):
         load_annotations(path)
+
+
+def test_jsonl_lines_that_are_not_objects_are_named(tmp_path):
+    # a bare value on the last line made pandas' reader raise a TypeError (found by the fuzz test)
+    path = tmp_path / "a.jsonl"
+    good = '{"pair_id": "p1", "annotator": "x", "preference": "tie"}'
+    path.write_text(f"{good}\n\n[1, 2]\n{good}\n0\n")
+    with pytest.raises(InputError) as raised:
+        load_annotations(path)
+    assert raised.value.problems == [
+        "line 3: expected a JSON object, got list",
+        "line 5: expected a JSON object, got int",
+    ]
 
 
 def test_large_table_validates_quickly(tmp_path):
