@@ -14,6 +14,8 @@ from annotate.assignment import next_assignment, open_assignment
 from annotate.db import retrying, session
 from annotate.models import Annotation, Annotator, Assignment, Pair, Study
 
+DRAFT_SECONDS = "seconds"
+
 
 @dataclass(frozen=True)
 class Item:
@@ -63,13 +65,31 @@ def _item(engine: Engine, assignment: Assignment) -> Item:
 
 
 @retrying
-def save_draft(engine: Engine, *, assignment_id: int, form: FormState) -> None:
+def save_draft(
+    engine: Engine, *, assignment_id: int, form: FormState, seconds: float | None = None
+) -> None:
+    """Keep the answers given so far, and the seconds spent on the pair until now (so that a
+    reload does not restart the time on item)."""
+    draft = form.as_draft()
+    if seconds is not None:
+        draft[DRAFT_SECONDS] = round(seconds, 1)
     with session(engine) as s:
         s.execute(
             update(Assignment)
             .where(Assignment.id == assignment_id, Assignment.status == "active")
-            .values(draft=form.as_draft())
+            .values(draft=draft)
         )
+
+
+def draft_seconds(draft: dict | None) -> float:
+    """Seconds spent on the pair before the draft was saved (0 for an older draft)."""
+    value = (draft or {}).get(DRAFT_SECONDS)
+    return float(value) if isinstance(value, int | float) else 0.0
+
+
+def draft_answers(draft: dict | None) -> dict:
+    """The draft without its seconds: what to compare with the form to see a change."""
+    return {k: v for k, v in (draft or FormState().as_draft()).items() if k != DRAFT_SECONDS}
 
 
 def submit(

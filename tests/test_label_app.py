@@ -151,6 +151,27 @@ def test_reload_keeps_the_pair_order_and_draft(study):
     assert ratings(reloaded)[0].value == 2
 
 
+def test_time_on_item_continues_after_a_reload(study):
+    engine, [(annotator_id, token), _] = study
+    at = signed_in(token)
+    button(at, "Response A").click().run()  # the first change saves a draft with its seconds
+    with session(engine) as s:
+        assignment = s.exec(
+            select(Assignment).where(
+                Assignment.annotator_id == annotator_id, Assignment.status == "active"
+            )
+        ).one()
+        assert assignment.draft["slot"] == "A" and 0 <= assignment.draft["seconds"] < 30
+        # as if the annotator had spent 100 seconds on the pair before the reload
+        assignment.draft = {**assignment.draft, "seconds": 100.0}
+        s.add(assignment)
+    reloaded = answer_all(signed_in(token), slot="A")
+    button(reloaded, "Submit").click().run()
+    with session(engine) as s:
+        stored = s.exec(select(Annotation).where(Annotation.annotator_id == annotator_id)).one()
+    assert 100 <= stored.seconds < 130
+
+
 def test_guidelines_come_first_and_on_demand(study):
     engine, [(_, token), _] = study
     with session(engine) as s:

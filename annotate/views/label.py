@@ -9,7 +9,15 @@ import streamlit as st
 from annotate.access import engine, require_user
 from annotate.answers import SLOTS, FormState, missing_answers
 from annotate.assignment import history, progress, skip
-from annotate.labelling import Item, current_item, load_context, save_draft, submit
+from annotate.labelling import (
+    Item,
+    current_item,
+    draft_answers,
+    draft_seconds,
+    load_context,
+    save_draft,
+    submit,
+)
 from annotate.models import Annotator, Study
 from annotate.render import safe_markdown
 from annotate.views.common import guidelines_dialog, mark_guidelines_seen, show_guidelines
@@ -62,7 +70,9 @@ def _seed_state(item: Item, study: Study) -> None:
             )
     st.session_state[_key("reason", item)] = form.reason if form.reason in study.reasons else None
     st.session_state[_key("comment", item)] = form.comment
-    st.session_state[_key("started", item)] = time.monotonic()
+    # a reload continues the time on item from the draft instead of starting again
+    spent = 0.0 if item.editing else draft_seconds(item.assignment.draft)
+    st.session_state[_key("started", item)] = time.monotonic() - spent
     st.session_state[seeded] = True
 
 
@@ -284,8 +294,9 @@ def main() -> None:
     _answer_form(item, study)
     if not item.editing:
         form = _form_from_state(item, study)
-        if form.as_draft() != (item.assignment.draft or FormState().as_draft()):
-            save_draft(engine(), assignment_id=item.assignment.id, form=form)
+        if form.as_draft() != draft_answers(item.assignment.draft):
+            spent = time.monotonic() - st.session_state[_key("started", item)]
+            save_draft(engine(), assignment_id=item.assignment.id, form=form, seconds=spent)
     _history_picker(user)
 
 
