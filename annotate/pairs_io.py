@@ -567,9 +567,15 @@ def _iter_parquet(path: Path) -> Iterator[tuple[str, Any, None]]:
     except Exception as exc:  # pyarrow raises several types for a broken file
         raise ValueError(f"not a readable Parquet file ({exc})") from None
     row = 0
-    for batch in parquet.iter_batches(batch_size=256):
-        for record in batch.to_pylist():
+    # Small batches: memory stays a few records' worth, however large the file.
+    for batch in parquet.iter_batches(batch_size=32):
+        for index, record in enumerate(batch.to_pylist()):
             row += 1
+            size = batch.slice(index, 1).nbytes  # the row's data, as for a JSON record's bytes
+            if size > MAX_RECORD_BYTES:
+                problem = f"record is {size:,} bytes, over the limit of {MAX_RECORD_BYTES:,} bytes"
+                yield f"row {row}", ValueError(problem), None
+                continue
             yield f"row {row}", record, None
 
 

@@ -200,6 +200,21 @@ def test_an_oversized_record_in_a_json_array_is_refused_with_the_limit(
     assert count_pairs(engine) == 0
 
 
+def test_an_oversized_parquet_row_is_refused_with_the_limit(engine, tmp_path, monkeypatch):
+    # many posts, each under the per-text limit, add up to a record over the per-record limit
+    import annotate.pairs_io as pairs_io
+
+    monkeypatch.setattr(pairs_io, "MAX_RECORD_BYTES", 50_000)
+    posts = [{"id": str(i), "category": "c", "text": "x" * 1_000} for i in range(100)]
+    records = [pair_record(0), {**pair_record(1), "profile": posts}, pair_record(2)]
+    write_pairs(records, tmp_path / "big.parquet")
+    with pytest.raises(
+        InputError, match=r"row 2: record is [\d,]+ bytes, over the limit of 50,000"
+    ):
+        import_pairs(engine, tmp_path / "big.parquet")
+    assert count_pairs(engine) == 0
+
+
 # --- hashes of the file's own text, and the values stored as written -----------------------
 
 
