@@ -38,6 +38,9 @@ REQUIRED = ("pair_id", "annotator", "preference")
 SUFFIXES = (".csv", ".jsonl", ".parquet")
 DEFAULT_SCALE = (1, 5)
 MAX_COMMENT_CHARS = 20_000  # the app allows 4,000; room for comments collected elsewhere
+# An annotations table is read whole (the statistics need all of it): about 8 million CSV rows,
+# past what a report can hold in memory on a small machine (1 million rows peak at 1.4 GB).
+MAX_TABLE_BYTES = 1024**3
 
 
 # --- reading and writing -------------------------------------------------------------------
@@ -58,6 +61,12 @@ def read_table(path: str | Path) -> pd.DataFrame:
     suffix = _suffix(path)
     if not path.is_file():
         raise UserError(f"{path}: no such file")
+    size = path.stat().st_size
+    if size > MAX_TABLE_BYTES:
+        raise UserError(
+            f"{path}: the file is {size:,} bytes, over the limit of {MAX_TABLE_BYTES:,} bytes "
+            "for an annotations table; split it by study or annotator"
+        )
     try:
         if suffix == ".csv":
             # Text columns stay text (ids like "007"); numbers are parsed by the C reader and

@@ -185,6 +185,16 @@ def test_unsupported_suffix_and_missing_file(tmp_path):
         read_table(tmp_path / "a.csv")
 
 
+def test_an_oversized_table_is_refused_with_the_limit(tmp_path, monkeypatch):
+    import analysis.tables as tables
+
+    monkeypatch.setattr(tables, "MAX_TABLE_BYTES", 100)
+    path = tmp_path / "a.csv"
+    path.write_text("pair_id,annotator,preference\n" + "p1,x,tie\n" * 20)
+    with pytest.raises(UserError, match=r"is 209 bytes, over the limit of 100 bytes"):
+        read_table(path)
+
+
 def test_broken_jsonl_is_an_input_error(tmp_path):
     path = tmp_path / "a.jsonl"
     path.write_text('{"pair_id": "p1"\n')
