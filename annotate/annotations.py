@@ -14,7 +14,8 @@ from sqlalchemy.engine import Connection, Engine
 from sqlmodel import Session, select
 
 from analysis.tables import COLUMNS, RATING_COLUMNS
-from annotate.assignment import ensure_assignment, reserve_next
+from annotate import gold
+from annotate.assignment import ensure_assignment, next_assignment, reserve_next
 from annotate.db import read_session, retrying, session, transaction
 from annotate.models import Annotation, Annotator, Assignment, Pair, utcnow
 from annotate.queue_sql import AssignmentRow, Cursor
@@ -135,17 +136,28 @@ def submit_and_next(
     Safe to re-run: the upsert and the close are idempotent, and a re-run finds the pair the
     first run reserved still open."""
     values = {**answer.values(), "source": "app"}
+    if engine.dialect.name == "postgresql":
+        # the common case in one round trip (migration 0003's function); None: nothing was
+        # done, the full rules below run instead
+        with Cursor.autocommit(engine) as cursor:
+            done = cursor.submit_in_one_call(
+                pair_id=pair_id,
+                annotator_id=annotator_id,
+                values=values,
+                now=utcnow(),
+                gold_every=gold.GOLD_EVERY,
+            )
+        if done is not None:
+            _study, reserved = done
+            # the answer is committed; with no pair reserved, the full rules pick the next
+            return reserved or next_assignment(engine, annotator_id=annotator_id)
     with transaction(engine) as conn:
         cursor = Cursor(conn)
-        study, closed, reserved = cursor.submit_and_reserve(
-            pair_id=pair_id, annotator_id=annotator_id, values=values, now=utcnow()
-        )
-        if not closed:
-            if reserved is not None:  # the rules apply after the repair (the quota counts it)
-                cursor.unassign(reserved)
-                reserved = None
-            _repair_assignment(conn, study_id=study.id, annotator_id=annotator_id, pair_id=pair_id)
-        return reserve_next(conn, study=study, annotator_id=annotator_id, reserved=reserved)
+        study = cursor.study_of(annotator_id=annotator_id, submitting=pair_id)
+        keys = {"study_id": study.id, "annotator_id": annotator_id, "pair_id": pair_id}
+        if not cursor.store_answer(**keys, values=values, now=utcnow()):
+            _repair_assignment(conn, **keys)
+        return reserve_next(conn, study=study, annotator_id=annotator_id)
 
 
 @retrying

@@ -82,7 +82,7 @@ def next_assignment(engine: Engine, *, annotator_id: int) -> AssignmentRow | Non
     """The annotator's current pair: the one already open, else a newly reserved one."""
     # Usually the pair is already reserved (the submit that closed the previous one reserved
     # it in the same commit): one read, which on SQLite never queues behind writers.
-    with Cursor.reading(engine) as cursor:
+    with Cursor.autocommit(engine) as cursor:
         current = cursor.active(annotator_id=annotator_id)
     if current is not None:
         return current
@@ -93,35 +93,28 @@ def next_assignment(engine: Engine, *, annotator_id: int) -> AssignmentRow | Non
         return reserve_next(conn, study=study, annotator_id=annotator_id)
 
 
-def reserve_next(
-    conn: Connection,
-    *,
-    study: StudyRules,
-    annotator_id: int,
-    reserved: AssignmentRow | None = None,
-) -> AssignmentRow | None:
+def reserve_next(conn: Connection, *, study: StudyRules, annotator_id: int) -> AssignmentRow | None:
     """Inside the caller's write transaction, with `study` read by Cursor.study_of in it: the
     annotator's open assignment if there is one, else a newly reserved pair (gold and
     qualification rules, quota, least-covered pairs below the overlap target, then the pairs
-    this annotator skipped), or None. `reserved`: the pair Cursor.submit_and_reserve already
-    gave this annotator under those rules in this transaction."""
+    this annotator skipped), or None. (PostgreSQL's Submit function applies the common part
+    of these rules in SQL: migration 0003.)"""
     cursor = Cursor(conn)
-    if reserved is None:
-        if study.active_id is not None:
-            return cursor.assignment_by_id(study.active_id)
-        quota = study.items_per_annotator
-        if quota is not None and cursor.done_count(annotator_id=annotator_id) >= quota:
+    if study.active_id is not None:
+        return cursor.assignment_by_id(study.active_id)
+    quota = study.items_per_annotator
+    if quota is not None and cursor.done_count(annotator_id=annotator_id) >= quota:
+        return None
+    if (study.qualification_gold or 0) > 0:
+        with Session(bind=conn) as s:
+            qualified = gold.qualification(s, study=study, annotator_id=annotator_id)
+        if qualified.state == gold.FAILED:
             return None
-        if (study.qualification_gold or 0) > 0:
-            with Session(bind=conn) as s:
-                qualified = gold.qualification(s, study=study, annotator_id=annotator_id)
-            if qualified.state == gold.FAILED:
-                return None
-            if qualified.state == gold.PENDING:
-                return _serve_gold(conn, study=study, annotator_id=annotator_id)
-        reserved = cursor.reserve_and_assign(study=study, annotator_id=annotator_id, now=utcnow())
-        if reserved is None:
-            return _reserve_contended_or_skipped(conn, study=study, annotator_id=annotator_id)
+        if qualified.state == gold.PENDING:
+            return _serve_gold(conn, study=study, annotator_id=annotator_id)
+    reserved = cursor.reserve_and_assign(study=study, annotator_id=annotator_id, now=utcnow())
+    if reserved is None:
+        return _reserve_contended_or_skipped(conn, study=study, annotator_id=annotator_id)
     if gold.gold_due(annotator_id=annotator_id, key=reserved.pair_id):
         served = _serve_gold(conn, study=study, annotator_id=annotator_id)
         if served is not None:

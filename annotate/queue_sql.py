@@ -5,7 +5,9 @@ and the page that follows reads that pair. Through SQLAlchemy each of those stat
 several times what SQLite or a local PostgreSQL spends running it (benchmarks/README.md), so
 the common path runs them here: written once with %(name)s parameters, translated to :name for
 sqlite3, inside the caller's SQLAlchemy transaction (same connection, same commit, same
-retries). The rare paths (gold pairs, skipped pairs, repairs) stay on SQLAlchemy.
+retries). On PostgreSQL the common Submit is one call of a server-side function (migration
+0003), committed in the same round trip. The rare paths (gold pairs, skipped pairs, repairs)
+stay on SQLAlchemy.
 """
 
 from __future__ import annotations
@@ -152,35 +154,21 @@ _TEXTS["reserve_and_assign"] = (
     f" SELECT %(study)s, picked.id, %(annotator)s, {_COIN}, 'active', %(now)s, NULL, NULL"
     " FROM picked RETURNING id, pair_id, chosen_position"
 )
-# PostgreSQL, the common Submit in one round trip (Cursor.submit_and_reserve): the three
-# statements are sent together, so the later ones cannot take the study from the first.
-# They read it themselves, and the reservation only happens where the common rules allow it
-# (no other open assignment, quota not reached, no qualification gold); otherwise it does
-# nothing and the caller applies the full rules.
-_STUDY_OF_ANNOTATOR = "(SELECT study_id FROM annotator WHERE id = %(annotator)s)"
-_TEXTS["close_and_upsert_any_study"] = _TEXTS["close_and_upsert"].replace(
-    "%(study)s", _STUDY_OF_ANNOTATOR
+# PostgreSQL: the common Submit in one call of the server-side function made by migration 0003
+# (commits in the same round trip); SQLSTATE AN001 means "apply the full rules".
+_TEXTS["submit_function"] = (
+    "SELECT * FROM annotate_submit_and_next("
+    "%(annotator)s, %(pair)s, %(now)s::timestamp, %(gold_every)s, "
+    + ", ".join(
+        f"%({name})s::timestamp" if name == "submitted_at" else f"%({name})s"
+        for name in ANSWER_FIELDS
+    )
+    + ")"
 )
-_COMMON_RULES = """
-    SELECT study.id, study.overlap_target
-      FROM study JOIN annotator ON annotator.study_id = study.id
-     WHERE annotator.id = %(annotator)s AND COALESCE(study.qualification_gold, 0) = 0
-       AND NOT EXISTS (SELECT 1 FROM assignment a
-                        WHERE a.annotator_id = %(annotator)s AND a.status = 'active')
-       AND (study.items_per_annotator IS NULL
-            OR (SELECT count(*) FROM assignment a
-                 WHERE a.annotator_id = %(annotator)s AND a.status = 'done')
-               < study.items_per_annotator)"""
-_reserve_from_rules = (
-    _TEXTS["reserve_and_assign"]
-    .removeprefix("WITH ")
-    .replace("%(study)s", "(SELECT id FROM s)")
-    .replace("%(target)s", "(SELECT overlap_target FROM s)")
-)
-_TEXTS["reserve_after_submit"] = f"WITH s AS ({_COMMON_RULES}), {_reserve_from_rules}"
 _TEXTS["unassign"] = "DELETE FROM assignment WHERE id = %(id)s"
 _TEXTS["release"] = "UPDATE pair SET n_assigned = n_assigned - 1 WHERE id = %(pair)s"
 _LOCKS = {"sqlite": "", "postgresql": "FOR NO KEY UPDATE OF p SKIP LOCKED"}
+FULL_RULES = "AN001"  # raised by annotate_submit_and_next: it did nothing, apply the full rules
 
 
 def chosen_position_for(*, study_id: int, pair_id: int, annotator_id: int) -> str:
@@ -215,11 +203,11 @@ class Cursor:
 
     @classmethod
     @contextmanager
-    def reading(cls, engine: Engine) -> Iterator[Cursor]:
-        """For one read outside any transaction: a pooled connection in autocommit, without
-        SQLAlchemy's Connection and its begin and commit, which cost more than the read. A
-        single statement is its own snapshot; on SQLite it takes no lock (the connections
-        are in autocommit, see db.py)."""
+    def autocommit(cls, engine: Engine) -> Iterator[Cursor]:
+        """For one statement that is its own transaction (a read; on PostgreSQL also the
+        Submit function): a pooled connection in autocommit, without SQLAlchemy's Connection
+        and its begin and commit, which cost more than a read. On SQLite a read takes no lock
+        (the connections are in autocommit, see db.py); do not write through it there."""
         pooled = engine.raw_connection()
         postgres = engine.dialect.name == "postgresql"
         try:
@@ -241,19 +229,6 @@ class Cursor:
             return self._cursor.fetchone() if fetch else self._cursor.rowcount
         except self._dialect.loaded_dbapi.Error as exc:
             self._raise(exc, name, params, self._cursor)
-
-    def _pipeline(self, statements: list[tuple[str, dict]]) -> list:
-        """PostgreSQL: send the statements together and wait once (psycopg's pipeline mode);
-        the first row of each, or None."""
-        dbapi_connection = self._dbapi_connection
-        cursors = [dbapi_connection.cursor() for _ in statements]
-        try:
-            with dbapi_connection.pipeline():
-                for cursor, (name, params) in zip(cursors, statements, strict=True):
-                    cursor.execute(self._sql[name], params)
-            return [cursor.fetchone() if cursor.description else None for cursor in cursors]
-        except self._dialect.loaded_dbapi.Error as exc:
-            self._raise(exc, statements[0][0], statements[0][1], cursors[0])
 
     def _raise(self, exc, name: str, params: dict, cursor):
         dialect = self._dialect
@@ -303,47 +278,36 @@ class Cursor:
         self._run("upsert", params)
         return closed
 
-    def submit_and_reserve(
-        self, *, pair_id: int, annotator_id: int, values: dict, now: datetime
-    ) -> tuple[StudyRules, bool, AssignmentRow | None]:
-        """study_of + store_answer + reserve_and_assign where the common rules allow it, in
-        one round trip on PostgreSQL; on SQLite the first two only (no round trips to save).
-        Returns the study rules, whether the assignment was closed, and the new assignment
-        (None: the caller applies the full rules)."""
-        if self.dialect != "postgresql":
-            study = self.study_of(annotator_id=annotator_id, submitting=pair_id)
-            closed = self.store_answer(
-                study_id=study.id,
-                pair_id=pair_id,
-                annotator_id=annotator_id,
-                values=values,
-                now=now,
-            )
-            return study, closed, None
-        keys = {"annotator": annotator_id, "pair": pair_id, "now": now}
-        answer = {**{name: values[name] for name in ANSWER_FIELDS}, **keys}
-        study, closed, reserved = self._pipeline(
-            [
-                ("study_of", {"annotator": annotator_id, "closing": pair_id}),
-                ("close_and_upsert_any_study", answer),
-                ("reserve_after_submit", keys),
-            ]
+    def submit_in_one_call(
+        self, *, pair_id: int, annotator_id: int, values: dict, now: datetime, gold_every: int
+    ) -> tuple[StudyRules, AssignmentRow | None] | None:
+        """PostgreSQL, on an autocommit connection: store the answer, close the assignment and
+        reserve the next pair under the common rules, committed in one round trip (migration
+        0003's function). Returns the study rules and the new assignment (None: no pair was
+        reserved, the full rules decide), or None when nothing was done and the full rules
+        must run instead (no open assignment for the pair, a gold pair due)."""
+        params = {name: values[name] for name in ANSWER_FIELDS}
+        params.update(annotator=annotator_id, pair=pair_id, now=now, gold_every=gold_every)
+        try:
+            row = self._run("submit_function", params, fetch=True)
+        except DBAPIError as exc:
+            if getattr(exc.orig, "sqlstate", None) == FULL_RULES:
+                return None
+            raise
+        study = StudyRules(*row[:5])
+        new_id, new_pair, chosen_position = row[5:]
+        if new_id is None:
+            return study, None
+        reserved = AssignmentRow(
+            id=new_id,
+            study_id=study.id,
+            pair_id=new_pair,
+            annotator_id=annotator_id,
+            chosen_position=chosen_position,
+            status="active",
+            assigned_at=now,
         )
-        if study is None:
-            raise LookupError(f"no annotator with id {annotator_id}")
-        study = StudyRules(*study)
-        if reserved is not None:
-            new_id, new_pair, chosen_position = reserved
-            reserved = AssignmentRow(
-                id=new_id,
-                study_id=study.id,
-                pair_id=new_pair,
-                annotator_id=annotator_id,
-                chosen_position=chosen_position,
-                status="active",
-                assigned_at=now,
-            )
-        return study, closed[0] == 1, reserved
+        return study, reserved
 
     def reserve_and_assign(
         self, *, study: StudyRules, annotator_id: int, now: datetime
