@@ -180,3 +180,40 @@ def test_submit_from_a_stale_tab_returns_the_pair_already_open(engine, tmp_path)
         assert statuses == ["active", "done"]
         assert s.exec(select(Pair.n_assigned).where(Pair.id == other.id)).one() == 1
     assert [r.pair_id for r in rows(engine)] == [other.id]
+
+
+def test_postgresql_submits_in_one_call_and_sqlite_in_one_transaction(
+    engine, tmp_path, monkeypatch
+):
+    """PostgreSQL's common Submit is migration 0003's function; the full rules in Python are
+    only its fallback. SQLite always runs them."""
+    import annotate.annotations as annotations
+
+    full_rules = []
+    original = annotations.reserve_next
+    monkeypatch.setattr(
+        annotations, "reserve_next", lambda conn, **kw: full_rules.append(1) or original(conn, **kw)
+    )
+    _, [(a, _)] = make_study(engine, tmp_path, n_pairs=6, annotators=1)
+    assert len(label_through_submit_and_next(engine, a)) == 6
+    assert len(rows(engine)) == 6
+    assert len(full_rules) == (0 if engine.dialect.name == "postgresql" else 6)
+
+
+def test_submit_and_next_puts_gold_first_when_the_coin_says_so(engine, tmp_path):
+    """With the real coin: a real pair served after a Submit never had gold due while gold was
+    left to show (PostgreSQL decides that in SQL, SQLite in Python), and gold does come."""
+    from annotate import gold
+
+    study_id, [(a, _)] = make_study(engine, tmp_path, n_pairs=60, annotators=1)
+    gold.set_gold(engine, study_id=study_id, pair_keys=["p5", "p6"], answer="chosen")
+    with session(engine) as s:
+        gold_ids = set(s.exec(select(Pair.id).where(Pair.is_gold == True)).all())  # noqa: E712
+    served = label_through_submit_and_next(engine, a)
+    assert len(served) == 60 and {x.pair_id for x in served} >= gold_ids
+    shown_gold = 0
+    for item in served[1:]:  # the first came from next_assignment, the rest from a Submit
+        if item.pair_id in gold_ids:
+            shown_gold += 1
+        elif shown_gold < len(gold_ids):
+            assert not gold.gold_due(annotator_id=a, key=item.pair_id), item
