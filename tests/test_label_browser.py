@@ -201,19 +201,24 @@ def press(page, key: str) -> None:
         page.keyboard.press(key)
 
 
-def choose(combobox, option) -> None:
-    """Pick `option` in a selectbox with the mouse (the list can miss a click while the page
-    settles: open it again until the option shows)."""
+def choose(combobox, option, *, typed: str) -> None:
+    """Pick `option` in a selectbox as an annotator can with the keyboard: type `typed` into
+    the box (which filters the list down to the option) and press Enter. (Clicking an option
+    in the open list was flaky: the list could close again while the page settled.)"""
+    page = combobox.page
     for _attempt in range(3):
+        wait_idle(page)
         combobox.click()
-        if not option.is_visible():
-            combobox.page.keyboard.press("ArrowDown")  # in the box: opens the list
+        combobox.press_sequentially(typed)
         try:
             option.wait_for(state="visible", timeout=5_000)
-            break
         except PlaywrightTimeoutError:
-            combobox.page.keyboard.press("Escape")
-    click(option)
+            page.keyboard.press("Escape")
+            continue
+        with rerun(page):
+            page.keyboard.press("Enter")
+        return
+    raise AssertionError(f"{option} never showed in {combobox}")
 
 
 def snippet(text: str) -> str:
@@ -377,6 +382,7 @@ def test_label_with_keyboard_and_mouse_reload_keeps_everything(site, new_page):
     choose(
         page.get_by_role("combobox", name="Pair to revisit"),
         page.get_by_role("option", name=re.compile(rf"pair {re.escape(first_pair.pair_key)}$")),
+        typed=first_pair.pair_key,
     )
     click(page.get_by_role("button", name="Open this pair"))
     expect(page.get_by_text("You are changing an answer you already gave")).to_be_visible()
