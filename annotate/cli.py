@@ -15,13 +15,36 @@ import annotate.commands
 from annotate.errors import UserError
 
 
-def command_modules() -> list:
-    modules = [
-        importlib.import_module(f"annotate.commands.{info.name}")
+def _module_names() -> list[str]:
+    return [
+        info.name
         for info in pkgutil.iter_modules(annotate.commands.__path__)
         if not info.name.startswith("_")
     ]
+
+
+def command_modules(argv: list[str] | None = None) -> list:
+    """Every command module, or only the one `argv` names: a command imports what it needs
+    (SQLAlchemy, pandas, ...), and `annotate report --annotations ...` needs no database
+    library, so starting only the named command saves most of the start-up time. A command
+    NAME is its module's name with dashes: import-pairs is import_pairs."""
+    names = _module_names()
+    named = _command_in(argv or [], names)
+    modules = [importlib.import_module(f"annotate.commands.{name}") for name in named or names]
     return sorted(modules, key=lambda m: (getattr(m, "ORDER", 100), m.NAME))
+
+
+def _command_in(argv: list[str], names: list[str]) -> list[str]:
+    skip = False
+    for token in argv:
+        if skip:
+            skip = False
+        elif token == "--db":  # the only common option with a value
+            skip = True
+        elif not token.startswith("-"):
+            name = token.replace("-", "_")
+            return [name] if name in names else []
+    return []
 
 
 def _common_options(*, defaults: bool) -> argparse.ArgumentParser:
@@ -43,7 +66,7 @@ def _common_options(*, defaults: bool) -> argparse.ArgumentParser:
     return common
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="annotate",
         description="Human evaluation of personalized preference pairs.",
@@ -51,7 +74,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     common = _common_options(defaults=False)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for module in command_modules():
+    for module in command_modules(argv):
         command = sub.add_parser(
             module.NAME, help=module.HELP, description=module.HELP, parents=[common]
         )
@@ -61,8 +84,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    args = build_parser(argv).parse_args(argv)
     try:
         return int(args.handler(args) or 0)
     except UserError as exc:

@@ -135,8 +135,9 @@ class ValidPair:
         canonical `record_hash`."""
         if self.digest is not None:
             return self.digest
-        assert self.source_data is not None
-        return source_hash(self.source_data)
+        if self.source_data is not None:
+            return source_hash(self.source_data)
+        return self.canonical_hash()  # read without storing in mind
 
     def canonical_hash(self) -> str:
         """`record_hash` of the record: the same for the same content in any file format or
@@ -356,11 +357,12 @@ def _source_text(source: Source, key: str, value: Any) -> str:
     return _canonical_short(value)
 
 
-def validate_record(raw: Any, source: Source | None = None) -> ValidPair:
+def validate_record(raw: Any, source: Source | None = None, *, to_store: bool = True) -> ValidPair:
     """Validate one raw record; raises ValueError with every problem of the record, joined.
 
     With its `source` (the JSON text it was parsed from) the profile and rubric are stored as
-    written there, not encoded again, and the hash is `source_hash` of its bytes."""
+    written there, not encoded again, and the hash is `source_hash` of its bytes. Without
+    `to_store` (a pairs file read for a report) nothing is encoded or hashed at all."""
     if not isinstance(raw, dict):
         raise ValueError(f"expected a JSON object, got {type(raw).__name__}")
     try:
@@ -394,7 +396,9 @@ def validate_record(raw: Any, source: Source | None = None) -> ValidPair:
         "rejected": model.rejected,
         **extra,
     }
-    if source is None:
+    if not to_store:
+        digest, encoded, source = None, None, None
+    elif source is None:
         digest, encoded = _hash_and_encode(normal, _canonical(profile), _canonical(rubric), extra)
     else:
         digest = None  # source_hash(source.data), when asked for
@@ -422,7 +426,7 @@ def validate_record(raw: Any, source: Source | None = None) -> ValidPair:
 # --- reading raw records -------------------------------------------------------------------
 
 
-def _iter_jsonl(path: Path) -> Iterator[tuple[str, Any, Source | None]]:
+def _iter_jsonl(path: Path, *, sources: bool = True) -> Iterator[tuple[str, Any, Source | None]]:
     with path.open("rb") as handle:
         for number, line in enumerate(handle, start=1):
             where = f"line {number}"
@@ -442,7 +446,8 @@ def _iter_jsonl(path: Path) -> Iterator[tuple[str, Any, Source | None]]:
                 continue
             if not text or text.isspace():  # not strip(): it would copy a 100 KB line
                 continue
-            parsed = _loads_object(text)
+            # the text of each value (for storing it as written) costs a walk in Python
+            parsed = _loads_object(text) if sources else None
             if parsed is not None and _space(text, parsed[2]).end() == len(text):
                 yield where, parsed[0], _sourced(text, parsed[1], line, len(text))
                 continue
@@ -585,14 +590,16 @@ def iter_raw_records(path: str | Path) -> Iterator[tuple[str, Any]]:
         yield where, raw
 
 
-def _iter_records(path: str | Path) -> Iterator[tuple[str, Any, Source | None]]:
+def _iter_records(
+    path: str | Path, *, sources: bool = True
+) -> Iterator[tuple[str, Any, Source | None]]:
     """`iter_raw_records`, with the JSON text each record came from (None for Parquet)."""
     path = Path(path)
     if not path.is_file():
         raise UserError(f"{path}: no such file")
     suffix = path.suffix.lower()
     if suffix == ".jsonl":
-        yield from _iter_jsonl(path)
+        yield from _iter_jsonl(path, sources=sources)
     elif suffix == ".json":
         try:
             yield from _iter_json_array(path)
@@ -609,15 +616,18 @@ def _iter_records(path: str | Path) -> Iterator[tuple[str, Any, Source | None]]:
         )
 
 
-def iter_valid_pairs(path: str | Path) -> Iterator[tuple[str, ValidPair | str]]:
-    """Yield (where, ValidPair) or (where, problem) for every record, checking duplicate ids."""
+def iter_valid_pairs(
+    path: str | Path, *, to_store: bool = True
+) -> Iterator[tuple[str, ValidPair | str]]:
+    """Yield (where, ValidPair) or (where, problem) for every record, checking duplicate ids.
+    `to_store=False`: read only (a report), nothing prepared for the database."""
     seen: dict[str, str] = {}
-    for where, raw, source in _iter_records(path):
+    for where, raw, source in _iter_records(path, sources=to_store):
         if isinstance(raw, ValueError):
             yield where, str(raw)
             continue
         try:
-            pair = validate_record(raw, source)
+            pair = validate_record(raw, source, to_store=to_store)
         except ValueError as exc:
             yield where, str(exc)
             continue
@@ -629,10 +639,11 @@ def iter_valid_pairs(path: str | Path) -> Iterator[tuple[str, ValidPair | str]]:
 
 
 def read_pairs(path: str | Path) -> list[ValidPair]:
-    """Read and validate a whole pairs file; InputError lists every problem."""
+    """Read and validate a whole pairs file (to read, not to store); InputError lists every
+    problem."""
     pairs: list[ValidPair] = []
     problems: list[str] = []
-    for where, item in iter_valid_pairs(path):
+    for where, item in iter_valid_pairs(path, to_store=False):
         if isinstance(item, str):
             problems.append(f"{where}: {item}")
         else:

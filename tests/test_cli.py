@@ -58,3 +58,18 @@ def test_unreadable_database_url_is_one_sentence(capsys):
     assert main(["--db", "not a url", "export", "--out", "x.csv"]) == 2
     err = capsys.readouterr().err
     assert "is not a database URL" in err and "Traceback" not in err
+
+
+def test_a_command_starts_without_the_other_commands_libraries(tmp_path):
+    """Only the named command's module is imported: a report from files loads no database
+    library (they took a tenth of `annotate report`'s time), and --help still lists all."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from annotate import cli; cli.build_parser(['report', '--out', 'x']); "
+        "print(sorted(m for m in ('sqlalchemy', 'sqlmodel', 'streamlit') if m in sys.modules))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
+    assert len(build_parser([])._subparsers._group_actions[0].choices) >= 8

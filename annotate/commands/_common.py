@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
-from sqlalchemy.engine import Engine
-
-from annotate.db import get_engine
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Engine
 
 
 def engine_from(args: argparse.Namespace) -> Engine:
+    from annotate.db import get_engine  # here: commands that need no database start faster
+
     return get_engine(args.db)
 
 
