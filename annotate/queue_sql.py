@@ -189,7 +189,7 @@ class Cursor:
     """The driver's cursor on a SQLAlchemy connection, with this module's statements."""
 
     def __init__(self, conn: Connection | PoolProxiedConnection, *, dialect=None):
-        # A Connection inside a SQLAlchemy transaction, or (`reading`) a pooled connection
+        # A Connection inside a SQLAlchemy transaction, or (`autocommit`) a pooled connection
         self._dialect = dialect or conn.dialect
         self.dialect = self._dialect.name
         self._conn = conn
