@@ -11,8 +11,8 @@ from sqlmodel import select
 from annotate.annotations import submit_and_next, submit_answer
 from annotate.answers import FormState, to_answer
 from annotate.assignment import next_assignment, open_assignment
-from annotate.db import retrying, session
-from annotate.models import Annotation, Annotator, Assignment, Pair, Study
+from annotate.db import read_session, retrying, session
+from annotate.models import Annotation, Assignment, Pair, Study
 
 DRAFT_SECONDS = "seconds"
 
@@ -34,10 +34,9 @@ class Item:
 
 
 @retrying
-def load_context(engine: Engine, *, annotator_id: int) -> tuple[Annotator, Study]:
-    with session(engine) as s:
-        annotator = s.get(Annotator, annotator_id)
-        return annotator, s.get(Study, annotator.study_id)
+def load_study(engine: Engine, *, study_id: int) -> Study:
+    with read_session(engine) as s:
+        return s.get(Study, study_id)
 
 
 def current_item(engine: Engine, *, annotator_id: int, pair_id: int | None = None) -> Item | None:
@@ -53,7 +52,7 @@ def current_item(engine: Engine, *, annotator_id: int, pair_id: int | None = Non
 
 @retrying
 def _item(engine: Engine, assignment: Assignment) -> Item:
-    with session(engine) as s:
+    with read_session(engine) as s:
         pair = s.get(Pair, assignment.pair_id)
         annotation = s.exec(
             select(Annotation).where(

@@ -14,13 +14,18 @@ from annotate.labelling import (
     current_item,
     draft_answers,
     draft_seconds,
-    load_context,
+    load_study,
     save_draft,
     submit,
 )
 from annotate.models import Annotator, Study
 from annotate.render import safe_markdown
-from annotate.views.common import guidelines_dialog, mark_guidelines_seen, show_guidelines
+from annotate.views.common import (
+    finished_extras,
+    guidelines_dialog,
+    mark_guidelines_seen,
+    show_guidelines,
+)
 from annotate.wording import (
     DIMENSION_HELP,
     PREFERENCE_QUESTION,
@@ -260,15 +265,12 @@ def _answer_form(item: Item, study: Study) -> None:
 
 def _finished(user: Annotator, study: Study) -> None:
     st.success("You have labelled every pair available to you. Thank you!")
-    st.balloons() if st.session_state.pop("celebrate", False) else None
-    from annotate.views.common import finished_extras
-
     finished_extras(user, study)
 
 
 def main() -> None:
     user = require_user()
-    user, study = load_context(engine(), annotator_id=user.id)
+    study = load_study(engine(), study_id=user.study_id)
     if study.guidelines.strip() and not user.guidelines_seen:
         show_guidelines(study)
         if st.button("Start labelling", type="primary", key="start_labelling"):
