@@ -18,21 +18,11 @@ from annotate import gold
 from annotate.assignment import ensure_assignment, next_assignment, reserve_next
 from annotate.db import read_session, retrying, session, transaction
 from annotate.models import Annotation, Annotator, Assignment, Pair, utcnow
-from annotate.queue_sql import AssignmentRow, Cursor
+from annotate.queue_sql import ANSWER_FIELDS, AssignmentRow, Cursor, StudyRules
 from annotate.studies import get_study
 
 # The annotations table (contract section 3) is defined once, with its validation.
 EXPORT_COLUMNS = COLUMNS
-_UPSERT_FIELDS = [
-    "preference",
-    "chosen_position",
-    *RATING_COLUMNS,
-    "main_reason",
-    "comment",
-    "seconds",
-    "submitted_at",
-    "source",
-]
 
 
 def preference_from_slot(slot: str, chosen_position: str) -> str:
@@ -89,7 +79,7 @@ def _upsert_statement(dialect: str):
         insert = module.insert(Annotation.__table__)
         statement = insert.on_conflict_do_update(
             index_elements=["study_id", "pair_id", "annotator_id"],
-            set_={name: insert.excluded[name] for name in _UPSERT_FIELDS},
+            set_={name: insert.excluded[name] for name in ANSWER_FIELDS},
         )
         _UPSERTS[dialect] = statement
     return statement
@@ -98,6 +88,17 @@ def _upsert_statement(dialect: str):
 def _upsert(s: Session, rows: list[dict]) -> None:
     # Core execution with the rows as parameters (same keys in every row)
     s.connection().execute(_upsert_statement(s.get_bind().dialect.name), rows)
+
+
+def _store_answer(conn: Connection, *, annotator_id: int, pair_id: int, values: dict) -> StudyRules:
+    """Inside the caller's write transaction: upsert the answer and close the annotator's
+    assignment for the pair (repairing it when there was none open); the study's rules."""
+    cursor = Cursor(conn)
+    study = cursor.study_of(annotator_id=annotator_id, submitting=pair_id)
+    keys = {"study_id": study.id, "annotator_id": annotator_id, "pair_id": pair_id}
+    if not cursor.store_answer(**keys, values=values, now=utcnow()):
+        _repair_assignment(conn, **keys)
+    return study
 
 
 def _repair_assignment(conn: Connection, *, study_id: int, annotator_id: int, pair_id: int):
@@ -120,11 +121,7 @@ def submit_answer(engine: Engine, *, annotator_id: int, pair_id: int, answer: An
     """Store (or replace) this annotator's answer for this pair and close its assignment."""
     values = {**answer.values(), "source": "app"}  # refuses unknown rating columns first
     with transaction(engine) as conn:
-        cursor = Cursor(conn)
-        study = cursor.study_of(annotator_id=annotator_id, submitting=pair_id)
-        keys = {"study_id": study.id, "annotator_id": annotator_id, "pair_id": pair_id}
-        if not cursor.store_answer(**keys, values=values, now=utcnow()):
-            _repair_assignment(conn, **keys)
+        _store_answer(conn, annotator_id=annotator_id, pair_id=pair_id, values=values)
 
 
 @retrying
@@ -137,26 +134,20 @@ def submit_and_next(
     first run reserved still open."""
     values = {**answer.values(), "source": "app"}
     if engine.dialect.name == "postgresql":
-        # the common case in one round trip (migration 0003's function); None: nothing was
-        # done, the full rules below run instead
+        # the common case in one round trip (migration 0003's function); when it did
+        # nothing, the full rules below run instead
         with Cursor.autocommit(engine) as cursor:
-            done = cursor.submit_in_one_call(
+            done, reserved = cursor.submit_in_one_call(
                 pair_id=pair_id,
                 annotator_id=annotator_id,
                 values=values,
                 now=utcnow(),
                 gold_every=gold.GOLD_EVERY,
             )
-        if done is not None:
-            _study, reserved = done
-            # the answer is committed; with no pair reserved, the full rules pick the next
+        if done:  # the answer is committed; with no pair reserved, the full rules pick one
             return reserved or next_assignment(engine, annotator_id=annotator_id)
     with transaction(engine) as conn:
-        cursor = Cursor(conn)
-        study = cursor.study_of(annotator_id=annotator_id, submitting=pair_id)
-        keys = {"study_id": study.id, "annotator_id": annotator_id, "pair_id": pair_id}
-        if not cursor.store_answer(**keys, values=values, now=utcnow()):
-            _repair_assignment(conn, **keys)
+        study = _store_answer(conn, annotator_id=annotator_id, pair_id=pair_id, values=values)
         return reserve_next(conn, study=study, annotator_id=annotator_id)
 
 

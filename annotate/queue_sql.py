@@ -152,7 +152,7 @@ _TEXTS["reserve_and_assign"] = (
     "INSERT INTO assignment (study_id, pair_id, annotator_id, chosen_position, status,"
     " assigned_at, completed_at, draft)"
     f" SELECT %(study)s, picked.id, %(annotator)s, {_COIN}, 'active', %(now)s, NULL, NULL"
-    " FROM picked RETURNING id, pair_id, chosen_position"
+    " FROM picked RETURNING id, study_id, pair_id, chosen_position"
 )
 # PostgreSQL: the common Submit in one call of the server-side function made by migration 0003
 # (commits in the same round trip); SQLSTATE AN001 means "apply the full rules".
@@ -183,6 +183,21 @@ def _translate(dialect: str, text: str) -> str:
 
 
 _SQL = {dialect: {k: _translate(dialect, v) for k, v in _TEXTS.items()} for dialect in _LOCKS}
+
+
+def _reserved(row, *, annotator_id: int, now: datetime) -> AssignmentRow:
+    """The assignment a reserving statement inserted, from the (id, study_id, pair_id,
+    chosen_position) it returned."""
+    new_id, study_id, pair_id, chosen_position = row
+    return AssignmentRow(
+        id=new_id,
+        study_id=study_id,
+        pair_id=pair_id,
+        annotator_id=annotator_id,
+        chosen_position=chosen_position,
+        status="active",
+        assigned_at=now,
+    )
 
 
 class Cursor:
@@ -280,34 +295,23 @@ class Cursor:
 
     def submit_in_one_call(
         self, *, pair_id: int, annotator_id: int, values: dict, now: datetime, gold_every: int
-    ) -> tuple[StudyRules, AssignmentRow | None] | None:
+    ) -> tuple[bool, AssignmentRow | None]:
         """PostgreSQL, on an autocommit connection: store the answer, close the assignment and
         reserve the next pair under the common rules, committed in one round trip (migration
-        0003's function). Returns the study rules and the new assignment (None: no pair was
-        reserved, the full rules decide), or None when nothing was done and the full rules
-        must run instead (no open assignment for the pair, a gold pair due)."""
+        0003's function). Returns whether it was done and the new assignment (None: no pair
+        was reserved, the full rules decide); (False, None) when nothing was done and the
+        full rules must run instead (no open assignment for the pair, a gold pair due)."""
         params = {name: values[name] for name in ANSWER_FIELDS}
         params.update(annotator=annotator_id, pair=pair_id, now=now, gold_every=gold_every)
         try:
             row = self._run("submit_function", params, fetch=True)
         except DBAPIError as exc:
             if getattr(exc.orig, "sqlstate", None) == FULL_RULES:
-                return None
+                return False, None
             raise
-        study = StudyRules(*row[:5])
-        new_id, new_pair, chosen_position = row[5:]
-        if new_id is None:
-            return study, None
-        reserved = AssignmentRow(
-            id=new_id,
-            study_id=study.id,
-            pair_id=new_pair,
-            annotator_id=annotator_id,
-            chosen_position=chosen_position,
-            status="active",
-            assigned_at=now,
-        )
-        return study, reserved
+        if row[0] is None:
+            return True, None
+        return True, _reserved(row, annotator_id=annotator_id, now=now)
 
     def reserve_and_assign(
         self, *, study: StudyRules, annotator_id: int, now: datetime
@@ -319,16 +323,7 @@ class Cursor:
             row = self._run("reserve_and_assign", {**keys, "now": now}, fetch=True)
             if row is None:
                 return None
-            new_id, pair_id, chosen_position = row
-            return AssignmentRow(
-                id=new_id,
-                study_id=study.id,
-                pair_id=pair_id,
-                annotator_id=annotator_id,
-                chosen_position=chosen_position,
-                status="active",
-                assigned_at=now,
-            )
+            return _reserved(row, annotator_id=annotator_id, now=now)
         row = self._run("reserve_first", keys, fetch=True)
         return (
             None

@@ -38,10 +38,7 @@ CREATE OR REPLACE FUNCTION annotate_submit_and_next(
     p_helpfulness_rejected integer,
     p_main_reason varchar, p_comment text, p_seconds double precision,
     p_submitted_at timestamp, p_source varchar)
-RETURNS TABLE (
-    study_id integer, overlap_target integer, items_per_annotator integer,
-    qualification_gold integer, active_id integer,
-    new_id integer, new_pair integer, new_position varchar)
+RETURNS TABLE (new_id integer, new_study integer, new_pair integer, new_position varchar)
 LANGUAGE plpgsql AS $$
 #variable_conflict use_column
 DECLARE
@@ -133,9 +130,7 @@ BEGIN
         END IF;
     END IF;
 
-    RETURN QUERY SELECT rules.id, rules.overlap_target, rules.items_per_annotator,
-                        rules.qualification_gold, rules.active_id,
-                        v_id, v_pair, v_position;
+    RETURN QUERY SELECT v_id, rules.id, v_pair, v_position;
 END
 $$
 """
