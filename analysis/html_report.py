@@ -397,6 +397,3 @@ def _method_rows(methods: dict, prefix: str = "") -> list[tuple[str, str]]:
         else:
             rows.append((name, str(value)))
     return rows
-
-
-_reading = reading  # the console looked this up before it was public

@@ -365,7 +365,6 @@ def write_report(
     report: dict,
     out_dir: str | Path,
     *,
-    annotations: pd.DataFrame,
     pairs: pd.DataFrame | None,
     export_valid: Path | None = None,
 ) -> dict[str, Path]:

@@ -341,8 +341,3 @@ def load_annotations(
     # Arrow's allocator keeps the raw file's freed buffers; give them back before the report.
     pa.default_memory_pool().release_unused()
     return table
-
-
-def normalise_frame(frame: pd.DataFrame, *, scale: tuple[int, int] = DEFAULT_SCALE) -> pd.DataFrame:
-    """Normalise an already trusted frame (e.g. from the database) the same way."""
-    return validate_annotations(frame, source="annotations", scale=scale)

@@ -26,7 +26,12 @@ from annotate.auth import DEFAULT_BASE_URL, create_annotator, login_link, reissu
 from annotate.db import read_session, retrying, session
 from annotate.errors import InputError, UserError
 from annotate.models import Annotation, Annotator, Assignment, Pair, Study, utcnow
-from annotate.studies import LOCKED_WHEN_ANNOTATED, has_annotations, update_study_options
+from annotate.studies import (
+    LOCKED_WHEN_ANNOTATED,
+    get_study,
+    has_annotations,
+    update_study_options,
+)
 
 RECENT_DAYS = 7
 EXPORT_FORMATS = {
@@ -61,15 +66,6 @@ MIN_SLOT_ITEMS = 10
 def studies(engine: Engine) -> list[Study]:
     with read_session(engine) as s:
         return list(s.exec(select(Study).order_by(Study.name)).all())
-
-
-@retrying
-def get_study_by_id(engine: Engine, study_id: int) -> Study:
-    with read_session(engine) as s:
-        study = s.get(Study, study_id)
-        if study is None:
-            raise UserError(f"there is no study with id {study_id}")
-        return study
 
 
 @retrying
@@ -594,9 +590,7 @@ def study_tables(
     from annotate.annotations import annotations_frame, pairs_frame
 
     with read_session(engine) as s:
-        row = s.exec(select(Study).where(Study.name == study)).first()
-        if row is None:
-            raise UserError(f"there is no study named {study!r}")
+        row = get_study(s, study)
         scale = (row.scale_min, row.scale_max)
     pairs = pairs_frame(engine, study=study)
     raw = annotations_frame(engine, study=study)
@@ -638,9 +632,7 @@ def build_study_report(
     return report, annotations, pairs
 
 
-def report_files(
-    report: dict, *, annotations: pd.DataFrame, pairs: pd.DataFrame
-) -> dict[str, bytes]:
+def report_files(report: dict, *, pairs: pd.DataFrame) -> dict[str, bytes]:
     """The report files (contract section 4) and the valid pairs, as bytes by file name."""
     from analysis.report import write_report
 
@@ -648,7 +640,6 @@ def report_files(
         paths = write_report(
             report,
             tmp,
-            annotations=annotations,
             pairs=pairs,
             export_valid=Path(tmp) / "valid_pairs.jsonl",
         )
@@ -724,29 +715,14 @@ def report_figures(report: dict) -> list[tuple[str, object]]:
     """The report's plotly charts (the same as in report.html), with a title for each."""
     from analysis import html_report
 
-    public = getattr(html_report, "figures", None)
-    if callable(public):
-        return list(public(report))
-    charts = [
-        ("Agreement on the preference", "_alpha_chart"),
-        ("General quality of chosen and rejected", "_quality_chart"),
-        ("Pair verdicts", "_verdict_chart"),
-        ("Annotators", "_annotator_chart"),
-        ("Position bias", "_position_chart"),
-    ]
-    return [
-        (title, getattr(html_report, name)(report))
-        for title, name in charts
-        if hasattr(html_report, name)
-    ]
+    return list(html_report.figures(report))
 
 
 def report_reading(report: dict) -> list[str]:
     """The report's plain-language reading of its numbers (as in report.html)."""
     from analysis import html_report
 
-    reading = getattr(html_report, "_reading", None)
-    return list(reading(report)) if callable(reading) else []
+    return list(html_report.reading(report))
 
 
 def headline_table(report: dict) -> pd.DataFrame:

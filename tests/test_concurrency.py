@@ -27,10 +27,6 @@ N_PAIRS = 40
 OVERLAP = 3
 N_ANNOTATORS = 32
 
-CLI_IMPORT = (
-    Path(__file__).parents[1] / "annotate" / "commands" / "import_annotations.py"
-).exists()
-
 
 def test_32_annotator_threads_label_one_study_to_completion(db_url, tmp_path):
     engine = get_engine(db_url)
@@ -167,9 +163,6 @@ def test_concurrent_annotation_imports_over_overlapping_rows(db_url, tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(
-    not CLI_IMPORT, reason="annotate import-annotations is not in this checkout yet"
-)
 def test_concurrent_import_annotations_commands(db_url, tmp_path):
     """The command line: N_IMPORTS `annotate import-annotations` processes started together."""
     engine = get_engine(db_url)

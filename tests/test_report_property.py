@@ -128,4 +128,4 @@ def test_report_never_crashes_and_every_null_has_a_note(table, bootstrap, min_an
     assert undefined_without_note(report) == []
     assert isinstance(report["conclusion"]["personal_preference_main_factor"], bool)
     with tempfile.TemporaryDirectory() as out:
-        write_report(report, out, annotations=annotations, pairs=pairs)
+        write_report(report, out, pairs=pairs)

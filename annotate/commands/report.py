@@ -104,27 +104,15 @@ def _from_files(args) -> tuple[pd.DataFrame, pd.DataFrame, tuple[int, int]]:
 
 
 def _from_database(args) -> tuple[pd.DataFrame, pd.DataFrame, tuple[int, int]]:
-    from analysis.tables import validate_annotations
-    from annotate.annotations import annotations_frame, pairs_frame
-    from annotate.db import get_engine, session
-    from annotate.studies import get_study
+    from annotate.console import study_tables
+    from annotate.db import get_engine
 
-    engine = get_engine(args.db)
-    with session(engine) as s:
-        study = get_study(s, args.study)
-        scale = (study.scale_min, study.scale_max)
-    pairs = pairs_frame(engine, study=args.study)
-    annotations = validate_annotations(
-        annotations_frame(engine, study=args.study),
-        source=f"study {args.study!r}",
-        scale=scale,
-        pair_ids=set(pairs["pair_id"]),
-    )
-    return annotations, pairs, scale
+    return study_tables(get_engine(args.db), study=args.study)
 
 
 def run(args: argparse.Namespace) -> int:
-    from analysis.report import ReportOptions, build_report, write_report
+    from analysis.report import build_report, write_report
+    from annotate.console import report_options
 
     if bool(args.annotations) != bool(args.pairs):
         raise UserError(
@@ -134,21 +122,18 @@ def run(args: argparse.Namespace) -> int:
         annotations, pairs, scale = _from_files(args)
     else:
         annotations, pairs, scale = _from_database(args)
-    options = ReportOptions(
+    options = report_options(
+        scale,
         bootstrap=args.bootstrap,
         seed=args.seed,
         min_annotations=args.min_annotations,
         quality_threshold=args.quality_threshold,
         pair_gap=args.pair_gap,
         equivalence_margin=args.equivalence_margin,
-        scale_min=scale[0],
-        scale_max=scale[1],
     )
     report = build_report(annotations, pairs, options=options)
     export = Path(args.export_valid) if args.export_valid else None
-    paths = write_report(
-        report, args.out, annotations=annotations, pairs=pairs, export_valid=export
-    )
+    paths = write_report(report, args.out, pairs=pairs, export_valid=export)
     counts = report["counts"]
     verdicts = report["verdicts"]
     print(

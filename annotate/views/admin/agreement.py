@@ -6,7 +6,7 @@ import streamlit as st
 from analysis.summary import fmt
 from annotate import console
 from annotate.access import engine
-from annotate.views.admin.shared import page, study_report
+from annotate.views.admin.shared import page, study_report, study_report_files
 
 user, study = page("Agreement")
 if study is None:
@@ -29,7 +29,7 @@ bootstrap = cols[2].selectbox(
     "Bootstrap", [200, 1000, 2000], index=1, key="agreement_bootstrap", help="resamples"
 )
 
-report, annotations, pairs = study_report(
+report, _annotations, _pairs = study_report(
     study, categories=tuple(categories), annotators=tuple(annotators), bootstrap=bootstrap
 )
 counts = report["counts"]
@@ -71,18 +71,16 @@ if len(pair_rows):
     st.dataframe(pair_rows, hide_index=True)
 
 st.subheader("Report files for this selection")
-files_for = (report, annotations, pairs)
-
-
-def _files() -> dict[str, bytes]:
-    return console.report_files(files_for[0], annotations=files_for[1], pairs=files_for[2])
+selection = {"categories": tuple(categories), "annotators": tuple(annotators)}
 
 
 with st.container(horizontal=True):
     for name, mime in {**console.REPORT_FILES, "valid_pairs.jsonl": "application/jsonl"}.items():
         st.download_button(
             name,
-            data=lambda name=name: _files()[name],
+            data=lambda name=name: study_report_files(study, **selection, bootstrap=bootstrap)[
+                name
+            ],
             file_name=name,
             mime=mime,
             key=f"agreement_download_{name}",

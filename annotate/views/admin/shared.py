@@ -11,6 +11,7 @@ from annotate.access import engine, require_admin
 from annotate.auth import DEFAULT_BASE_URL
 from annotate.errors import UserError
 from annotate.models import Annotator, Study
+from annotate.studies import DEFAULT_STUDY
 
 STUDY_KEY = "console_study"
 REPORT_TTL = 120  # seconds; the key also holds the data version, so new answers show at once
@@ -31,7 +32,7 @@ def pick_study() -> Study | None:
     names = [study.name for study in everything]
     wanted = st.session_state.get(STUDY_KEY)
     if wanted not in names:
-        wanted = "default" if "default" in names else names[0]
+        wanted = DEFAULT_STUDY if DEFAULT_STUDY in names else names[0]
         st.session_state[STUDY_KEY] = wanted
 
     def remember() -> None:
@@ -118,13 +119,22 @@ def study_report(
 def cached_report_files(
     db: str, study: str, version: tuple, categories, annotators, bootstrap: int
 ) -> dict[str, bytes]:
-    report, annotations, pairs = cached_report(
+    report, _annotations, pairs = cached_report(
         db, study, version, categories, annotators, bootstrap
     )
-    return console.report_files(report, annotations=annotations, pairs=pairs)
+    return console.report_files(report, pairs=pairs)
 
 
-def study_report_files(study: Study, *, bootstrap: int = 1000) -> dict[str, bytes]:
-    """The whole study's report files, computed once per data version (shared by downloads)."""
+def study_report_files(
+    study: Study,
+    *,
+    categories: tuple[str, ...] = (),
+    annotators: tuple[str, ...] = (),
+    bootstrap: int = 1000,
+) -> dict[str, bytes]:
+    """The report files of the study (or of a selection), computed once per data version and
+    selection, shared by all download buttons."""
     version = console.data_version(engine(), study_id=study.id)
-    return cached_report_files(db_key(), study.name, version, (), (), bootstrap)
+    return cached_report_files(
+        db_key(), study.name, version, tuple(categories), tuple(annotators), bootstrap
+    )
