@@ -144,7 +144,7 @@ def bootstrap_weights(
         yield rng.multinomial(total, pvals, size=min(rows, resamples - start))
 
 
-def _percentile_ci(samples: np.ndarray, *, resamples: int) -> tuple[tuple | None, str | None]:
+def percentile_ci(samples: np.ndarray, *, resamples: int) -> tuple[tuple | None, str | None]:
     """95% percentile interval of the defined resamples, with a note on dropped ones."""
     defined = samples[np.isfinite(samples)]
     dropped = resamples - defined.size
@@ -166,7 +166,7 @@ def _bootstrap(statistic, frequencies: np.ndarray, *, resamples: int, seed: int)
         statistic(w.astype(np.float64))
         for w in bootstrap_weights(frequencies, resamples=resamples, seed=seed)
     ]
-    return _percentile_ci(np.concatenate(chunks), resamples=resamples)
+    return percentile_ci(np.concatenate(chunks), resamples=resamples)
 
 
 def _join_notes(*notes: str | None) -> str | None:

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from analysis.agreement import Estimate, resampled_alpha
+from analysis.agreement import Estimate, percentile_ci, resampled_alpha
 from analysis.frames import Coded
 from analysis.validity import proportion, tost_paired
 
@@ -100,19 +100,6 @@ def quality_alpha(counts: np.ndarray, *, domain: list[int], bootstrap: int, seed
     samples = np.concatenate([alphas(w) for w in weights])
     ci, note = percentile_ci(samples, resamples=bootstrap)
     return Estimate(value=float(point), ci95=ci, note=note).as_dict()
-
-
-def percentile_ci(samples: np.ndarray, *, resamples: int):
-    """95% percentile interval over the defined resamples; omitted when most are undefined."""
-    defined = samples[np.isfinite(samples)]
-    dropped = resamples - defined.size
-    if defined.size * 2 < resamples:
-        return None, (
-            f"bootstrap interval omitted: undefined in {dropped} of {resamples} resamples"
-        )
-    lo, hi = np.percentile(defined, (2.5, 97.5))
-    note = f"{dropped} of {resamples} resamples were undefined and dropped" if dropped else None
-    return (float(lo), float(hi)), note
 
 
 def dimension_summary(

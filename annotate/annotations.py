@@ -34,11 +34,16 @@ def preference_from_slot(slot: str, chosen_position: str) -> str:
     return "chosen" if slot == chosen_position else "rejected"
 
 
+def other_slot(slot: str) -> str:
+    """The other response slot: B for A, A for B."""
+    return "B" if slot == "A" else "A"
+
+
 def slot_from_preference(preference: str, chosen_position: str) -> str:
     if preference == "tie":
         return "tie"
     same = preference == "chosen"
-    return chosen_position if same else ("B" if chosen_position == "A" else "A")
+    return chosen_position if same else other_slot(chosen_position)
 
 
 @dataclass

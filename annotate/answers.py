@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from annotate.annotations import Answer, preference_from_slot, slot_from_preference
+from annotate.annotations import Answer, other_slot, preference_from_slot, slot_from_preference
 from annotate.models import Annotation, Study
 from annotate.wording import DIMENSION_HELP
 
@@ -40,7 +40,7 @@ class FormState:
 
     @classmethod
     def from_annotation(cls, annotation: Annotation, chosen_position: str) -> FormState:
-        other = "B" if chosen_position == "A" else "A"
+        other = other_slot(chosen_position)
         ratings = {}
         for dimension in DIMENSION_HELP:
             ratings[f"{dimension}_{chosen_position}"] = getattr(annotation, f"{dimension}_chosen")
@@ -69,7 +69,7 @@ def missing_answers(study: Study, form: FormState) -> list[str]:
 
 def to_answer(form: FormState, *, chosen_position: str, seconds: float | None) -> Answer:
     """Map the slots back to chosen/rejected for storage."""
-    other = "B" if chosen_position == "A" else "A"
+    other = other_slot(chosen_position)
     ratings = {}
     for dimension in DIMENSION_HELP:
         ratings[f"{dimension}_chosen"] = form.ratings.get(f"{dimension}_{chosen_position}")

@@ -1,27 +1,5 @@
-"""Agreement statistics, checked against published worked examples and the krippendorff package.
-
-Sources of the published numbers:
-
-- Krippendorff, K. (2011). Computing Krippendorff's Alpha-Reliability. Annenberg School for
-  Communication, University of Pennsylvania. Example A (binary, 2 observers, 10 units):
-  alpha = 0.095. Example B (nominal, 2 observers, 12 units): alpha = 0.692. Example C (4
-  observers, 12 units, values 1-5, missing data): nominal 0.743, ordinal 0.815, interval 0.849.
-- Gwet, K. L. (2014). Handbook of Inter-Rater Reliability, 4th ed., p. 120: the same 4 x 12
-  data set, shipped as ``cac.raw4raters`` in the irrCAC R package, whose documented output is
-  AC1 = 0.77544 (pa = 0.8181818, pe = 0.1903212).
-- Fleiss' kappa worked example on Wikipedia ("Fleiss' kappa", 14 raters, 10 subjects, 5
-  categories): P-bar = 0.378, P-bar_e = 0.213, kappa = 0.210.
-- irrCAC 1.0 vignette "Calculating Chance-corrected Agreement Coefficients (CAC)" (K. L. Gwet,
-  inst/doc/overview.html), printed output, three categories each: ``cont3x3abstractors`` (Gwet
-  2014, 2 abstractors x 100 women, Ectopic/AIU/NIU): gwet.ac1.table 0.8493305, krippen2.table
-  0.7972585, pa2.table 0.89; ``cac.dist4cat`` (4 raters x 15 subjects, a/b/c):
-  gwet.ac1.dist 0.3518903.
-- Stata's example data ``rvary2`` (5 raters x 10 subjects, categories 1-3, 3 ratings missing)
-  and its ``kappaetc rater1-rater5`` output (Klein 2018, Stata Journal 18(4), 871-901; Gwet's
-  formulas) as printed in the documentation of the R package lagree (R/calc-ac_raw.R): percent
-  agreement 0.5833, Gwet's AC 0.3829, Krippendorff's alpha 0.3897: nominal alpha and AC1 with
-  missing ratings in three categories, so it also runs through the report's preferences.
-"""
+"""Agreement statistics, checked against published worked examples (tests/published_examples.py
+has the data and the sources of the published numbers) and the krippendorff package."""
 
 from __future__ import annotations
 
@@ -51,60 +29,18 @@ from analysis.agreement import (
     unit_patterns,
     value_counts,
 )
+from tests.published_examples import (
+    ABSTRACTORS,
+    DIST4CAT,
+    EXAMPLE_A,
+    EXAMPLE_B,
+    EXAMPLE_C,
+    FLEISS_WIKIPEDIA,
+    RVARY2,
+)
 
-N = None
 LIKERT = [1, 2, 3, 4, 5]
 PREFERENCES = ["chosen", "rejected", "tie"]
-
-# Krippendorff (2011) example C = irrCAC cac.raw4raters: observers x units, None = missing.
-EXAMPLE_C = {
-    "A": [1, 2, 3, 3, 2, 1, 4, 1, 2, N, N, N],
-    "B": [1, 2, 3, 3, 2, 2, 4, 1, 2, 5, N, 3],
-    "C": [N, 3, 3, 3, 2, 3, 4, 2, 2, 5, 1, N],
-    "D": [1, 2, 3, 3, 2, 4, 4, 1, 2, 5, 1, N],
-}
-
-# Krippendorff (2011) example A: binary data, two observers, no missing values.
-EXAMPLE_A = [[0, 1, 0, 0, 0, 0, 0, 0, 1, 0], [1, 1, 1, 0, 0, 1, 0, 0, 0, 0]]
-
-# Krippendorff (2011) example B: nominal data, two observers (Ben, Gerry), no missing values.
-EXAMPLE_B = [
-    ["a", "a", "b", "b", "d", "c", "c", "c", "e", "d", "d", "a"],
-    ["b", "a", "b", "b", "b", "c", "c", "c", "e", "d", "d", "d"],
-]
-
-# irrCAC cont3x3abstractors: rows abstractor 1, columns abstractor 2 (Ectopic, AIU, NIU).
-ABSTRACTORS = np.array([[13, 0, 0], [0, 20, 7], [0, 4, 56]])
-
-# irrCAC cac.dist4cat: raters per category a, b, c for each of 15 subjects (4 raters each).
-DIST4CAT = np.array(
-    [
-        [3, 0, 1], [2, 1, 1], [2, 1, 1], [2, 0, 2], [3, 1, 0], [3, 1, 0], [0, 4, 0], [0, 3, 1],
-        [0, 0, 4], [3, 1, 0], [0, 4, 0], [0, 3, 1], [0, 2, 2], [0, 0, 4], [3, 1, 0],
-    ]
-)  # fmt: skip
-
-# Stata rvary2: subjects x raters, None = the rater did not rate the subject.
-RVARY2 = [
-    [1, 2, 2, N, 2], [1, 1, 3, 3, 3], [3, 3, 3, 3, 3], [1, 1, 1, 1, 3], [1, 1, 1, 3, 3],
-    [1, 2, 2, 2, 2], [1, 1, 1, 1, 1], [2, 2, 2, 2, 3], [1, 3, N, N, 3], [1, 1, 1, 3, 3],
-]  # fmt: skip
-
-# Wikipedia "Fleiss' kappa" worked example: 10 subjects x 5 categories, 14 raters each.
-FLEISS_WIKIPEDIA = np.array(
-    [
-        [0, 0, 0, 0, 14],
-        [0, 2, 6, 4, 2],
-        [0, 0, 3, 5, 6],
-        [0, 3, 9, 2, 0],
-        [2, 2, 8, 1, 1],
-        [7, 7, 0, 0, 0],
-        [3, 2, 6, 3, 0],
-        [2, 5, 3, 2, 2],
-        [6, 5, 2, 1, 0],
-        [0, 2, 2, 3, 7],
-    ]
-)
 
 
 def long_table(raters_by_unit: dict[str, list]) -> pd.DataFrame:
@@ -201,15 +137,17 @@ def test_percent_agreement_cac_raw4raters(example_c):
 def test_fleiss_kappa_wikipedia_example():
     assert round(fleiss_kappa(FLEISS_WIKIPEDIA).value, 3) == 0.210
     # Hand calculation of the intermediate values printed on the page.
-    n, m = FLEISS_WIKIPEDIA.shape[0], 14
-    p_bar = ((FLEISS_WIKIPEDIA * (FLEISS_WIKIPEDIA - 1)).sum(axis=1) / (m * (m - 1))).mean()
-    p_e = ((FLEISS_WIKIPEDIA.sum(axis=0) / (n * m)) ** 2).sum()
+    table = np.asarray(FLEISS_WIKIPEDIA)
+    n, m = table.shape[0], 14
+    p_bar = ((table * (table - 1)).sum(axis=1) / (m * (m - 1))).mean()
+    p_e = ((table.sum(axis=0) / (n * m)) ** 2).sum()
     assert (round(p_bar, 3), round(p_e, 3)) == (0.378, 0.213)
 
 
 def two_rater_counts(table: np.ndarray) -> np.ndarray:
     """One unit per subject of a two-rater contingency table: a count 1 in the row's category and
     1 in the column's (2 in the same one for agreement)."""
+    table = np.asarray(table)
     eye = np.eye(table.shape[0], dtype=int)
     return np.array(
         [eye[i] + eye[j] for (i, j), n in np.ndenumerate(table) for _ in range(n)], dtype=int
@@ -422,10 +360,10 @@ def test_bootstrap_chunking_does_not_change_the_result(monkeypatch):
 
 def test_ci_omitted_when_most_resamples_undefined():
     samples = np.array([0.1, np.nan, np.nan, 0.3, np.nan])
-    ci, note = agreement._percentile_ci(samples, resamples=5)
+    ci, note = agreement.percentile_ci(samples, resamples=5)
     assert ci is None
     assert "3 of 5" in note
-    ci, note = agreement._percentile_ci(np.array([0.1, np.nan, 0.3]), resamples=3)
+    ci, note = agreement.percentile_ci(np.array([0.1, np.nan, 0.3]), resamples=3)
     assert ci == (pytest.approx(0.105), pytest.approx(0.295))  # linear interpolation
     assert "1 of 3" in note
 

@@ -27,7 +27,7 @@ from annotate.db import get_engine, session
 from annotate.errors import InputError, UserError
 from annotate.importer import import_pairs
 from annotate.models import Annotation, Annotator, Assignment, Pair, Study
-from annotate.pairs_io import MAX_RECORD_BYTES, MAX_TEXT_CHARS
+from annotate.pairs_io import CORE_FIELDS, MAX_RECORD_BYTES, MAX_TEXT_CHARS
 from tests.scale_helpers import make_study
 
 # Example counts: thousands in all, most on SQLite (same code, PostgreSQL round trips are
@@ -200,18 +200,6 @@ def _write_pairs(tmp_path: Path, lines, as_array: bool) -> Path:
     return path
 
 
-CORE = (
-    "id",
-    "question",
-    "profile",
-    "rubric_aspects",
-    "narrative",
-    "category",
-    "chosen",
-    "rejected",
-)
-
-
 def _stored_as_read(record: dict) -> dict:
     """What a valid record must read back as: the JSON columns equal to the file's values."""
     return {
@@ -222,7 +210,7 @@ def _stored_as_read(record: dict) -> dict:
         "category": record.get("category") or "",
         "chosen": record["chosen"],
         "rejected": record["rejected"],
-        "extra": {k: v for k, v in record.items() if k not in CORE},
+        "extra": {k: v for k, v in record.items() if k not in CORE_FIELDS},
     }
 
 

@@ -10,6 +10,7 @@ import pytest
 from analysis.tables import (
     COLUMNS,
     RATING_COLUMNS,
+    SUFFIXES,
     load_annotations,
     read_table,
     validate_annotations,
@@ -18,8 +19,6 @@ from analysis.tables import (
 from annotate.annotations import EXPORT_COLUMNS
 from annotate.errors import InputError, UserError
 from tests.report_fixtures import frame, row
-
-SUFFIXES = [".csv", ".jsonl", ".parquet"]
 
 
 def sample() -> pd.DataFrame:
@@ -233,8 +232,7 @@ def test_large_table_validates_quickly(tmp_path):
 
 
 def test_an_overlong_comment_is_refused_with_the_limit(tmp_path):
-    from analysis.tables import MAX_COMMENT_CHARS, load_annotations
-    from annotate.errors import InputError
+    from analysis.tables import MAX_COMMENT_CHARS
 
     path = tmp_path / "a.csv"
     path.write_text(

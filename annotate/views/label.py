@@ -7,6 +7,7 @@ import time
 import streamlit as st
 
 from annotate.access import engine, require_user
+from annotate.annotations import other_slot
 from annotate.answers import SLOTS, FormState, missing_answers
 from annotate.assignment import history, progress, skip
 from annotate.labelling import (
@@ -186,7 +187,7 @@ def _pair_context(item: Item, study: Study) -> None:
 def _responses(item: Item) -> None:
     texts = {
         item.assignment.chosen_position: item.pair.chosen,
-        ("B" if item.assignment.chosen_position == "A" else "A"): item.pair.rejected,
+        other_slot(item.assignment.chosen_position): item.pair.rejected,
     }
     columns = st.columns(2)
     for column, slot in zip(columns, SLOTS, strict=True):
