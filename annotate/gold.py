@@ -56,31 +56,48 @@ def gold_due(*, annotator_id: int, key: int, every: int = GOLD_EVERY) -> bool:
     return int.from_bytes(digest[:4], "big") % every == 0
 
 
-def _gold_answers(s: Session, annotator_id: int) -> list[tuple[str, str | None]]:
-    """(given, expected) for the annotator's gold answers, in the order they were served."""
-    return list(
-        s.exec(
-            select(Annotation.preference, Pair.gold_answer)
-            .join(Pair, Pair.id == Annotation.pair_id)
-            .join(
-                Assignment,
-                (Assignment.pair_id == Annotation.pair_id)
-                & (Assignment.annotator_id == Annotation.annotator_id),
-            )
-            .where(Annotation.annotator_id == annotator_id, Pair.is_gold == True)  # noqa: E712
-            .order_by(Assignment.assigned_at, Assignment.id)
-        ).all()
-    )
+def _gold_answers(s: Session, where) -> list[tuple[int, str, str | None, bool]]:
+    """(annotator id, given, expected, served) of the gold answers matching `where`: served
+    ones (with an assignment) in the order they were served, then imported ones."""
+    rows = s.exec(
+        select(
+            Annotation.annotator_id,
+            Annotation.preference,
+            Pair.gold_answer,
+            Assignment.id.is_not(None),
+        )
+        .join(Pair, Pair.id == Annotation.pair_id)
+        .join(
+            Assignment,
+            (Assignment.pair_id == Annotation.pair_id)
+            & (Assignment.annotator_id == Annotation.annotator_id),
+            isouter=True,
+        )
+        .where(where, Pair.is_gold == True)  # noqa: E712
+        .order_by(Assignment.assigned_at, Assignment.id)
+    ).all()
+    return sorted(rows, key=lambda row: not row[3])  # stable: served order kept
+
+
+def _served(answers) -> list[tuple[str, str | None]]:
+    return [(given, expected) for _, given, expected, served in answers if served]
+
+
+def _judge(answers: list[tuple[str, str | None]], needed: int) -> Qualification:
+    """The state given an annotator's (given, expected) gold answers in served order."""
+    if needed <= 0:
+        return Qualification(NONE, 0, 0)
+    first = answers[:needed]
+    if any(given != expected for given, expected in first):
+        return Qualification(FAILED, len(first), needed)
+    return Qualification(PASSED if len(first) >= needed else PENDING, len(first), needed)
 
 
 def qualification(s: Session, *, study: Study, annotator_id: int) -> Qualification:
     needed = study.qualification_gold or 0
     if needed <= 0:
         return Qualification(NONE, 0, 0)
-    first = _gold_answers(s, annotator_id)[:needed]
-    if any(given != expected for given, expected in first):
-        return Qualification(FAILED, len(first), needed)
-    return Qualification(PASSED if len(first) >= needed else PENDING, len(first), needed)
+    return _judge(_served(_gold_answers(s, Annotation.annotator_id == annotator_id)), needed)
 
 
 @retrying
@@ -160,25 +177,24 @@ def gold_accuracy(engine: Engine, *, study_id: int) -> pd.DataFrame:
             .where(Annotator.study_id == study_id, Annotator.is_admin == False)  # noqa: E712
             .order_by(Annotator.name)
         ).all()
-        answers = s.exec(
-            select(Annotation.annotator_id, Annotation.preference, Pair.gold_answer)
-            .join(Pair, Pair.id == Annotation.pair_id)
-            .where(Pair.study_id == study_id, Pair.is_gold == True)  # noqa: E712
-        ).all()
-        states = {pid: qualification(s, study=study, annotator_id=pid).state for pid, _ in people}
-    frame = pd.DataFrame(answers, columns=["aid", "given", "expected"])
+        # all of the study's gold answers in one query, in served order (qualification counts
+        # each annotator's first ones)
+        answers = _gold_answers(s, Pair.study_id == study_id)
+    by_person: dict[int, list] = {}
+    for answer in answers:
+        by_person.setdefault(answer[0], []).append(answer)
     rows = []
     for aid, name in people:
-        mine = frame[frame["aid"] == aid]
+        mine = by_person.get(aid, [])
         n = len(mine)
-        correct = int((mine["given"] == mine["expected"]).sum())
+        correct = sum(given == expected for _, given, expected, _ in mine)
         rows.append(
             {
                 "annotator": name,
                 "n_gold": n,
                 "n_correct": correct,
                 "gold_accuracy": correct / n if n else None,
-                "qualification": states[aid],
+                "qualification": _judge(_served(mine), study.qualification_gold or 0).state,
             }
         )
     return pd.DataFrame(

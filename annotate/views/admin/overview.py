@@ -56,7 +56,9 @@ else:
 st.subheader("All studies")
 rows = []
 for other in console.studies(engine()):
-    numbers = console.study_progress(engine(), study_id=other.id)
+    numbers = (
+        progress if other.id == study.id else console.study_progress(engine(), study_id=other.id)
+    )
     rows.append(
         {
             "study": other.name,
