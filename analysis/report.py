@@ -120,6 +120,7 @@ def _preference(stats: Coded, table: pd.DataFrame, options: ReportOptions) -> di
 
 def _quality(stats: Coded, options: ReportOptions) -> dict:
     out = {}
+    pairs_with_annotations = np.bincount(stats.pair, minlength=stats.n_pairs) > 0
     for dimension in DIMENSIONS:
         counts = response_counts(stats, dimension, options.domain)
         section = {
@@ -127,7 +128,6 @@ def _quality(stats: Coded, options: ReportOptions) -> dict:
                 counts, domain=options.domain, bootstrap=options.bootstrap, seed=options.seed
             )
         }
-        pairs_with_annotations = np.bincount(stats.pair, minlength=stats.n_pairs) > 0
         chosen = stats.pair_mean(f"{dimension}_chosen")[pairs_with_annotations]
         rejected = stats.pair_mean(f"{dimension}_rejected")[pairs_with_annotations]
         section.update(
