@@ -135,8 +135,8 @@ def _reserve_contended_or_skipped(
             return served
     for pair_id in candidates:
         if _reserve(conn, study=study, pair_id=pair_id):
-            return _new_assignment(
-                Cursor(conn), study=study, pair_id=pair_id, annotator_id=annotator_id
+            return Cursor(conn).assign(
+                study=study, pair_id=pair_id, annotator_id=annotator_id, now=utcnow()
             )
     # Nothing new: offer the pairs this annotator skipped, while they still have room.
     with Session(bind=conn) as s:
@@ -162,12 +162,6 @@ def _reopen(s: Session, assignment: Assignment) -> AssignmentRow:
 
 def _count(s: Session, statement) -> int:
     return int(s.exec(statement).one())
-
-
-def _new_assignment(
-    cursor: Cursor, *, study: StudyRules, pair_id: int, annotator_id: int
-) -> AssignmentRow:
-    return cursor.assign(study=study, pair_id=pair_id, annotator_id=annotator_id, now=utcnow())
 
 
 _GOLD_UNSEEN = (
@@ -212,7 +206,9 @@ def _serve_gold(conn: Connection, *, study: StudyRules, annotator_id: int) -> As
             conn.execute(_RAISE, {"pair_id": skipped.pair_id})
             return _reopen(s, skipped)
     conn.execute(_RAISE, {"pair_id": pair_id})
-    return _new_assignment(Cursor(conn), study=study, pair_id=pair_id, annotator_id=annotator_id)
+    return Cursor(conn).assign(
+        study=study, pair_id=pair_id, annotator_id=annotator_id, now=utcnow()
+    )
 
 
 @retrying
