@@ -258,7 +258,7 @@ class Cursor:
         # SQLite stores SQLAlchemy's DateTime as this text; PostgreSQL takes the object
         if value is None or self.dialect != "sqlite":
             return value
-        return f"{value:%Y-%m-%d %H:%M:%S.%f}"
+        return value.replace(tzinfo=None).isoformat(" ", "microseconds")  # %Y-%m-%d %H:%M:%S.%f
 
     def _assignment(self, row) -> AssignmentRow | None:
         if row is None:

@@ -1,0 +1,98 @@
+"""SQLite group commit (annotate/db.py): a durable transaction returns only after an fsync of
+the WAL that started after its commit, and concurrent commits share fsyncs."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import threading
+import time
+
+import pytest
+from sqlalchemy import text
+
+from annotate import db
+from annotate.db import get_engine, session, transaction
+
+
+class _Recorded(db._GroupCommit):
+    """Syncs that take a while and record when they started and ended."""
+
+    def __init__(self, ticks):
+        super().__init__("/nonexistent/annotate-test.db")
+        self.ticks = ticks
+        self.syncs: list[tuple[int, int]] = []
+
+    def _sync(self) -> None:
+        start = next(self.ticks)
+        time.sleep(0.005)
+        self.syncs.append((start, next(self.ticks)))
+
+
+def test_every_commit_waits_for_a_sync_that_started_after_it_and_commits_share_syncs():
+    ticks = itertools.count()
+    tick_lock = threading.Lock()
+    group = _Recorded(ticks)
+    checks: list[tuple[int, int]] = []
+
+    def committer():
+        for _ in range(20):
+            with tick_lock:
+                committed = next(ticks)  # the commit has happened by now
+            group.wait_durable()
+            checks.append((committed, next(ticks)))
+
+    threads = [threading.Thread(target=committer) for _ in range(16)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+    assert len(checks) == 16 * 20
+    for committed, returned in checks:
+        assert any(committed < start and end < returned for start, end in group.syncs), (
+            committed,
+            returned,
+        )
+    # 16 writers, a 5 ms fsync: each fsync covers several commits
+    assert len(group.syncs) < len(checks) / 2, len(group.syncs)
+
+
+def _synced_paths(monkeypatch) -> list[str]:
+    synced: list[str] = []
+    real = getattr(os, "fdatasync", os.fsync)
+
+    def recording(fd):
+        synced.append(os.readlink(f"/proc/self/fd/{fd}"))
+        real(fd)
+
+    monkeypatch.setattr(os, "fdatasync", recording)
+    monkeypatch.setattr(os, "fsync", recording)
+    return synced
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc to name the file")
+def test_a_durable_sqlite_transaction_syncs_the_wal_after_its_commit(tmp_path, monkeypatch):
+    path = tmp_path / "group.db"
+    engine = get_engine(f"sqlite:///{path}")
+    with transaction(engine) as conn:
+        conn.execute(text("CREATE TABLE note (body TEXT)"))
+    synced = _synced_paths(monkeypatch)
+
+    with transaction(engine) as conn:
+        conn.execute(text("INSERT INTO note VALUES ('kept')"))
+        # committed with synchronous=NORMAL: the fsync comes after, outside the write lock
+        assert conn.exec_driver_sql("PRAGMA synchronous").scalar() == 1
+        assert synced == []
+    assert synced == [f"{path}-wal"]
+
+    with session(engine) as s:  # the ORM unit of work too
+        s.execute(text("INSERT INTO note VALUES ('also kept')"))
+    assert synced == [f"{path}-wal"] * 2
+
+    with transaction(engine, durable=False) as conn:  # a reservation: no fsync at all
+        conn.execute(text("INSERT INTO note VALUES ('may go in a power cut')"))
+    assert synced == [f"{path}-wal"] * 2
+
+    with engine.begin() as conn:  # outside the storage layer: SQLite's own FULL fsync
+        assert conn.exec_driver_sql("PRAGMA synchronous").scalar() == 2
