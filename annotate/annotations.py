@@ -16,7 +16,14 @@ from sqlmodel import Session, select
 from analysis.tables import COLUMNS, RATING_COLUMNS
 from annotate import gold
 from annotate.assignment import ensure_assignment, next_assignment, reserve_next
-from annotate.db import read_session, retrying, session, transaction
+from annotate.db import (
+    has_sqlite_write,
+    read_session,
+    retrying,
+    session,
+    sqlite_write,
+    transaction,
+)
 from annotate.models import Annotation, Annotator, Assignment, Pair, utcnow
 from annotate.queue_sql import ANSWER_FIELDS, AssignmentRow, Cursor, StudyRules
 from annotate.studies import get_study
@@ -138,6 +145,7 @@ def submit_and_next(
     Safe to re-run: the upsert and the close are idempotent, and a re-run finds the pair the
     first run reserved still open."""
     values = {**answer.values(), "source": "app"}
+    done = False
     if engine.dialect.name == "postgresql":
         # the common case in one round trip (migration 0003's function); when it did
         # nothing, the full rules below run instead
@@ -149,11 +157,55 @@ def submit_and_next(
                 now=utcnow(),
                 gold_every=gold.GOLD_EVERY,
             )
-        if done:  # the answer is committed; with no pair reserved, the full rules pick one
-            return reserved or next_assignment(engine, annotator_id=annotator_id)
+    elif has_sqlite_write(engine):
+        done, reserved = _submit_common_sqlite(
+            engine, annotator_id=annotator_id, pair_id=pair_id, values=values
+        )
+    if done:  # the answer is committed; with no pair reserved, the full rules pick one
+        return reserved or next_assignment(engine, annotator_id=annotator_id)
     with transaction(engine) as conn:
         study = _store_answer(conn, annotator_id=annotator_id, pair_id=pair_id, values=values)
         return reserve_next(conn, study=study, annotator_id=annotator_id)
+
+
+class _FullRules(Exception):
+    """The common case does not apply: roll back, the full rules decide."""
+
+
+def _submit_common_sqlite(
+    engine: Engine, *, annotator_id: int, pair_id: int, values: dict
+) -> tuple[bool, AssignmentRow | None]:
+    """SQLite's counterpart of PostgreSQL's submit function (migration 0003), under the same
+    rules and on the driver's connection (db.sqlite_write): (True, the pair reserved or None
+    when the full rules must pick it) once committed; (False, None) when nothing was done."""
+    now = utcnow()
+    try:
+        with sqlite_write(engine) as driver:
+            cursor = Cursor(driver, dialect=engine.dialect)
+            try:
+                study = cursor.study_of(annotator_id=annotator_id, submitting=pair_id)
+            except LookupError:
+                raise _FullRules from None
+            keys = {"study_id": study.id, "annotator_id": annotator_id, "pair_id": pair_id}
+            if not cursor.store_answer(**keys, values=values, now=now):
+                raise _FullRules  # no open assignment: a stale tab or a re-run
+            quota = study.items_per_annotator
+            if (
+                study.active_id is not None
+                or (study.qualification_gold or 0) > 0
+                or (quota is not None and cursor.done_count(annotator_id=annotator_id) >= quota)
+            ):
+                return True, None
+            reserved = cursor.reserve_and_assign(study=study, annotator_id=annotator_id, now=now)
+            if (
+                reserved is not None
+                and gold.gold_due(annotator_id=annotator_id, key=reserved.pair_id)
+                and cursor.has_gold(study_id=study.id)
+            ):
+                raise _FullRules  # a gold pair comes first
+            return True, reserved
+    except _FullRules:
+        return False, None
 
 
 @retrying

@@ -1,10 +1,12 @@
 """Engine creation, connection settings and write retries for SQLite and PostgreSQL.
 
-SQLite: WAL journal (readers never block the writer), a 30 s busy timeout, `synchronous=FULL`
-(a commit survives a power cut, not only a killed process: labels are paid for), and every
-write transaction opened with BEGIN IMMEDIATE, so two writers queue on the lock instead of
-deadlocking when a read transaction tries to become a write one. Pure reads use `read_session`,
-which opens a deferred transaction: in WAL mode it never waits for a writer.
+SQLite: WAL journal (readers never block the writer), a 30 s busy timeout, and every write
+transaction opened with BEGIN IMMEDIATE, so two writers queue on the lock instead of
+deadlocking when a read transaction tries to become a write one. A durable commit survives a
+power cut, not only a killed process (labels are paid for): the storage layer's transactions
+fsync the WAL after their commit by group commit (`_GroupCommit`), anything else through the
+engine commits with `synchronous=FULL`. Pure reads use `read_session`, which opens a deferred
+transaction: in WAL mode it never waits for a writer.
 
 PostgreSQL: a connection pool that checks connections before use (`pool_pre_ping`), so a
 database restart costs one reconnect instead of an error; the `retrying` decorator re-runs a
@@ -18,6 +20,7 @@ from __future__ import annotations
 import functools
 import os
 import random
+import sqlite3
 import threading
 import time
 import weakref
@@ -103,7 +106,7 @@ def _configure_sqlite(engine: Engine) -> None:
     # handler polls with sleeps of up to 100 ms, which leaves the database idle while 32
     # threads wait; a lock hands it over at once. (Other processes still meet the busy
     # timeout; the lock only orders this process's writers, it guards no data.)
-    write_lock = threading.Lock()
+    write_lock = _write_locks[engine] = threading.Lock()
 
     # The event decides how the transaction begins; the dialect's do_begin (a no-op for
     # pysqlite) runs the statements on the driver's connection, so that a refusal ("database
@@ -216,6 +219,50 @@ class _GroupCommit:
 
 
 _group_commits: weakref.WeakKeyDictionary[Engine, _GroupCommit] = weakref.WeakKeyDictionary()
+_write_locks: weakref.WeakKeyDictionary[Engine, threading.Lock] = weakref.WeakKeyDictionary()
+
+
+class _SQLiteReaders:
+    """SQLite: driver connections for single-statement reads (the labelling page's current
+    pair), kept apart from SQLAlchemy's pool, whose checkout and checkin cost several times
+    the read itself and which 32 annotators' writes already contend for. `query_only`: nothing
+    can be written through them. In WAL mode such a read never waits for a writer."""
+
+    def __init__(self, database: str):
+        self._database = database
+        self._free: list[sqlite3.Connection] = []  # append and pop are atomic
+
+    def _connect(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(
+            self._database, timeout=30, check_same_thread=False, isolation_level=None
+        )
+        conn.execute("PRAGMA query_only=ON")
+        return conn
+
+    @contextmanager
+    def connection(self) -> Iterator[sqlite3.Connection]:
+        try:
+            conn = self._free.pop()
+        except IndexError:
+            conn = self._connect()
+        try:
+            yield conn
+        except BaseException:
+            conn.close()  # it may be broken; a new one costs little
+            raise
+        self._free.append(conn)
+
+    def close(self) -> None:
+        while self._free:
+            self._free.pop().close()
+
+
+_sqlite_readers: weakref.WeakKeyDictionary[Engine, _SQLiteReaders] = weakref.WeakKeyDictionary()
+
+
+def sqlite_reader(engine: Engine) -> _SQLiteReaders | None:
+    """The engine's read connections outside the pool (None: not a SQLite file, use the pool)."""
+    return _sqlite_readers.get(engine)
 
 
 def create_db_engine(url: str) -> Engine:
@@ -225,6 +272,8 @@ def create_db_engine(url: str) -> Engine:
         database = engine.url.database
         if database and database != ":memory:" and not database.startswith("file:"):
             _group_commits[engine] = _GroupCommit(os.path.abspath(database))
+            if not engine.url.query:
+                _sqlite_readers[engine] = _SQLiteReaders(os.path.abspath(database))
     else:
         engine = create_engine(
             url,
@@ -285,6 +334,8 @@ def dispose_engines() -> None:
     with _lock:
         for engine in _engines.values():
             engine.dispose()
+            if engine in _sqlite_readers:
+                _sqlite_readers[engine].close()
         _engines.clear()
         _ready.clear()
 
@@ -403,6 +454,52 @@ def transaction(engine: Engine, *, durable: bool = True) -> Iterator[Connection]
         yield conn
     if durable:
         _made_durable(engine)
+
+
+def has_sqlite_write(engine: Engine) -> bool:
+    """Whether `sqlite_write` can be used (a SQLite database file)."""
+    return engine in _group_commits
+
+
+@contextmanager
+def sqlite_write(engine: Engine) -> Iterator[sqlite3.Connection]:
+    """SQLite: a durable write transaction on the driver's connection, for the labelling
+    Submit's common case. SQLAlchemy's Connection (its begin, commit, close and checkin) took
+    over half of the time the write lock was held, and the lock is what 32 annotators queue
+    on. The same as `transaction` otherwise: a pooled connection (checked out before the lock
+    is taken), this process's write lock, BEGIN IMMEDIATE, rolled back if the body raises, then
+    the group commit's fsync. Driver errors leave as SQLAlchemy's DBAPIError, so `retrying`
+    re-runs a transaction that met "database is locked"."""
+    pooled = engine.raw_connection()
+    try:
+        driver = pooled.dbapi_connection
+        held = _write_locks[engine].acquire(timeout=WRITE_LOCK_WAIT)
+        try:
+            if pooled.info.get(_SYNCHRONOUS) != "NORMAL":
+                pooled.info.pop(_SYNCHRONOUS, None)
+                _driver_execute(engine, driver, "PRAGMA synchronous=NORMAL")
+                pooled.info[_SYNCHRONOUS] = "NORMAL"
+            _driver_execute(engine, driver, "BEGIN IMMEDIATE")
+            try:
+                yield driver
+                _driver_execute(engine, driver, "COMMIT")
+            except BaseException:
+                if driver.in_transaction:
+                    driver.execute("ROLLBACK")
+                raise
+        finally:
+            if held:
+                _write_locks[engine].release()
+    finally:
+        pooled.close()
+    _made_durable(engine)
+
+
+def _driver_execute(engine: Engine, driver: sqlite3.Connection, statement: str) -> None:
+    try:
+        driver.execute(statement)
+    except sqlite3.Error as exc:
+        raise DBAPIError.instance(statement, (), exc, sqlite3.Error) from exc
 
 
 @contextmanager

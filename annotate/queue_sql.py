@@ -26,6 +26,7 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.pool import PoolProxiedConnection
 
 from analysis.tables import RATING_COLUMNS
+from annotate.db import sqlite_reader
 
 ASSIGNMENT_COLUMNS = (
     "id",
@@ -129,6 +130,7 @@ _TEXTS = {
     "active": _ASSIGNMENT_SELECT + " WHERE annotator_id = %(annotator)s AND status = 'active'"
     " ORDER BY assigned_at, id LIMIT 1",
     "assignment_by_id": _ASSIGNMENT_SELECT + " WHERE id = %(id)s",
+    "has_gold": "SELECT 1 FROM pair WHERE study_id = %(study)s AND is_gold = TRUE LIMIT 1",
     "done_count": """
         SELECT count(*) FROM assignment WHERE annotator_id = %(annotator)s AND status = 'done'""",
 }
@@ -203,16 +205,18 @@ def _reserved(row, *, annotator_id: int, now: datetime) -> AssignmentRow:
 class Cursor:
     """The driver's cursor on a SQLAlchemy connection, with this module's statements."""
 
-    def __init__(self, conn: Connection | PoolProxiedConnection, *, dialect=None):
+    def __init__(self, conn: Connection | PoolProxiedConnection | Any, *, dialect=None):
         # A Connection inside a SQLAlchemy transaction, or (`autocommit`) a pooled connection
+        # or one of db.sqlite_reader's driver connections
         self._dialect = dialect or conn.dialect
         self.dialect = self._dialect.name
         self._conn = conn
-        self._dbapi_connection = (
-            conn.dbapi_connection
-            if isinstance(conn, PoolProxiedConnection)
-            else conn.connection.dbapi_connection
-        )
+        if isinstance(conn, PoolProxiedConnection):
+            self._dbapi_connection = conn.dbapi_connection
+        elif isinstance(conn, Connection):
+            self._dbapi_connection = conn.connection.dbapi_connection
+        else:
+            self._dbapi_connection = conn
         self._sql = _SQL[self.dialect]
         self._cursor = self._dbapi_connection.cursor()
 
@@ -222,7 +226,13 @@ class Cursor:
         """For one statement that is its own transaction (a read; on PostgreSQL also the
         Submit function): a pooled connection in autocommit, without SQLAlchemy's Connection
         and its begin and commit, which cost more than a read. On SQLite a read takes no lock
-        (the connections are in autocommit, see db.py); do not write through it there."""
+        (the connections are in autocommit, see db.py), and nothing can be written through
+        it (db.sqlite_reader)."""
+        readers = sqlite_reader(engine)
+        if readers is not None:
+            with readers.connection() as driver:
+                yield cls(driver, dialect=engine.dialect)
+            return
         pooled = engine.raw_connection()
         postgres = engine.dialect.name == "postgresql"
         try:
@@ -248,7 +258,7 @@ class Cursor:
     def _raise(self, exc, name: str, params: dict, cursor):
         dialect = self._dialect
         lost = dialect.is_disconnect(exc, self._dbapi_connection, cursor)
-        if lost:
+        if lost and hasattr(self._conn, "invalidate"):  # (a reader connection is closed)
             self._conn.invalidate(exc)
         raise DBAPIError.instance(
             self._sql[name], params, exc, dialect.loaded_dbapi.Error, connection_invalidated=lost
@@ -359,6 +369,9 @@ class Cursor:
 
     def assignment_by_id(self, assignment_id: int) -> AssignmentRow | None:
         return self._assignment(self._run("assignment_by_id", {"id": assignment_id}, fetch=True))
+
+    def has_gold(self, *, study_id: int) -> bool:
+        return self._run("has_gold", {"study": study_id}, fetch=True) is not None
 
     def done_count(self, *, annotator_id: int) -> int:
         return self._run("done_count", {"annotator": annotator_id}, fetch=True)[0]

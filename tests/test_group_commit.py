@@ -96,3 +96,41 @@ def test_a_durable_sqlite_transaction_syncs_the_wal_after_its_commit(tmp_path, m
 
     with engine.begin() as conn:  # outside the storage layer: SQLite's own FULL fsync
         assert conn.exec_driver_sql("PRAGMA synchronous").scalar() == 2
+
+
+def test_a_submit_interrupted_mid_transaction_rolls_back_and_is_retried(tmp_path, monkeypatch):
+    """SQLite's common Submit (db.sqlite_write): a refusal after the answer was written but
+    before the commit rolls everything back, and `retrying` runs it again: one answer, one
+    reservation, the pair counted once."""
+    from sqlalchemy.exc import OperationalError
+    from sqlmodel import select
+
+    from annotate.annotations import Answer, submit_and_next
+    from annotate.assignment import next_assignment
+    from annotate.models import Annotation, Assignment, Pair
+    from annotate.queue_sql import Cursor
+    from tests.scale_helpers import make_study
+
+    engine = get_engine(f"sqlite:///{tmp_path / 'retry.db'}")
+    _, [annotator] = make_study(engine, tmp_path, n_pairs=3, n_annotators=1, overlap=1)
+    first = next_assignment(engine, annotator_id=annotator)
+    real = Cursor.reserve_and_assign
+    failures = []
+
+    def locked_once(self, **kwargs):
+        if not failures:
+            failures.append(1)
+            raise OperationalError("BEGIN", {}, Exception("database is locked"))
+        return real(self, **kwargs)
+
+    monkeypatch.setattr(Cursor, "reserve_and_assign", locked_once)
+    answer = Answer(preference="tie", chosen_position=None, comment="once")
+    following = submit_and_next(
+        engine, annotator_id=annotator, pair_id=first.pair_id, answer=answer
+    )
+    assert failures == [1] and following is not None and following.pair_id != first.pair_id
+    with session(engine) as s:
+        assert [a.comment for a in s.exec(select(Annotation)).all()] == ["once"]
+        statuses = sorted(x.status for x in s.exec(select(Assignment)).all())
+        assert statuses == ["active", "done"]
+        assert sorted(s.exec(select(Pair.n_assigned)).all()) == [0, 1, 1]
