@@ -7,7 +7,9 @@ until the study is complete: Submit stores the answer and reserves the next pair
 number of bare single-row INSERTs, each in its own transaction, from the same number of threads
 through the same engine (same driver, pool and connection settings: on SQLite WAL,
 synchronous=FULL and BEGIN IMMEDIATE), run just before and just after the storage run; the
-faster of the two counts. The ratio storage/baseline is printed; goal >= 0.5.
+faster of the two counts. (The storage layer's own SQLite transactions get the same durability
+by group commit instead of FULL: annotate/db.py.) The ratio storage/baseline is printed;
+goal >= 0.5.
 
     python benchmarks/bench_storage.py                 # SQLite, and PostgreSQL if reachable
     python benchmarks/bench_storage.py --pairs 100 --backend postgresql
