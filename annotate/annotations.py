@@ -14,16 +14,9 @@ from sqlalchemy.engine import Connection, Engine
 from sqlmodel import Session, select
 
 from analysis.tables import COLUMNS, RATING_COLUMNS
-from annotate import gold
+from annotate import gold, sqlite_engine
 from annotate.assignment import ensure_assignment, next_assignment, reserve_next
-from annotate.db import (
-    has_sqlite_write,
-    read_session,
-    retrying,
-    session,
-    sqlite_write,
-    transaction,
-)
+from annotate.db import read_session, retrying, session, transaction
 from annotate.models import Annotation, Annotator, Assignment, Pair, utcnow
 from annotate.queue_sql import ANSWER_FIELDS, AssignmentRow, Cursor, StudyRules
 from annotate.studies import get_study
@@ -157,7 +150,7 @@ def submit_and_next(
                 now=utcnow(),
                 gold_every=gold.GOLD_EVERY,
             )
-    elif has_sqlite_write(engine):
+    elif sqlite_engine.has_write_transaction(engine):
         done, reserved = _submit_common_sqlite(
             engine, annotator_id=annotator_id, pair_id=pair_id, values=values
         )
@@ -176,11 +169,11 @@ def _submit_common_sqlite(
     engine: Engine, *, annotator_id: int, pair_id: int, values: dict
 ) -> tuple[bool, AssignmentRow | None]:
     """SQLite's counterpart of PostgreSQL's submit function (migration 0003), under the same
-    rules and on the driver's connection (db.sqlite_write): (True, the pair reserved or None
+    rules and on the driver's connection (sqlite_engine.write_transaction): (True, the pair reserved or None
     when the full rules must pick it) once committed; (False, None) when nothing was done."""
     now = utcnow()
     try:
-        with sqlite_write(engine) as driver:
+        with sqlite_engine.write_transaction(engine) as driver:
             cursor = Cursor(driver, dialect=engine.dialect)
             try:
                 study = cursor.study_of(annotator_id=annotator_id, submitting=pair_id)

@@ -11,10 +11,11 @@ from sqlalchemy.engine import Connection, Dialect, Engine
 from sqlalchemy.types import TypeDecorator
 from sqlmodel import select
 
-from annotate.db import retrying, session, use_large_cache
+from annotate.db import retrying, session
 from annotate.errors import InputError
 from annotate.models import Pair, utcnow
 from annotate.pairs_io import MAX_PROBLEMS, ValidPair, iter_valid_pairs, record_hash
+from annotate.sqlite_engine import use_large_cache
 from annotate.studies import get_or_create_study
 
 BATCH = 50  # rows per INSERT executemany: 100 KB records hold 5 MB, not the 20 MB of 200

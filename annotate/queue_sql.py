@@ -26,7 +26,7 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.pool import PoolProxiedConnection
 
 from analysis.tables import RATING_COLUMNS
-from annotate.db import sqlite_reader
+from annotate.sqlite_engine import readers as sqlite_readers
 
 ASSIGNMENT_COLUMNS = (
     "id",
@@ -207,7 +207,7 @@ class Cursor:
 
     def __init__(self, conn: Connection | PoolProxiedConnection | Any, *, dialect=None):
         # A Connection inside a SQLAlchemy transaction, or (`autocommit`) a pooled connection
-        # or one of db.sqlite_reader's driver connections
+        # or one of sqlite_engine.readers' driver connections
         self._dialect = dialect or conn.dialect
         self.dialect = self._dialect.name
         self._conn = conn
@@ -226,9 +226,9 @@ class Cursor:
         """For one statement that is its own transaction (a read; on PostgreSQL also the
         Submit function): a pooled connection in autocommit, without SQLAlchemy's Connection
         and its begin and commit, which cost more than a read. On SQLite a read takes no lock
-        (the connections are in autocommit, see db.py), and nothing can be written through
-        it (db.sqlite_reader)."""
-        readers = sqlite_reader(engine)
+        (the connections are in autocommit, see sqlite_engine.py), and nothing can be written through
+        it (sqlite_engine.ReadConnections)."""
+        readers = sqlite_readers(engine)
         if readers is not None:
             with readers.connection() as driver:
                 yield cls(driver, dialect=engine.dialect)

@@ -8,7 +8,7 @@ number of bare single-row INSERTs, each in its own transaction, from the same nu
 through the same engine (same driver, pool and connection settings: on SQLite WAL,
 synchronous=FULL and BEGIN IMMEDIATE), run just before and just after the storage run; the
 faster of the two counts. (The storage layer's own SQLite transactions get the same durability
-by group commit instead of FULL: annotate/db.py.) The ratio storage/baseline is printed;
+by group commit instead of FULL: annotate/sqlite_engine.py.) The ratio storage/baseline is printed;
 goal >= 0.5.
 
     python benchmarks/bench_storage.py                 # SQLite, and PostgreSQL if reachable

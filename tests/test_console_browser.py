@@ -161,7 +161,7 @@ def test_a_maintainer_sees_the_study_its_annotators_and_progress(site, new_page)
     goto(page, server.login_url(tokens["maintainer"]))
     goto(page, f"{server.url}/admin")
     expect(page.get_by_role("heading", name="Progress").first).to_be_visible()
-    expect(page.get_by_text("Pairs complete")).to_be_visible()
+    expect(page.get_by_text("Pairs complete", exact=True)).to_be_visible()
     expect(page.get_by_role("combobox", name="Study")).to_have_value(STUDY)
     shown = body_text(page)
     assert "Estimated time to finish" in shown

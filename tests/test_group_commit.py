@@ -1,4 +1,4 @@
-"""SQLite group commit (annotate/db.py): a durable transaction returns only after an fsync of
+"""SQLite group commit (annotate/sqlite_engine.py): a durable transaction returns only after an fsync of
 the WAL that started after its commit, and concurrent commits share fsyncs."""
 
 from __future__ import annotations
@@ -11,11 +11,11 @@ import time
 import pytest
 from sqlalchemy import text
 
-from annotate import db
 from annotate.db import get_engine, session, transaction
+from annotate.sqlite_engine import GroupCommit
 
 
-class _Recorded(db._GroupCommit):
+class _Recorded(GroupCommit):
     """Syncs that take a while and record when they started and ended."""
 
     def __init__(self, ticks):
@@ -99,7 +99,7 @@ def test_a_durable_sqlite_transaction_syncs_the_wal_after_its_commit(tmp_path, m
 
 
 def test_a_submit_interrupted_mid_transaction_rolls_back_and_is_retried(tmp_path, monkeypatch):
-    """SQLite's common Submit (db.sqlite_write): a refusal after the answer was written but
+    """SQLite's common Submit (sqlite_engine.write_transaction): a refusal after the answer was written but
     before the commit rolls everything back, and `retrying` runs it again: one answer, one
     reservation, the pair counted once."""
     from sqlalchemy.exc import OperationalError
