@@ -4,7 +4,11 @@ Generates Personalized RewardBench-like records of about 100 KB each (a profile 
 rubric aspects, two long responses) as JSON Lines, then in separate processes:
 
 - parse:  read the file and json.loads every line (the floor: no validation, no database);
-- import: `annotate.importer.import_pairs` into a new database (validation, hashing, writing).
+- import: `annotate.importer.import_pairs` into a new database (validation, hashing, writing);
+- floor (with --floor, SQLite): the least any importer into the app's SQLite settings can do:
+  parse each line and insert six of its fields with the sqlite3 module alone, no validation,
+  no hashing, no SQLAlchemy, in one transaction (WAL, synchronous=FULL, the same 64 MB cache
+  and 50-row batches), committed (with SQLite's automatic checkpoint, as the import's commit).
 
 Prints seconds, MB/s, the import/parse time ratio (goal <= 3x) and each process's peak RSS, for
 2,000 and 10,000 records: with streaming, peak memory must not grow with the file.
@@ -13,6 +17,7 @@ Prints seconds, MB/s, the import/parse time ratio (goal <= 3x) and each process'
     python benchmarks/bench_import.py --db postgresql+psycopg://postgres@127.0.0.1/bench
     python benchmarks/bench_import.py --sizes 500 2000    # quicker
     python benchmarks/bench_import.py --repeat 3 --compare /tmp/old   # old vs new, alternated
+    python benchmarks/bench_import.py --sizes 10000 --floor  # and the bare sqlite3 floor
 
 --compare DIR imports the same file with the `annotate` package found in DIR as well (for
 example `git archive HEAD annotate | tar -x -C DIR`), alternating old and new in every round;
@@ -117,7 +122,9 @@ def _peak_rss_mb() -> float:
 
 def child(mode: str, path: str, db: str | None, page_size: int | None = None) -> None:
     """Runs in its own process; prints one JSON line: seconds and peak RSS."""
-    if mode == "parse":
+    if mode == "floor":
+        elapsed, n = _floor(path, db.removeprefix("sqlite:///"))
+    elif mode == "parse":
         start = time.perf_counter()
         n = 0
         with open(path, "rb") as handle:
@@ -142,6 +149,49 @@ def child(mode: str, path: str, db: str | None, page_size: int | None = None) ->
         elapsed = time.perf_counter() - start
         n = result.added
     print(json.dumps({"seconds": elapsed, "records": n, "peak_rss_mb": _peak_rss_mb()}))
+
+
+def _floor(path: str, database: str) -> tuple[float, int]:
+    import sqlite3
+
+    conn = sqlite3.connect(database, isolation_level=None)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=FULL")
+    conn.execute("PRAGMA cache_size=-65536")
+    conn.execute(
+        "CREATE TABLE pair (id INTEGER PRIMARY KEY, pair_key TEXT, question TEXT, profile TEXT,"
+        " rubric_aspects TEXT, chosen TEXT, rejected TEXT)"
+    )
+    insert = (
+        "INSERT INTO pair (pair_key, question, profile, rubric_aspects, chosen, rejected)"
+        " VALUES (?, ?, ?, ?, ?, ?)"
+    )
+    start = time.perf_counter()
+    conn.execute("BEGIN IMMEDIATE")
+    batch, n = [], 0
+    with open(path, "rb") as handle:
+        for line in handle:
+            r = json.loads(line)
+            batch.append(
+                (
+                    r["id"],
+                    r["question"],
+                    json.dumps(r.get("profile")),
+                    json.dumps(r.get("rubric_aspects")),
+                    r["chosen"],
+                    r["rejected"],
+                )
+            )
+            n += 1
+            if len(batch) >= 50:
+                conn.executemany(insert, batch)
+                batch.clear()
+    if batch:
+        conn.executemany(insert, batch)
+    conn.execute("COMMIT")
+    elapsed = time.perf_counter() - start
+    conn.close()
+    return elapsed, n
 
 
 def _run_child(
@@ -200,6 +250,11 @@ def main() -> None:
         type=int,
         help="experiment: make the new SQLite database with this page size (the app uses 4096)",
     )
+    parser.add_argument(
+        "--floor",
+        action="store_true",
+        help="SQLite: also time a bare sqlite3 import of the same file (see above)",
+    )
     parser.add_argument("--child", nargs=2, metavar=("MODE", "FILE"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -239,6 +294,15 @@ def main() -> None:
                         f"{imported['peak_rss_mb']:>13.0f}",
                         flush=True,
                     )
+                    if args.floor and name == "new" and not args.db:
+                        floor = _run_child("floor", path, _fresh_db(None, workdir, count))
+                        for leftover in workdir.glob(f"import-{count}.db*"):
+                            leftover.unlink()
+                        print(
+                            f"{count:>8} {'bare sqlite3 floor':>23} {floor['seconds']:>9.2f} "
+                            f"{'':>11} {floor['seconds'] / parsed['seconds']:>6.2f}",
+                            flush=True,
+                        )
             for name, results in runs.items():
                 summary.append((count, name, results))
             path.unlink()
