@@ -169,8 +169,9 @@ def _submit_common_sqlite(
     engine: Engine, *, annotator_id: int, pair_id: int, values: dict
 ) -> tuple[bool, AssignmentRow | None]:
     """SQLite's counterpart of PostgreSQL's submit function (migration 0003), under the same
-    rules and on the driver's connection (sqlite_engine.write_transaction): (True, the pair reserved or None
-    when the full rules must pick it) once committed; (False, None) when nothing was done."""
+    rules, on the driver's connection (sqlite_engine.write_transaction). Returns (True, the
+    pair reserved, or None when the full rules must pick it) once committed; (False, None)
+    when it rolled back and nothing was done."""
     now = utcnow()
     try:
         with sqlite_engine.write_transaction(engine) as driver:

@@ -225,9 +225,9 @@ class Cursor:
     def autocommit(cls, engine: Engine) -> Iterator[Cursor]:
         """For one statement that is its own transaction (a read; on PostgreSQL also the
         Submit function): a pooled connection in autocommit, without SQLAlchemy's Connection
-        and its begin and commit, which cost more than a read. On SQLite a read takes no lock
-        (the connections are in autocommit, see sqlite_engine.py), and nothing can be written through
-        it (sqlite_engine.ReadConnections)."""
+        and its begin and commit, which cost more than a read. On SQLite it is one of
+        sqlite_engine.ReadConnections: in autocommit, so a read takes no lock, and query_only,
+        so nothing can be written through it."""
         readers = sqlite_readers(engine)
         if readers is not None:
             with readers.connection() as driver:
