@@ -1,5 +1,6 @@
-"""SQLite group commit (annotate/sqlite_engine.py): a durable transaction returns only after an fsync of
-the WAL that started after its commit, and concurrent commits share fsyncs."""
+"""annotate/sqlite_engine.py: group commit (a durable transaction returns only after an fsync
+of the WAL that started after its commit, and concurrent commits share fsyncs), the Submit's
+driver-level transaction, and the page's read-only connections."""
 
 from __future__ import annotations
 
@@ -134,3 +135,23 @@ def test_a_submit_interrupted_mid_transaction_rolls_back_and_is_retried(tmp_path
         statuses = sorted(x.status for x in s.exec(select(Assignment)).all())
         assert statuses == ["active", "done"]
         assert sorted(s.exec(select(Pair.n_assigned)).all()) == [0, 1, 1]
+
+
+def test_the_pages_read_connections_cannot_write(tmp_path):
+    """Cursor.autocommit on SQLite hands out sqlite_engine.ReadConnections: query_only."""
+    import sqlite3
+
+    from annotate.queue_sql import Cursor
+
+    engine = get_engine(f"sqlite:///{tmp_path / 'readers.db'}")
+    with transaction(engine) as conn:
+        conn.execute(text("CREATE TABLE note (body TEXT)"))
+        conn.execute(text("INSERT INTO note VALUES ('written by the storage layer')"))
+    with Cursor.autocommit(engine) as cursor:
+        cursor._cursor.execute("SELECT body FROM note")
+        assert cursor._cursor.fetchall() == [("written by the storage layer",)]
+        with pytest.raises(sqlite3.OperationalError, match="readonly"):
+            cursor._cursor.execute("INSERT INTO note VALUES ('through a reader')")
+    with Cursor.autocommit(engine) as cursor:  # the same connection again, still usable
+        cursor._cursor.execute("SELECT count(*) FROM note")
+        assert cursor._cursor.fetchone() == (1,)
