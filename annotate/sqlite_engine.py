@@ -170,9 +170,10 @@ class GroupCommit:
         # A fresh descriptor each time: the WAL file is deleted and made anew when every
         # connection to the database closes, and an old descriptor would sync the old file.
         # No WAL file means it was checkpointed into the database file (which SQLite syncs).
+        # Opened for writing (nothing is written): Windows flushes only such handles.
         for path in self._paths:
             try:
-                fd = os.open(path, os.O_RDONLY)
+                fd = os.open(path, os.O_RDWR)
             except FileNotFoundError:
                 continue
             try:
