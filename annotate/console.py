@@ -401,21 +401,16 @@ class StudyProgress:
         return f"about {self.eta_days:.1f} days (by {when:%Y-%m-%d})"
 
 
-def _rate(n_recent: int, first: datetime | None, *, now: datetime, days: int) -> float | None:
+def recent_rate(
+    n_recent: int, first: datetime | None, *, now: datetime, days: int = RECENT_DAYS
+) -> float | None:
+    """Annotations per day: the `n_recent` made in the last `days` days, over those days or,
+    for a younger study, since the first annotation (`first`), counting at least one day.
+    None when there were none."""
     if not n_recent or first is None:
         return None
     span_start = max(now - timedelta(days=days), first)
     return n_recent / max((now - span_start).total_seconds() / 86400, 1.0)
-
-
-def recent_rate(submitted: pd.Series, *, now: datetime, days: int = RECENT_DAYS) -> float | None:
-    """Annotations per day over the last `days` days (or since the first annotation, if the
-    study is younger, counting at least one day); None when there were none."""
-    if not len(submitted):
-        return None
-    times = pd.to_datetime(submitted, utc=True)
-    n_recent = int((times >= now - timedelta(days=days)).sum())
-    return _rate(n_recent, times.min().to_pydatetime(), now=now, days=days)
 
 
 def _utc(value) -> datetime | None:
@@ -482,7 +477,7 @@ def study_progress(engine: Engine, *, study_id: int, now: datetime | None = None
     collected = int(np.minimum(real_n, target).sum())
     needed = int(len(real_n) * target)
     remaining = max(needed - collected, 0)
-    rate = _rate(int(n_recent or 0), _utc(first_real), now=now, days=RECENT_DAYS)
+    rate = recent_rate(int(n_recent or 0), _utc(first_real), now=now)
     eta = remaining / rate if rate and remaining else (0.0 if remaining == 0 else None)
     return StudyProgress(
         pairs=len(real_n),

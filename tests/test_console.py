@@ -200,11 +200,13 @@ def test_progress_numbers_and_eta(db_url, tmp_path):
 
 def test_recent_rate_over_a_young_study_counts_at_least_a_day():
     now = datetime(2026, 1, 10, tzinfo=UTC)
-    stamps = pd.Series([now - timedelta(hours=2), now - timedelta(hours=1)])
-    assert console.recent_rate(stamps, now=now) == 2.0
-    old = pd.Series([now - timedelta(days=30)] * 5 + [now - timedelta(days=2)] * 7)
-    assert console.recent_rate(old, now=now) == pytest.approx(1.0)  # 7 in the last 7 days
-    assert console.recent_rate(pd.Series([], dtype=object), now=now) is None
+    # two annotations in the last two hours of a study two hours old: over one day
+    assert console.recent_rate(2, now - timedelta(hours=2), now=now) == 2.0
+    # 7 in the last 7 days of a study 30 days old: over the 7 days
+    assert console.recent_rate(7, now - timedelta(days=30), now=now) == pytest.approx(1.0)
+    # 6 in a study 3 days old: over its 3 days
+    assert console.recent_rate(6, now - timedelta(days=3), now=now) == pytest.approx(2.0)
+    assert console.recent_rate(0, None, now=now) is None
 
 
 # --- annotators ----------------------------------------------------------------------------

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from sqlmodel import select
 
-from annotate.annotations import annotations_frame
+from annotate.annotations import annotations_frame, other_slot
 from annotate.auth import create_annotator
 from annotate.db import get_engine, session
 from annotate.demo import GUIDELINES, sample_pairs_path
@@ -239,7 +239,7 @@ def current_assignment(site: Site, who: str) -> tuple[Assignment, Pair]:
 
 def expect_slots_show(page, assignment: Assignment, pair: Pair) -> None:
     """Response A and B show the texts the stored A/B order puts there."""
-    other = "B" if assignment.chosen_position == "A" else "A"
+    other = other_slot(assignment.chosen_position)
     for slot, text in [(assignment.chosen_position, pair.chosen), (other, pair.rejected)]:
         expect(response_box(page, slot)).to_contain_text(snippet(text))
 
@@ -325,7 +325,7 @@ def test_label_with_keyboard_and_mouse_reload_keeps_everything(site, new_page):
     assert len(frame) == 1
     row = frame.iloc[0]
     chosen_slot = first.chosen_position
-    rejected_slot = "B" if chosen_slot == "A" else "A"
+    rejected_slot = other_slot(chosen_slot)
     assert row["pair_id"] == first_pair.pair_key
     assert row["chosen_position"] == chosen_slot
     assert row["preference"] == ("chosen" if chosen_slot == "B" else "rejected")
