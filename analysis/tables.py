@@ -34,6 +34,8 @@ COLUMNS = [
     "seconds",
     "submitted_at",
 ]
+# What one annotator answered for one pair: every column but the two keys.
+ANSWER_COLUMNS = [name for name in COLUMNS if name not in ("pair_id", "annotator")]
 REQUIRED = ("pair_id", "annotator", "preference")
 SUFFIXES = (".csv", ".jsonl", ".parquet")
 DEFAULT_SCALE = (1, 5)

@@ -13,16 +13,13 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection, Engine
 from sqlmodel import Session, select
 
-from analysis.tables import COLUMNS, RATING_COLUMNS
+from analysis.tables import ANSWER_COLUMNS, COLUMNS, RATING_COLUMNS
 from annotate import gold, sqlite_engine
 from annotate.assignment import ensure_assignment, next_assignment, reserve_next
 from annotate.db import read_session, retrying, session, transaction
 from annotate.models import Annotation, Annotator, Assignment, Pair, utcnow
 from annotate.queue_sql import ANSWER_FIELDS, AssignmentRow, Cursor, StudyRules
 from annotate.studies import get_study
-
-# The annotations table (contract section 3) is defined once, with its validation.
-EXPORT_COLUMNS = COLUMNS
 
 
 def preference_from_slot(slot: str, chosen_position: str) -> str:
@@ -225,20 +222,12 @@ def annotations_frame(engine: Engine, *, study: str) -> pd.DataFrame:
         ).all()
     records = []
     for pair_key, name, a in rows:
-        records.append(
-            {
-                "pair_id": pair_key,
-                "annotator": name,
-                "preference": a.preference,
-                "chosen_position": a.chosen_position,
-                **{column: getattr(a, column) for column in RATING_COLUMNS},
-                "main_reason": a.main_reason,
-                "comment": a.comment,
-                "seconds": a.seconds,
-                "submitted_at": a.submitted_at.isoformat() if a.submitted_at else None,
-            }
-        )
-    frame = pd.DataFrame.from_records(records, columns=EXPORT_COLUMNS)
+        record = {"pair_id": pair_key, "annotator": name}
+        record.update((column, getattr(a, column)) for column in ANSWER_COLUMNS)
+        if a.submitted_at:
+            record["submitted_at"] = a.submitted_at.isoformat()
+        records.append(record)
+    frame = pd.DataFrame.from_records(records, columns=COLUMNS)  # contract section 3
     for column in RATING_COLUMNS:
         frame[column] = frame[column].astype("Int64")
     frame["seconds"] = frame["seconds"].astype("Float64")

@@ -25,7 +25,7 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.pool import PoolProxiedConnection
 
-from analysis.tables import RATING_COLUMNS
+from analysis.tables import ANSWER_COLUMNS
 from annotate.sqlite_engine import readers as sqlite_readers
 
 ASSIGNMENT_COLUMNS = (
@@ -39,16 +39,9 @@ ASSIGNMENT_COLUMNS = (
     "completed_at",
     "draft",
 )
-ANSWER_FIELDS = (
-    "preference",
-    "chosen_position",
-    *RATING_COLUMNS,
-    "main_reason",
-    "comment",
-    "seconds",
-    "submitted_at",
-    "source",
-)
+# An annotation row's answer: the contract's answer columns (its two keys are ids here), plus
+# where the answer came from.
+ANSWER_FIELDS = (*ANSWER_COLUMNS, "source")
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,7 @@ import pytest
 from sqlalchemy import func
 from sqlmodel import select
 
+from analysis.tables import COLUMNS, RATING_COLUMNS, validate_annotations
 from annotate.annotations import (
     Answer,
     annotations_frame,
@@ -58,6 +59,27 @@ def test_same_answer_twice_is_one_row_and_a_change_replaces_it(engine, tmp_path)
     )
     frame = annotations_frame(engine, study="default")
     assert len(frame) == 1 and frame.loc[0, "preference"] == "tie"
+
+
+def test_the_export_fills_every_contract_column_and_validates(engine, tmp_path):
+    """A fully answered pair comes out of annotations_frame with a value in each column of
+    the contract's table, and passes the report's own validation."""
+    _, [(a, _)] = make_study(engine, tmp_path, n_pairs=1, annotators=1)
+    item = next_assignment(engine, annotator_id=a)
+    answer = Answer(
+        preference="chosen",
+        chosen_position=item.chosen_position,
+        ratings=dict.fromkeys(RATING_COLUMNS, 4),
+        main_reason="personal_fit",
+        comment="fits her budget",
+        seconds=3.5,
+    )
+    submit_answer(engine, annotator_id=a, pair_id=item.pair_id, answer=answer)
+    frame = annotations_frame(engine, study="default")
+    assert list(frame.columns) == COLUMNS
+    assert frame.notna().all(axis=None), frame.T
+    checked = validate_annotations(frame, source="export")
+    assert checked.loc[0, "comment"] == "fits her budget"
 
 
 def test_slots_map_back_to_chosen_and_rejected():

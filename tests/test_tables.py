@@ -16,7 +16,6 @@ from analysis.tables import (
     validate_annotations,
     write_table,
 )
-from annotate.annotations import EXPORT_COLUMNS
 from annotate.errors import InputError, UserError
 from tests.report_fixtures import frame, row
 
@@ -39,10 +38,6 @@ def sample() -> pd.DataFrame:
             row("p2", "ann", "rejected", position="B", chosen=(None, 3, None), reason="unsure"),
         ]
     ).assign(submitted_at=["2026-01-02T03:04:05+00:00", None, "2026-01-02T03:04:06+00:00"])
-
-
-def test_columns_are_the_export_columns():
-    assert COLUMNS == EXPORT_COLUMNS
 
 
 @pytest.mark.parametrize("suffix", SUFFIXES)
