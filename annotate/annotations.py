@@ -247,17 +247,7 @@ def pairs_frame(engine: Engine, *, study: str) -> pd.DataFrame:
                 "pair_id": p.pair_key,
                 "category": p.category,
                 "is_gold": p.is_gold,
-                "record": {
-                    "id": p.pair_key,
-                    "question": p.question,
-                    "profile": p.profile,
-                    "rubric_aspects": p.rubric_aspects,
-                    "narrative": p.narrative,
-                    "category": p.category,
-                    "chosen": p.chosen,
-                    "rejected": p.rejected,
-                    **(p.extra or {}),
-                },
+                "record": p.record(),
             }
             for p in pairs
         ],

@@ -7,9 +7,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sqlalchemy import JSON, bindparam, func, insert, type_coerce, update
-from sqlalchemy.engine import Connection, Dialect, Engine
+from sqlalchemy.engine import Dialect, Engine
 from sqlalchemy.types import TypeDecorator
-from sqlmodel import select
+from sqlmodel import Session, select
 
 from annotate.db import retrying, session
 from annotate.errors import InputError
@@ -111,26 +111,7 @@ def _nul_field(pair: ValidPair) -> str | None:
     return None
 
 
-def _stored_hash(conn: Connection, pair_id: int) -> str:
-    """The canonical hash of a stored pair's content, whatever hash the row holds."""
-    table = Pair.__table__
-    row = conn.execute(select(table).where(table.c.id == pair_id)).one()._mapping
-    return record_hash(
-        {
-            "id": row["pair_key"],
-            "question": row["question"],
-            "profile": row["profile"] or [],
-            "rubric_aspects": row["rubric_aspects"] or [],
-            "narrative": row["narrative"],
-            "category": row["category"],
-            "chosen": row["chosen"],
-            "rejected": row["rejected"],
-            **(row["extra"] or {}),
-        }
-    )
-
-
-def _same_content(conn: Connection, pair_id: int, stored: str, item: ValidPair) -> bool:
+def _same_content(s: Session, pair_id: int, stored: str, item: ValidPair) -> bool:
     """A record whose hash differs from the stored one may still be the same record: a
     database made before source hashes holds canonical hashes, and another file can hold the
     same record in another layout. Canonical hashes settle it; the stored row is read only
@@ -138,7 +119,7 @@ def _same_content(conn: Connection, pair_id: int, stored: str, item: ValidPair) 
     canonical = item.canonical_hash()
     if canonical == stored:
         return True
-    return _stored_hash(conn, pair_id) == canonical
+    return record_hash(s.get(Pair, pair_id).record()) == canonical  # the stored row's
 
 
 @retrying
@@ -195,7 +176,7 @@ def import_pairs(
                 if len(batch) >= BATCH:
                     conn.execute(_INSERT, batch)
                     batch.clear()
-            elif known[1] == item.record_hash or _same_content(conn, known[0], known[1], item):
+            elif known[1] == item.record_hash or _same_content(s, known[0], known[1], item):
                 unchanged += 1
             elif update_existing:
                 values = {

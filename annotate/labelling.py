@@ -13,6 +13,7 @@ from annotate.answers import FormState, to_answer
 from annotate.assignment import next_assignment, open_assignment
 from annotate.db import read_session, retrying, session
 from annotate.models import Annotation, Assignment, Pair, Study
+from annotate.queue_sql import AssignmentRow
 
 DRAFT_SECONDS = "seconds"
 
@@ -20,7 +21,7 @@ DRAFT_SECONDS = "seconds"
 @dataclass(frozen=True)
 class Item:
     pair: Pair
-    assignment: Assignment
+    assignment: AssignmentRow
     annotation: Annotation | None
 
     @property
@@ -51,7 +52,7 @@ def current_item(engine: Engine, *, annotator_id: int, pair_id: int | None = Non
 
 
 @retrying
-def _item(engine: Engine, assignment: Assignment) -> Item:
+def _item(engine: Engine, assignment: AssignmentRow) -> Item:
     with read_session(engine) as s:
         pair = s.get(Pair, assignment.pair_id)
         annotation = s.exec(
@@ -93,7 +94,7 @@ def draft_answers(draft: dict | None) -> dict:
 
 def submit(
     engine: Engine, *, item: Item, form: FormState, seconds: float | None
-) -> Assignment | None:
+) -> AssignmentRow | None:
     """Commit the answer (replacing an earlier one). For a new pair the same commit reserves
     the annotator's next pair (returned), so the page that follows only reads; an edit of an
     earlier answer leaves the queue alone (returns None)."""

@@ -70,6 +70,20 @@ class Pair(SQLModel, table=True):
     gold_answer: str | None = None
     imported_at: datetime = Field(default_factory=utcnow)
 
+    def record(self) -> dict[str, Any]:
+        """The pair as a record of a pairs file, its extra fields included."""
+        return {
+            "id": self.pair_key,
+            "question": self.question,
+            "profile": self.profile or [],
+            "rubric_aspects": self.rubric_aspects or [],
+            "narrative": self.narrative,
+            "category": self.category,
+            "chosen": self.chosen,
+            "rejected": self.rejected,
+            **(self.extra or {}),
+        }
+
 
 class Annotator(SQLModel, table=True):
     id: int | None = Field(default=None, primary_key=True)
