@@ -85,19 +85,12 @@ def configure(engine: Engine) -> None:
         # power cut is harmless (not in a crash: WAL keeps its order, and the next durable
         # commit makes it durable too).
         synchronous = "FULL" if options.get(_DURABLE, True) is True else "NORMAL"
-        statements = ("BEGIN IMMEDIATE",)
-        if info.get(_SYNCHRONOUS) != synchronous:
-            statements = (f"PRAGMA synchronous={synchronous}", *statements)
-            info.pop(_SYNCHRONOUS, None)  # unknown until the PRAGMA has run
-            info[_SYNCHRONOUS_NEXT] = synchronous
-        info[_BEGIN_WITH] = statements
+        info[_BEGIN_WITH] = _write_begin(info, synchronous)
 
     def _do_begin(dbapi_connection):
         info = dbapi_connection.info
-        for statement in info.pop(_BEGIN_WITH, ("BEGIN IMMEDIATE",)):
-            dbapi_connection.execute(statement)
-            if statement.startswith("PRAGMA"):
-                info[_SYNCHRONOUS] = info.pop(_SYNCHRONOUS_NEXT)
+        statements = info.pop(_BEGIN_WITH, ("BEGIN IMMEDIATE",))
+        _run_begin(info, statements, dbapi_connection.execute)
 
     engine.dialect.do_begin = _do_begin
 
@@ -126,6 +119,23 @@ def configure(engine: Engine) -> None:
         _group_commits[engine] = GroupCommit(os.path.abspath(database))
         if not engine.url.query:
             _readers[engine] = ReadConnections(os.path.abspath(database))
+
+
+def _write_begin(info: dict, synchronous: str) -> tuple[str, ...]:
+    """The statements that begin a write transaction on a connection (`info`: its pool
+    record's) with this `synchronous`: the PRAGMA only when the connection has another one."""
+    if info.get(_SYNCHRONOUS) == synchronous:
+        return ("BEGIN IMMEDIATE",)
+    info.pop(_SYNCHRONOUS, None)  # unknown until the PRAGMA has run
+    info[_SYNCHRONOUS_NEXT] = synchronous
+    return (f"PRAGMA synchronous={synchronous}", "BEGIN IMMEDIATE")
+
+
+def _run_begin(info: dict, statements: tuple[str, ...], execute) -> None:
+    for statement in statements:
+        execute(statement)
+        if statement.startswith("PRAGMA"):
+            info[_SYNCHRONOUS] = info.pop(_SYNCHRONOUS_NEXT)
 
 
 class GroupCommit:
@@ -285,11 +295,8 @@ def write_transaction(engine: Engine) -> Iterator[sqlite3.Connection]:
         driver = pooled.dbapi_connection
         held = _write_locks[engine].acquire(timeout=WRITE_LOCK_WAIT)
         try:
-            if pooled.info.get(_SYNCHRONOUS) != "NORMAL":
-                pooled.info.pop(_SYNCHRONOUS, None)
-                _driver_execute(driver, "PRAGMA synchronous=NORMAL")
-                pooled.info[_SYNCHRONOUS] = "NORMAL"
-            _driver_execute(driver, "BEGIN IMMEDIATE")
+            statements = _write_begin(pooled.info, "NORMAL")  # the group commit syncs
+            _run_begin(pooled.info, statements, lambda sql: _driver_execute(driver, sql))
             try:
                 yield driver
                 _driver_execute(driver, "COMMIT")
