@@ -4,6 +4,7 @@ that annotator saw and reserves the pair against the study's overlap target."""
 
 from __future__ import annotations
 
+import secrets
 from datetime import UTC, datetime
 from typing import Any
 
@@ -42,6 +43,12 @@ class Study(SQLModel, table=True):
     prolific_completion_code: str | None = None
     prolific_study_id: str | None = None  # Prolific's STUDY_ID (entry links must name it)
     items_per_annotator: int | None = None
+    # Seconds a shown pair stays reserved for an annotator who does not answer it.
+    reservation_timeout: int = 1800
+    # Ask a 0-2 match score per rubric aspect and response (the benchmark's scorer's scale).
+    aspect_check: bool = False
+    # Key of the A/B and gold coins: without it the order shown is predictable from ids.
+    coin_secret: str | None = Field(default_factory=lambda: secrets.token_hex(16))
     created_at: datetime = Field(default_factory=utcnow)
 
 
@@ -137,3 +144,5 @@ class Annotation(SQLModel, table=True):
     seconds: float | None = None
     submitted_at: datetime | None = None
     source: str = "app"  # app | import
+    # Aspect check only: one {"chosen": 0-2, "rejected": 0-2} per rubric aspect, in the pair's order.
+    aspects: list[dict[str, int]] | None = Field(default=None, sa_column=Column(JSON))
