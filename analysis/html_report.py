@@ -10,6 +10,7 @@ import html
 
 import plotly.io as pio
 
+from analysis.aspect_summary import aspect_html
 from analysis.summary import fmt, fmt_p, headline_rows
 from analysis.tables import DIMENSIONS
 
@@ -379,6 +380,7 @@ def render_html(report: dict) -> str:
         f"reliable, {TENTATIVE:.3f}-{RELIABLE:.3f} tentative conclusions only.</p>",
         "<h2>Charts</h2>",
         *charts,
+        *aspect_html(report),
         "<h2>Pairs to look at</h2>",
         _pairs_to_check(report),
         "<h2>Method notes</h2>",

@@ -100,6 +100,8 @@ def _cell(text: str) -> str:
 
 
 def render_summary(report: dict) -> str:
+    from analysis.aspect_summary import aspect_markdown
+
     counts = report["counts"]
     boot = report["methods"]["bootstrap"]
     conclusion = report["conclusion"]
@@ -133,4 +135,5 @@ def render_summary(report: dict) -> str:
         "category in agreement statistics and are left out of label agreement and position bias.",
         "",
     ]
+    lines += aspect_markdown(report)
     return "\n".join(lines)

@@ -13,6 +13,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection, Engine
 from sqlmodel import Session, select
 
+from analysis.aspect_scores import parse_aspects
 from analysis.tables import ANSWER_COLUMNS, COLUMNS, RATING_COLUMNS
 from annotate import gold, sqlite_engine
 from annotate.assignment import ensure_assignment, next_assignment, reserve_next
@@ -52,6 +53,8 @@ class Answer:
     comment: str | None = None
     seconds: float | None = None
     submitted_at: datetime | None = None
+    # Aspect check: one {"chosen": 0-2, "rejected": 0-2} per rubric aspect, in the pair's order.
+    aspects: list[dict[str, int]] | None = None
 
     def values(self) -> dict:
         unknown = set(self.ratings) - set(RATING_COLUMNS)
@@ -66,6 +69,7 @@ class Answer:
             "comment": (self.comment or "").replace("\x00", "\ufffd") or None,
             "seconds": self.seconds,
             "submitted_at": self.submitted_at or utcnow(),
+            "aspects": parse_aspects(self.aspects),  # refuses a malformed list (ValueError)
         }
 
 
@@ -328,6 +332,7 @@ def _import_annotation_rows(engine: Engine, *, study_id: int, rows: list[dict]) 
                     "comment": row.get("comment"),
                     "seconds": row.get("seconds"),
                     "submitted_at": row.get("submitted_at"),
+                    "aspects": row.get("aspects"),
                     "source": "import",
                 }
             )

@@ -25,6 +25,7 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.pool import PoolProxiedConnection
 
+from analysis.aspect_scores import dumps as aspects_json
 from analysis.tables import ANSWER_COLUMNS
 from annotate.sqlite_engine import readers as sqlite_readers
 
@@ -42,6 +43,9 @@ ASSIGNMENT_COLUMNS = (
 # An annotation row's answer: the contract's answer columns (its two keys are ids here), plus
 # where the answer came from.
 ANSWER_FIELDS = (*ANSWER_COLUMNS, "source")
+# The answer parameters of migration 0003's annotate_submit_and_next, which predates aspect
+# scores: an answer that has them is stored by the full rules (annotations.submit_and_next).
+SUBMIT_FUNCTION_FIELDS = tuple(name for name in ANSWER_FIELDS if name != "aspects")
 
 
 @dataclass(frozen=True)
@@ -156,7 +160,7 @@ _TEXTS["submit_function"] = (
     "%(annotator)s, %(pair)s, %(now)s::timestamp, %(gold_every)s, "
     + ", ".join(
         f"%({name})s::timestamp" if name == "submitted_at" else f"%({name})s"
-        for name in ANSWER_FIELDS
+        for name in SUBMIT_FUNCTION_FIELDS
     )
     + ")"
 )
@@ -289,6 +293,7 @@ class Cursor:
         False if there was no open assignment (the caller repairs that)."""
         params = {name: values[name] for name in ANSWER_FIELDS}
         params["submitted_at"] = self._time(params["submitted_at"])
+        params["aspects"] = aspects_json(params["aspects"])  # JSON text for either driver
         params.update(study=study_id, pair=pair_id, annotator=annotator_id, now=self._time(now))
         if self.dialect == "postgresql":
             return self._run("close_and_upsert", params, fetch=True)[0] == 1
@@ -304,7 +309,9 @@ class Cursor:
         0003's function). Returns whether it was done and the new assignment (None: no pair
         was reserved, the full rules decide); (False, None) when nothing was done and the
         full rules must run instead (no open assignment for the pair, a gold pair due)."""
-        params = {name: values[name] for name in ANSWER_FIELDS}
+        if values.get("aspects") is not None:
+            return False, None  # the function cannot store them: the full rules do
+        params = {name: values[name] for name in SUBMIT_FUNCTION_FIELDS}
         params.update(annotator=annotator_id, pair=pair_id, now=now, gold_every=gold_every)
         try:
             row = self._run("submit_function", params, fetch=True)

@@ -52,8 +52,15 @@ def run(args: argparse.Namespace) -> int:
     with session(engine) as s:
         study = get_study(s, args.study)
         study_id, scale = study.id, (study.scale_min, study.scale_max)
-        pair_ids = set(s.exec(select(Pair.pair_key).where(Pair.study_id == study_id)).all())
-    frame = load_annotations(args.file, scale=scale, pair_ids=pair_ids)
+        aspect_counts = {
+            key: len(aspects or [])
+            for key, aspects in s.exec(
+                select(Pair.pair_key, Pair.rubric_aspects).where(Pair.study_id == study_id)
+            ).all()
+        }
+    frame = load_annotations(
+        args.file, scale=scale, pair_ids=set(aspect_counts), aspect_counts=aspect_counts
+    )
     written = import_annotation_rows(engine, study_id=study_id, rows=contract_rows(frame))
     print(f"{written:,} annotations imported into study {args.study!r} from {args.file}")
     return 0

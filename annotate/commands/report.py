@@ -78,6 +78,21 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="TOST margin for equal quality (default 0.5)",
     )
     parser.add_argument(
+        "--aspect-scores",
+        metavar="FILE",
+        help="an automatic scorer's aspect scores (.jsonl, .csv, .parquet: id, response, "
+        "scores) to compare with the annotators' (studies with the aspect check)",
+    )
+    parser.add_argument(
+        "--aspect-gap",
+        type=_positive_float,
+        default=0.5,
+        metavar="X",
+        help="aspect check: how much better (0-2 match-score points, mean over aspects) the "
+        "chosen response must cover the rubric for its pair not to be rubric_not_reflected "
+        "(default 0.5)",
+    )
+    parser.add_argument(
         "--export-valid",
         metavar="FILE",
         help="write the pairs whose verdict is valid here, in the pairs format",
@@ -98,9 +113,20 @@ def _from_files(args) -> tuple[pd.DataFrame, pd.DataFrame, tuple[int, int]]:
         }
     )
     annotations = load_annotations(
-        args.annotations, scale=DEFAULT_SCALE, pair_ids=set(frame["pair_id"])
+        args.annotations,
+        scale=DEFAULT_SCALE,
+        pair_ids=set(frame["pair_id"]),
+        aspect_counts=_aspect_counts(frame),
     )
     return annotations, frame, DEFAULT_SCALE
+
+
+def _aspect_counts(pairs: pd.DataFrame) -> dict[str, int]:
+    """Pair id -> number of rubric aspects, from the pairs' records."""
+    return {
+        str(pair_id): len(record.get("rubric_aspects") or [])
+        for pair_id, record in zip(pairs["pair_id"], pairs["record"], strict=True)
+    }
 
 
 def _from_database(args) -> tuple[pd.DataFrame, pd.DataFrame, tuple[int, int]]:
@@ -130,8 +156,14 @@ def run(args: argparse.Namespace) -> int:
         quality_threshold=args.quality_threshold,
         pair_gap=args.pair_gap,
         equivalence_margin=args.equivalence_margin,
+        aspect_gap=args.aspect_gap,
     )
-    report = build_report(annotations, pairs, options=options)
+    scorer = None
+    if args.aspect_scores:
+        from analysis.aspect_scorer import read_scorer_file
+
+        scorer = read_scorer_file(args.aspect_scores, aspect_counts=_aspect_counts(pairs))
+    report = build_report(annotations, pairs, options=options, aspect_scores=scorer)
     export = Path(args.export_valid) if args.export_valid else None
     paths = write_report(report, args.out, pairs=pairs, export_valid=export)
     counts = report["counts"]
