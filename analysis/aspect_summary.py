@@ -10,10 +10,11 @@ TITLE = "Rubric aspects: do humans see chosen cover them and rejected miss them?
 LISTED_DISAGREEMENTS = 5
 
 
-def _estimate(estimate: dict | None, note: str = "") -> tuple[str, str, str]:
+def _estimate(estimate: dict | None, n: str = "") -> tuple[str, str, str]:
     if not estimate:
-        return "n/a", "", note
-    return fmt(estimate.get("value")), fmt_ci(estimate.get("ci95")), estimate.get("note") or note
+        return "n/a", "", n
+    note = "; ".join(part for part in (n, estimate.get("note")) if part)
+    return fmt(estimate.get("value")), fmt_ci(estimate.get("ci95")), note
 
 
 def aspect_rows(report: dict) -> list[tuple[str, str, str, str]]:
@@ -93,7 +94,7 @@ def _disagreements(report: dict) -> list[tuple[str, str, str, str]]:
     ]
 
 
-_DISAGREEMENT_HEADER = ("pair", "mean |scorer - humans|", "scorer's gap", "humans' gap")
+_DISAGREEMENT_HEADER = ("pair", "mean absolute difference", "scorer's gap", "humans' gap")
 
 
 def _md_cell(text) -> str:

@@ -155,8 +155,10 @@ def _typed(frame: pd.DataFrame) -> pd.DataFrame:
         elif name == "seconds":
             out[name] = frame[name].astype("Float64")
         elif name == "aspects":
-            values = frame[name].astype(object)
-            out[name] = values.map(lambda v: None if is_missing(v) else v)
+            values = frame[name].astype(object).where(frame[name].notna(), None)
+            given = values.notna()  # (only those can be blank text or an empty list)
+            values[given] = values[given].map(lambda v: None if is_missing(v) else v)
+            out[name] = values
         else:
             out[name] = frame[name].astype("string")
     return out

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import tempfile
 from pathlib import Path
 
 from sqlalchemy.engine import Engine
@@ -12,12 +14,24 @@ from annotate.db import session
 from annotate.errors import UserError
 from annotate.importer import import_pairs
 from annotate.models import Annotator
-from annotate.studies import get_or_create_study
+from annotate.studies import get_or_create_study, update_study_options
 
 DEMO_STUDY = "demo"
 DEMO_ANNOTATORS = ["demo-annotator-1", "demo-annotator-2", "demo-annotator-3"]
 DEMO_MAINTAINER = "demo-maintainer"
 SAMPLE_NAME = "sample_pairs.jsonl"
+# A second, small study with the aspect check on: a few of the sample pairs, where the page
+# also asks how well each response covers each of the user's rubric aspects (0-2).
+DEMO_ASPECT_STUDY = "demo-aspects"
+DEMO_ASPECT_ANNOTATOR = "demo-aspects-annotator"
+DEMO_ASPECT_PAIRS = (
+    "demo-art-01",
+    "demo-art-02",
+    "demo-life-01",
+    "demo-life-02",
+    "demo-soc-01",
+    "demo-soc-02",
+)
 GUIDELINES = """\
 You will see a question a real person asked, what we know about that person (their rubric,
 their own words and some of their past posts), and two answers.
@@ -47,8 +61,43 @@ def sample_pairs_path() -> Path:
     )
 
 
+def aspect_pair_records() -> list[dict]:
+    """The sample pairs of the aspect-check demo study, in their file order."""
+    with sample_pairs_path().open(encoding="utf-8") as handle:
+        records = [json.loads(line) for line in handle if line.strip()]
+    return [r for r in records if r["id"] in DEMO_ASPECT_PAIRS]
+
+
+def _build_aspect_study(engine: Engine) -> tuple[str, bool, str]:
+    with tempfile.TemporaryDirectory(prefix="annotate-demo-") as tmp:
+        path = Path(tmp) / "aspect_pairs.jsonl"
+        path.write_text(
+            "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in aspect_pair_records()),
+            encoding="utf-8",
+        )
+        import_pairs(engine, path, study_name=DEMO_ASPECT_STUDY)
+    with session(engine) as s:
+        study = get_or_create_study(s, DEMO_ASPECT_STUDY)
+        if not study.aspect_check:
+            update_study_options(s, study, aspect_check=True)
+        if not study.guidelines:
+            study.guidelines = GUIDELINES
+            s.add(study)
+        return _account(s, DEMO_ASPECT_ANNOTATOR, study_id=study.id, is_admin=False)
+
+
+def _account(s, name: str, *, study_id: int, is_admin: bool) -> tuple[str, bool, str]:
+    existing = s.exec(select(Annotator).where(Annotator.name == name)).first()
+    if existing is None:
+        _, token = create_annotator(s, name=name, study_id=study_id, is_admin=is_admin)
+    else:
+        token = reissue_token(s, existing)
+    return name, is_admin, token
+
+
 def build_demo(engine: Engine) -> list[tuple[str, bool, str]]:
-    """Import the sample pairs (a no-op the second time) and (re)issue the demo links.
+    """Import the sample pairs (a no-op the second time) and (re)issue the demo links; also
+    the small aspect-check study (DEMO_ASPECT_STUDY) and its annotator.
 
     Returns (name, is_admin, token) for each demo account.
     """
@@ -61,10 +110,6 @@ def build_demo(engine: Engine) -> list[tuple[str, bool, str]]:
             s.add(study)
         for name in [*DEMO_ANNOTATORS, DEMO_MAINTAINER]:
             is_admin = name == DEMO_MAINTAINER
-            existing = s.exec(select(Annotator).where(Annotator.name == name)).first()
-            if existing is None:
-                _, token = create_annotator(s, name=name, study_id=study.id, is_admin=is_admin)
-            else:
-                token = reissue_token(s, existing)
-            accounts.append((name, is_admin, token))
+            accounts.append(_account(s, name, study_id=study.id, is_admin=is_admin))
+    accounts.append(_build_aspect_study(engine))
     return accounts
