@@ -149,8 +149,8 @@ def aspect_html(report: dict) -> list[str]:
         "<p>Annotators gave each rubric aspect a match score for each response (0 not covered, "
         "1 somewhat, 2 very well, the benchmark's scorer's scale). A pair is "
         f"<code>rubric_not_reflected</code> when chosen's mean coverage exceeds rejected's by "
-        f"less than {html.escape(fmt(section['gap_threshold'], 2))}: "
-        f"{report['verdicts'].get('rubric_not_reflected', 0):,} pairs.</p>",
+        f"less than {html.escape(fmt(section['gap_threshold'], 2))}; pairs with this verdict: "
+        f"{report['verdicts'].get('rubric_not_reflected', 0):,}.</p>",
         _html_table(aspect_rows(report), ("statistic", "value", "95% interval", "n / note")),
     ]
     rows = _disagreements(report)

@@ -14,14 +14,21 @@ of the report does.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass
+from itertools import chain
 
 import numpy as np
 import pandas as pd
 from scipy import stats
 
-from analysis.agreement import Estimate, percentile_ci, resampled_alpha
+# (the coincidence helpers are agreement.py's own: one home for alpha's formulas)
+from analysis.agreement import (
+    Estimate,
+    _alpha_from_coincidences,
+    _unit_coincidences,
+    bootstrap_weights,
+    percentile_ci,
+)
 from analysis.aspect_scores import SCORES, SIDES
 from analysis.conclusion import SIGNIFICANCE
 from analysis.validity import label_agreement
@@ -29,7 +36,6 @@ from analysis.validity import label_agreement
 VERDICT = "rubric_not_reflected"
 FLAG = "aspects:not_reflected"
 DEFAULT_GAP = 0.5
-_BATCH_CELLS = 4_000_000
 _NO_UNIT = "undefined: no (pair, aspect, response) has two or more scores"
 _NO_VARIATION = "undefined: every score has the same value (no variation)"
 
@@ -68,24 +74,25 @@ def has_aspects(annotations: pd.DataFrame) -> bool:
 
 def long_scores(annotations: pd.DataFrame, pair: np.ndarray) -> Scores:
     """Explode each annotation's aspects list; ``pair`` is each annotation's pair index."""
-    columns: dict[str, list] = {"pair": [], "aspect": [], "side": [], "score": [], "annotator": []}
-    if "aspects" in annotations:
-        values = annotations["aspects"].to_numpy(dtype=object)
-        names = annotations["annotator"].to_numpy(dtype=object)
-        for i in np.flatnonzero(annotations["aspects"].notna().to_numpy()):
-            for a, entry in enumerate(values[i]):
-                for s, side in enumerate(SIDES):
-                    columns["pair"].append(pair[i])
-                    columns["aspect"].append(a)
-                    columns["side"].append(s)
-                    columns["score"].append(entry[side])
-                    columns["annotator"].append(names[i])
+    if "aspects" not in annotations:
+        lists, given = [], np.zeros(len(annotations), dtype=bool)
+    else:
+        given = annotations["aspects"].notna().to_numpy()
+        lists = annotations["aspects"].to_numpy(dtype=object)[given]
+    lengths = np.fromiter(map(len, lists), dtype=np.int64, count=len(lists))
+    entries = list(chain.from_iterable(lists))
+    n = len(entries)
+    starts = np.repeat(np.cumsum(lengths) - lengths, lengths)
+    aspect = np.arange(n, dtype=np.int64) - starts
+    pairs = np.repeat(pair[given], lengths)
+    names = np.repeat(annotations["annotator"].to_numpy(dtype=object)[given], lengths)
+    sides = [np.fromiter((e[side] for e in entries), dtype=np.int64, count=n) for side in SIDES]
     return Scores(
-        pair=np.asarray(columns["pair"], dtype=np.int64),
-        aspect=np.asarray(columns["aspect"], dtype=np.int64),
-        side=np.asarray(columns["side"], dtype=np.int64),
-        score=np.asarray(columns["score"], dtype=np.int64),
-        annotator=np.asarray(columns["annotator"], dtype=object),
+        pair=np.concatenate([pairs, pairs]),
+        aspect=np.concatenate([aspect, aspect]),
+        side=np.repeat(np.arange(len(SIDES), dtype=np.int64), n),
+        score=np.concatenate(sides),
+        annotator=np.concatenate([names, names]),
     )
 
 
@@ -108,12 +115,14 @@ def pair_coverage(scores: Scores, n_pairs: int) -> pd.DataFrame:
     means = unit_means(scores, n_pairs)
     out = pd.DataFrame(index=pd.RangeIndex(n_pairs))
     for s, side in enumerate(SIDES):
-        part = means[means["side"] == s]
+        part = means[means["side"] == s]  # sorted by pair, then aspect
         out[f"aspects_{side}_coverage"] = part.groupby("pair")["mean"].mean().reindex(out.index)
-        per_aspect = part.groupby("pair")["mean"].agg(lambda v: [round(float(x), 3) for x in v])
-        out[f"aspects_{side}_means"] = per_aspect.reindex(out.index).map(
-            lambda v: v if isinstance(v, list) else []
-        )
+        pairs, first = np.unique(part["pair"].to_numpy(), return_index=True)
+        per_aspect = [[] for _ in range(n_pairs)]
+        rounded = np.round(part["mean"].to_numpy(dtype=np.float64), 3)
+        for p, values in zip(pairs, np.split(rounded, first[1:]), strict=True):
+            per_aspect[p] = values.tolist()
+        out[f"aspects_{side}_means"] = pd.Series(per_aspect, index=out.index, dtype=object)
     out["aspects_gap"] = out["aspects_chosen_coverage"] - out["aspects_rejected_coverage"]
     scored = pd.DataFrame({"pair": scores.pair, "annotator": scores.annotator}).drop_duplicates()
     out["n_aspect_annotations"] = (
@@ -175,21 +184,6 @@ def _unit_counts(scores: Scores) -> tuple[np.ndarray, np.ndarray]:
     return counts, unit_pair
 
 
-def _pair_weights(unit_pair: np.ndarray, *, resamples: int, seed: int) -> Iterator[np.ndarray]:
-    """Batches of B x units weights: each resample draws the pairs with replacement and every
-    unit of a drawn pair gets its pair's count."""
-    pairs, inverse = np.unique(unit_pair, return_inverse=True)
-    n = len(pairs)
-    rng = np.random.Generator(np.random.PCG64(seed))
-    rows = max(1, _BATCH_CELLS // max(1, len(unit_pair)))
-    for start in range(0, resamples, rows):
-        size = min(rows, resamples - start)
-        drawn = np.stack(
-            [np.bincount(rng.integers(0, n, size=n), minlength=n) for _ in range(size)]
-        )
-        yield drawn[:, inverse].astype(np.float64)
-
-
 def pair_bootstrap_alpha(
     counts: np.ndarray,
     unit_pair: np.ndarray,
@@ -199,21 +193,33 @@ def pair_bootstrap_alpha(
     bootstrap: int,
     seed: int,
 ) -> Estimate:
-    """Krippendorff's alpha over the units, with a percentile interval resampling pairs."""
+    """Krippendorff's alpha over the units, with a percentile interval resampling pairs.
+
+    Every unit of a drawn pair comes along, so a resample's coincidences are the pairs'
+    summed unit coincidences weighted by how often each pair was drawn: the units are summed
+    per pair once, identical pairs grouped, and the resamples drawn over the groups (the
+    multinomial of analysis.agreement, exactly the distribution of drawing pairs)."""
     pairable = counts.sum(axis=1) >= 2
     if not pairable.any():
         return Estimate(value=None, note=_NO_UNIT)
-    counts, unit_pair = counts[pairable], unit_pair[pairable]
-    ones = np.ones((1, len(counts)))
-    point = resampled_alpha(counts, ones, level=level, domain=domain)[0]
+    contributions = _unit_coincidences(counts[pairable])
+    _, pair_of_unit = np.unique(unit_pair[pairable], return_inverse=True)
+    per_pair = np.zeros((pair_of_unit.max() + 1, contributions.shape[1]))
+    np.add.at(per_pair, pair_of_unit, contributions)
+    patterns, frequencies = np.unique(per_pair, axis=0, return_counts=True)
+
+    def alphas(weights: np.ndarray) -> np.ndarray:
+        return _alpha_from_coincidences(weights @ patterns, level=level, domain=domain)
+
+    point = alphas(frequencies[None, :].astype(np.float64))[0]
     if not np.isfinite(point):
         return Estimate(value=None, note=_NO_VARIATION)
     if bootstrap <= 0:
         return Estimate(value=float(point))
     samples = np.concatenate(
         [
-            resampled_alpha(counts, w, level=level, domain=domain)
-            for w in _pair_weights(unit_pair, resamples=bootstrap, seed=seed)
+            alphas(w.astype(np.float64))
+            for w in bootstrap_weights(frequencies, resamples=bootstrap, seed=seed)
         ]
     )
     ci, note = percentile_ci(samples, resamples=bootstrap)

@@ -11,6 +11,8 @@ import krippendorff
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from analysis import aspects as aspect_check
 from analysis.aspect_scorer import read_scorer_file
@@ -20,6 +22,7 @@ from annotate.cli import main
 from annotate.errors import InputError
 from tests.published_examples import EXAMPLE_A
 from tests.report_fixtures import frame, pair_record, row
+from tests.test_report_property import undefined_without_note
 
 
 def scored(pair_id, annotator, preference, aspects, **kwargs) -> dict:
@@ -429,3 +432,57 @@ def test_write_report_keeps_the_aspect_means_in_pairs_csv(tmp_path):
     table = pd.read_csv(tmp_path / "pairs.csv", dtype=str).set_index("pair_id")
     assert table.loc["p1", "aspects_chosen_means"] == "2;1.5"
     assert not math.isnan(float(table.loc["p1", "aspects_gap"]))
+
+
+# --- never crashes ---------------------------------------------------------------------------
+
+score_values = st.integers(0, 2)
+
+
+@st.composite
+def scored_tables(draw):
+    counts = {p: draw(st.integers(1, 3)) for p in ("p1", "p2", "p3", "p4")}
+    keys = draw(
+        st.lists(
+            st.tuples(st.sampled_from(list(counts)), st.sampled_from(["a", "b", "c"])),
+            min_size=1,
+            unique=True,
+        )
+    )
+    rows = []
+    for pair_id, annotator in keys:
+        preference = draw(st.sampled_from(["chosen", "rejected", "tie"]))
+        if draw(st.booleans()) or not rows:
+            aspects = [(draw(score_values), draw(score_values)) for _ in range(counts[pair_id])]
+            rows.append(scored(pair_id, annotator, preference, aspects))
+        else:
+            rows.append(row(pair_id, annotator, preference))
+    scorer = [
+        {"id": pair_id, "response": side, "scores": [draw(score_values) for _ in range(n)]}
+        for pair_id, n in counts.items()
+        if draw(st.booleans())
+        for side in ("chosen", "rejected")
+    ]
+    return rows, counts, scorer
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=scored_tables(), bootstrap=st.sampled_from([0, 20]), min_annotations=st.integers(1, 3))
+def test_the_aspect_report_never_crashes_and_every_null_has_a_note(
+    tmp_path_factory, data, bootstrap, min_annotations
+):
+    rows, counts, scorer_records = data
+    tmp = tmp_path_factory.mktemp("scorer")
+    scorer = None
+    if scorer_records:
+        scorer = read_scorer_file(
+            write_jsonl(tmp / "s.jsonl", scorer_records), aspect_counts=counts
+        )
+    report = report_of(
+        rows, counts, bootstrap=bootstrap, scorer=scorer, min_annotations=min_annotations
+    )
+    text = json.dumps(report, allow_nan=False)
+    assert json.loads(text) == report
+    assert undefined_without_note(report) == []
+    assert isinstance(report["conclusion"]["checks"]["aspects"]["passed"], bool)
+    write_report(report, tmp / "out", pairs=None)
