@@ -314,6 +314,13 @@ def reading(report: dict) -> list[str]:
         f"personal fit {'is' if checks['main_reason']['passed'] else 'is not'} the most "
         "frequent stated reason",
     ]
+    if "aspects" in checks:
+        aspects = checks["aspects"]
+        parts.append(
+            f"humans {'do' if aspects['passed'] else 'do not'} confirm the rubric construction "
+            f"of significantly more than half of the pairs ({fmt(aspects['value'])} of "
+            f"{aspects['n']:,} pairs, p {fmt_p(aspects['p_value'])})"
+        )
     paragraphs.append(verdict + "; ".join(parts) + ".")
     return paragraphs
 

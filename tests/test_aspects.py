@@ -486,3 +486,23 @@ def test_the_aspect_report_never_crashes_and_every_null_has_a_note(
     assert undefined_without_note(report) == []
     assert isinstance(report["conclusion"]["checks"]["aspects"]["passed"], bool)
     write_report(report, tmp / "out", pairs=None)
+
+
+def test_pair_ids_in_the_aspect_section_are_shown_inert(tmp_path):
+    evil = "<img src=x onerror=alert(1)>"
+    rows = [scored(evil, a, "chosen", [(2, 0)]) for a in ("a", "b")]
+    counts = {evil: 1}
+    scorer = read_scorer_file(
+        write_jsonl(
+            tmp_path / "s.jsonl",
+            [
+                {"id": evil, "response": "chosen", "scores": [0]},
+                {"id": evil, "response": "rejected", "scores": [2]},
+            ],
+        ),
+        aspect_counts=counts,
+    )
+    report = report_of(rows, counts, scorer=scorer)
+    write_report(report, tmp_path / "out", pairs=None)
+    page = (tmp_path / "out" / "report.html").read_text()
+    assert evil not in page and "&lt;img src=x onerror=alert(1)&gt;" in page

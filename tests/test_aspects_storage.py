@@ -199,3 +199,50 @@ def test_import_refuses_a_wrong_number_of_scores_with_its_row(db_url, tmp_path, 
     assert "row 2, column 'aspects': the pair has 4 rubric aspects, got 3 entries" in err
     assert "Traceback" not in err
     assert len(annotations_frame(engine, study="s")) == 0  # all or nothing
+
+
+def test_the_report_from_the_database_equals_the_file_report(db_url, tmp_path):
+    """Aspect scores imported into a study give the same aspect section, verdicts and scorer
+    comparison as the same files given to `annotate report` directly."""
+    pairs = write_jsonl(
+        tmp_path / "pairs.jsonl",
+        [pair_record(0, rubric_aspects=FOUR), pair_record(1), pair_record(2)],
+    )
+    rows = [
+        {"pair_id": "p0", "annotator": "a", "preference": "chosen", "aspects": SCORES},
+        {"pair_id": "p0", "annotator": "b", "preference": "chosen", "aspects": SCORES[::-1]},
+        {"pair_id": "p1", "annotator": "a", "preference": "chosen", "aspects": [SCORES[0]]},
+        {"pair_id": "p1", "annotator": "b", "preference": "chosen", "aspects": [SCORES[1]]},
+        {"pair_id": "p2", "annotator": "a", "preference": "chosen", "aspects": [SCORES[3]]},
+        {"pair_id": "p2", "annotator": "b", "preference": "rejected", "aspects": [SCORES[0]]},
+    ]
+    annotations = write_jsonl(tmp_path / "annotations.jsonl", rows)
+    scorer = write_jsonl(
+        tmp_path / "scorer.jsonl",
+        [
+            {"id": "p0", "response": "chosen", "scores": [2, 2, 1, 2]},
+            {"id": "p0", "response": "rejected", "scores": [0, 1, 1, 0]},
+            {"id": "p1", "response": "chosen", "scores": [1]},
+            {"id": "p1", "response": "rejected", "scores": [1]},
+        ],
+    )
+    assert main(["--db", db_url, "import-pairs", str(pairs), "--study", "s"]) == 0
+    assert main(["--db", db_url, "import-annotations", str(annotations), "--study", "s"]) == 0
+    common = ["--aspect-scores", str(scorer), "--bootstrap", "50"]
+    from_db, from_files = tmp_path / "db", tmp_path / "files"
+    assert main(["--db", db_url, "report", "--study", "s", "--out", str(from_db), *common]) == 0
+    files = ["--annotations", str(annotations), "--pairs", str(pairs)]
+    assert main(["report", *files, "--out", str(from_files), *common]) == 0
+    db_report, file_report = (
+        json.loads((d / "report.json").read_text()) for d in (from_db, from_files)
+    )
+    assert db_report["aspects"] == file_report["aspects"]
+    assert db_report["verdicts"] == file_report["verdicts"]
+    assert (
+        db_report["conclusion"]["checks"]["aspects"]
+        == file_report["conclusion"]["checks"]["aspects"]
+    )
+    # p0: per aspect chosen (2, .5, .5, 2) -> 1.25, rejected (.5, 1.5, 1.5, .5) -> 1: gap 0.25;
+    # p1: chosen (2 + 1) / 2 = 1.5, rejected (0 + 1) / 2 = 0.5: gap 1; p2: a split preference
+    verdicts = {p["pair_id"]: p["verdict"] for p in db_report["pairs"]}
+    assert verdicts == {"p0": "rubric_not_reflected", "p1": "valid", "p2": "no_consensus"}
