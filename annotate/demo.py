@@ -23,7 +23,7 @@ SAMPLE_NAME = "sample_pairs.jsonl"
 # A second, small study with the aspect check on: a few of the sample pairs, where the page
 # also asks how well each response covers each of the user's rubric aspects (0-2).
 DEMO_ASPECT_STUDY = "demo-aspects"
-DEMO_ASPECT_ANNOTATOR = "demo-aspects-annotator"
+DEMO_ASPECT_ANNOTATOR = "demo-aspects-1"
 DEMO_ASPECT_PAIRS = (
     "demo-art-01",
     "demo-art-02",

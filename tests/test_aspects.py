@@ -506,3 +506,22 @@ def test_pair_ids_in_the_aspect_section_are_shown_inert(tmp_path):
     write_report(report, tmp_path / "out", pairs=None)
     page = (tmp_path / "out" / "report.html").read_text()
     assert evil not in page and "&lt;img src=x onerror=alert(1)&gt;" in page
+
+
+def test_aspect_scores_without_human_aspect_scores_are_refused(tmp_path, capsys):
+    annotations = tmp_path / "annotations.csv"
+    write_table(frame([row("p1", "a", "chosen"), row("p1", "b", "chosen")]), annotations)
+    pairs = tmp_path / "pairs.jsonl"
+    pairs.write_text(json.dumps(pair_record("p1")) + "\n", encoding="utf-8")
+    scorer = write_jsonl(
+        tmp_path / "s.jsonl",
+        [
+            {"id": "p1", "response": "chosen", "scores": [2]},
+            {"id": "p1", "response": "rejected", "scores": [0]},
+        ],
+    )
+    args = ["report", "--annotations", str(annotations), "--pairs", str(pairs)]
+    assert main([*args, "--aspect-scores", scorer, "--out", str(tmp_path / "r")]) != 0
+    err = capsys.readouterr().err
+    assert "--aspect-scores needs annotations with aspect scores" in err
+    assert "Traceback" not in err

@@ -31,7 +31,7 @@ def test_the_demo_has_a_small_study_with_the_aspect_check(tmp_path):
         demo = s.exec(select(Study).where(Study.name == "demo")).one()
         assert not demo.aspect_check
     assert sorted(keys) == sorted(DEMO_ASPECT_PAIRS)
-    assert "demo-aspects-annotator" in [name for name, _, _ in accounts]
+    assert "demo-aspects-1" in [name for name, _, _ in accounts]
 
 
 def test_the_readme_shows_the_section_the_demo_produces(tmp_path, monkeypatch):
