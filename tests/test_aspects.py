@@ -525,3 +525,40 @@ def test_aspect_scores_without_human_aspect_scores_are_refused(tmp_path, capsys)
     err = capsys.readouterr().err
     assert "--aspect-scores needs annotations with aspect scores" in err
     assert "Traceback" not in err
+
+
+def test_scorer_agreement_matches_the_krippendorff_package_with_fractional_means(tmp_path):
+    """Three annotators make human means in thirds; the scorer and the mean are two coders on
+    the ordered values that occur."""
+    rng = np.random.default_rng(5)
+    counts = {f"p{k}": int(rng.integers(1, 4)) for k in range(25)}
+    rows, human, records = [], {}, []
+    for pair_id, n in counts.items():
+        for annotator in ("a", "b", "c"):
+            values = [(int(rng.integers(0, 3)), int(rng.integers(0, 3))) for _ in range(n)]
+            rows.append(scored(pair_id, annotator, "chosen", values))
+            for a, pair_scores in enumerate(values):
+                for s, v in enumerate(pair_scores):
+                    human.setdefault((pair_id, a, s), []).append(v)
+        machine = [[int(rng.integers(0, 3)) for _ in range(n)] for _ in range(2)]
+        records += [
+            {"id": pair_id, "response": side, "scores": machine[s]}
+            for s, side in enumerate(("chosen", "rejected"))
+        ]
+    units = sorted(human)
+    means = [float(np.mean(human[u])) for u in units]
+    by_unit = {
+        (r["id"], a, 0 if r["response"] == "chosen" else 1): v
+        for r in records
+        for a, v in enumerate(r["scores"])
+    }
+    machine_values = [float(by_unit[u]) for u in units]
+    domain = sorted(set(means) | set(machine_values))
+    expected = krippendorff.alpha(
+        reliability_data=[machine_values, means],
+        level_of_measurement="ordinal",
+        value_domain=domain,
+    )
+    scorer = read_scorer_file(write_jsonl(tmp_path / "s.jsonl", records), aspect_counts=counts)
+    result = report_of(rows, counts, scorer=scorer)["aspects"]["scorer"]
+    assert result["agreement"]["value"] == pytest.approx(expected, abs=1e-12)
