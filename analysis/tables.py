@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from annotate.errors import InputError, UserError
+from analysis.errors import InputError, UserError
 
 DIMENSIONS = ("correctness", "relevance", "helpfulness")
 SIDES = ("chosen", "rejected")

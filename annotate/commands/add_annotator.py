@@ -7,11 +7,14 @@ import argparse
 from annotate.auth import DEFAULT_BASE_URL, create_annotator, login_link
 from annotate.commands._common import add_study_option, engine_from
 from annotate.db import session
-from annotate.studies import get_or_create_study
+from annotate.studies import get_study
 
 NAME = "add-annotator"
 ORDER = 20
-HELP = "Create an annotator (or a maintainer with --admin) and print their personal login link."
+HELP = (
+    "Create an annotator (or a maintainer with --admin) in an existing study and print their "
+    "personal login link."
+)
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -26,7 +29,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     with session(engine_from(args)) as s:
-        study = get_or_create_study(s, args.study)
+        study = get_study(s, args.study)  # never a new study from a typo
         annotator, token = create_annotator(
             s, name=args.name, study_id=study.id, is_admin=args.admin, email=args.email
         )

@@ -3,7 +3,7 @@ annotations are locked once the study has any)."""
 
 import streamlit as st
 
-from annotate import console
+from annotate import studies
 from annotate.access import engine
 from annotate.errors import UserError
 from annotate.models import DEFAULT_DIMENSIONS, DEFAULT_REASONS, Study
@@ -145,7 +145,7 @@ with (
     options = option_widgets(Study(name=""), prefix="new", locked=set())
     if st.form_submit_button("Create study", type="primary"):
         try:
-            created = console.create_study(engine(), name, **options)
+            created = studies.create_study(engine(), name, **options)
         except UserError as exc:
             show_error(exc)
         else:
@@ -158,7 +158,7 @@ if flash:
     st.success(flash)
 
 if study is not None:
-    locked = set(console.locked_options(engine(), study.id))
+    locked = set(studies.locked_options(engine(), study.id))
     st.subheader(f"Options of “{study.name}”")
     if locked:
         st.info(
@@ -171,7 +171,7 @@ if study is not None:
         values = option_widgets(study, prefix=f"study{study.id}", locked=locked)
         if st.form_submit_button("Save options", type="primary"):
             try:
-                console.save_study_options(engine(), study.id, **values)
+                studies.save_study_options(engine(), study.id, **values)
             except UserError as exc:
                 show_error(exc)
             else:
