@@ -15,6 +15,7 @@ from sqlalchemy.engine import Connection, Engine
 from sqlmodel import Session, select
 
 from analysis.tables import ANSWER_COLUMNS, COLUMNS, RATING_COLUMNS
+from analysis.vocabulary import SIDES, SLOTS, TIE
 from annotate import gold, sqlite_engine
 from annotate.assignment import ensure_assignment, next_assignment, reserve_next
 from annotate.db import read_session, retrying, session, transaction
@@ -24,23 +25,25 @@ from annotate.studies import get_study
 
 
 def preference_from_slot(slot: str, chosen_position: str) -> str:
-    """Map the slot the annotator picked ("A", "B" or "tie") back to chosen/rejected/tie."""
-    if slot == "tie":
-        return "tie"
-    if slot not in ("A", "B") or chosen_position not in ("A", "B"):
+    """Map the slot the annotator picked (A, B or tie) back to chosen/rejected/tie."""
+    if slot == TIE:
+        return TIE
+    if slot not in SLOTS or chosen_position not in SLOTS:
         raise ValueError(f"unknown slot {slot!r} or position {chosen_position!r}")
-    return "chosen" if slot == chosen_position else "rejected"
+    chosen, rejected = SIDES
+    return chosen if slot == chosen_position else rejected
 
 
 def other_slot(slot: str) -> str:
     """The other response slot: B for A, A for B."""
-    return "B" if slot == "A" else "A"
+    first, second = SLOTS
+    return second if slot == first else first
 
 
 def slot_from_preference(preference: str, chosen_position: str) -> str:
-    if preference == "tie":
-        return "tie"
-    same = preference == "chosen"
+    if preference == TIE:
+        return TIE
+    same = preference == SIDES[0]
     return chosen_position if same else other_slot(chosen_position)
 
 
