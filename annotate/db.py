@@ -278,8 +278,10 @@ def snapshot_session(engine: Engine) -> Iterator[Session]:
     with Session(snap, expire_on_commit=False) as s:
         try:
             yield s
-        finally:
+            s.commit()  # not rollback(), which would expire the objects read
+        except BaseException:
             s.rollback()
+            raise
 
 
 def read(engine: Engine, work: Callable[[Session], T]) -> T:

@@ -9,7 +9,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import select
 
 from annotate.auth import create_annotator, reissue_token
-from annotate.db import session
+from annotate.db import write
 from annotate.errors import UserError
 from annotate.importer import import_pairs
 from annotate.models import Annotator
@@ -57,9 +57,10 @@ class Demo:
 def build_demo(engine: Engine) -> Demo:
     """Import the sample pairs (a no-op the second time) and (re)issue the demo links."""
     import_pairs(engine, sample_pairs_path(), study_name=DEMO_STUDY)
-    accounts = []
-    reissued = False
-    with session(engine) as s:
+
+    def work(s) -> Demo:
+        accounts = []
+        reissued = False
         study = get_or_create_study(s, DEMO_STUDY)
         if not study.guidelines:
             study.guidelines = GUIDELINES
@@ -73,4 +74,6 @@ def build_demo(engine: Engine) -> Demo:
                 token = reissue_token(s, existing)
                 reissued = True
             accounts.append((name, is_admin, token))
-    return Demo(accounts=accounts, reissued=reissued)
+        return Demo(accounts=accounts, reissued=reissued)
+
+    return write(engine, work)

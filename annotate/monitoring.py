@@ -17,8 +17,7 @@ from sqlalchemy import func
 from sqlalchemy.engine import Engine
 from sqlmodel import select
 
-from annotate import gold
-from annotate.db import read_session, retrying
+from annotate import db, gold
 from annotate.models import Annotation, Annotator, Assignment, Pair, Study, utcnow
 
 RECENT_DAYS = 7
@@ -34,11 +33,11 @@ POSITION_P = 0.01
 MIN_SLOT_ITEMS = 10
 
 
-@retrying
 def annotator_activity(engine: Engine, *, study_id: int) -> pd.DataFrame:
     """One row per annotator of the study: account, progress and speed (gold included in
     `done`; `real_done` counts real pairs only)."""
-    with read_session(engine) as s:
+
+    def read(s):
         people = s.exec(
             select(Annotator).where(Annotator.study_id == study_id).order_by(Annotator.name)
         ).all()
@@ -66,6 +65,9 @@ def annotator_activity(engine: Engine, *, study_id: int) -> pd.DataFrame:
             .join(Pair, Pair.id == Annotation.pair_id)
             .where(Annotation.study_id == study_id)
         ).all()
+        return people, done, open_, rows
+
+    people, done, open_, rows = db.read(engine, read)
     answers = pd.DataFrame(rows, columns=["aid", "is_gold", "seconds", "submitted_at"])
     answers["seconds"] = pd.to_numeric(answers["seconds"], errors="coerce")
     answers["real"] = ~answers["is_gold"].astype(bool)
@@ -288,12 +290,12 @@ def _day(column, dialect: str):
     return func.date(column)  # SQLite keeps UTC wall time as text
 
 
-@retrying
 def study_progress(engine: Engine, *, study_id: int, now: datetime | None = None) -> StudyProgress:
     """The study's numbers, aggregated in the database (a few rows per pair and per day)."""
     now = now or datetime.now(UTC)
     start = now - timedelta(days=RECENT_DAYS)
-    with read_session(engine) as s:
+
+    def read(s):
         dialect = s.get_bind().dialect.name
         study = s.get(Study, study_id)
         counts = s.exec(
@@ -324,6 +326,9 @@ def study_progress(engine: Engine, *, study_id: int, now: datetime | None = None
                 func.min(Annotation.submitted_at),
             ).where(Annotation.study_id == study_id)
         ).one()
+        return study, counts, days, n_recent, first_real, annotators, started
+
+    study, counts, days, n_recent, first_real, annotators, started = db.read(engine, read)
     target = study.overlap_target
     per_pair = pd.DataFrame(counts, columns=["is_gold", "n"])
     per_pair["is_gold"] = per_pair["is_gold"].astype(bool)
@@ -357,10 +362,10 @@ def study_progress(engine: Engine, *, study_id: int, now: datetime | None = None
     )
 
 
-@retrying
 def pair_coverage(engine: Engine, *, study_id: int) -> pd.DataFrame:
     """One row per pair: id, category, gold (and expected answer), annotations vs target."""
-    with read_session(engine) as s:
+
+    def read(s):
         study = s.get(Study, study_id)
         rows = s.exec(
             select(
@@ -376,6 +381,9 @@ def pair_coverage(engine: Engine, *, study_id: int) -> pd.DataFrame:
             .group_by(Pair.id)
             .order_by(Pair.position)
         ).all()
+        return study, rows
+
+    study, rows = db.read(engine, read)
     frame = pd.DataFrame(
         rows,
         columns=["pair_id", "category", "gold", "expected", "reserved", "annotations"],
@@ -393,9 +401,10 @@ def pair_coverage(engine: Engine, *, study_id: int) -> pd.DataFrame:
     ]
 
 
-@retrying
 def pair_record(engine: Engine, *, study_id: int, pair_key: str) -> Pair | None:
-    with read_session(engine) as s:
+    def read(s):
         return s.exec(
             select(Pair).where(Pair.study_id == study_id, Pair.pair_key == pair_key)
         ).first()
+
+    return db.read(engine, read)

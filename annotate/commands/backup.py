@@ -24,7 +24,7 @@ from pathlib import Path
 from sqlalchemy import text
 from sqlalchemy.engine import make_url
 
-from annotate.db import get_engine, is_sqlite, reader, resolve_url
+from annotate.db import get_engine, is_sqlite, read, resolve_url
 from annotate.errors import UserError
 from annotate.schema import Mode
 
@@ -41,8 +41,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def _annotation_count(url: str) -> int:
     # AS_IS: an older database is copied as it is (a newer release's backup must not migrate
     # production first); a newer one is refused, an empty one gets the schema.
-    with reader(get_engine(url, schema=Mode.AS_IS)).connect() as conn:
-        return int(conn.execute(text("SELECT count(*) FROM annotation")).scalar_one())
+    engine = get_engine(url, schema=Mode.AS_IS)
+    return int(
+        read(engine, lambda s: s.execute(text("SELECT count(*) FROM annotation")).scalar_one())
+    )
 
 
 def backup_sqlite(url: str, out: Path) -> None:
