@@ -75,7 +75,10 @@ def recorded_revisions(url: str) -> str | None:
     engine = create_engine(url)
     try:
         with engine.connect() as conn:
-            return ", ".join(current_revisions(conn))
+            current, exists = _state(conn)
+            if exists and not current:
+                return f"{FIRST_RELEASE} (made before migrations)"
+            return ", ".join(current)
     except DBAPIError:
         return None  # get_engine says why, in one sentence
     finally:

@@ -165,7 +165,11 @@ def test_database_made_before_migrations_is_recognised_as_first_release(tmp_path
     _load_first_release_sqlite(path, with_version_table=False)
     url = f"sqlite:///{path}"
     before = _rows(url)
-    engine = get_engine(url, schema=Mode.UPGRADE)
+    done = _cli("export", "--study", "first", "--out", "a.csv", "--db", url, cwd=tmp_path)
+    assert "older schema (revision 0001, made before migrations" in done.stderr
+    done = _cli("migrate", "--db", url, cwd=tmp_path)
+    assert "upgraded from revision 0001 (made before migrations) to" in done.stdout
+    engine = get_engine(url)
     with engine.connect() as conn:
         assert set(current_revisions(conn)) == set(_heads())
     assert _rows(url) == before
