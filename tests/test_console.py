@@ -253,7 +253,11 @@ def test_outlier_flags():
     rows.append({**rows[0], "annotator": "new", "n_peer": 2, "peer_agreement": 0.0})
     rows.append({**rows[0], "annotator": "unqualified", "qualification": "failed"})
     flags = dict(
-        zip([r["annotator"] for r in rows], monitoring.outlier_flags(pd.DataFrame(rows)), strict=True)
+        zip(
+            [r["annotator"] for r in rows],
+            monitoring.outlier_flags(pd.DataFrame(rows)),
+            strict=True,
+        )
     )
     assert flags["a"] == "" and flags["new"] == ""  # too few pairs with peers to judge
     odd = flags["odd"]
