@@ -93,3 +93,28 @@ def test_the_light_and_full_pairs_frames_agree(db_url, tmp_path, content):
     frame = stored.pairs_frame(engine, study="default", content=content)
     assert list(frame["pair_id"]) == ["p0", "p1", "p2"]
     assert frame["is_gold"].dtype == bool
+
+
+def test_report_from_the_database_exports_the_valid_pairs_as_imported(tmp_path):
+    import json
+
+    from annotate.cli import main
+
+    url = f"sqlite:///{tmp_path / 'a.db'}"
+    engine = get_engine(url)
+    study_id, people = make_study(engine, tmp_path, n_pairs=3, annotators=2)
+    # the same pairs again, with fields the app does not know: kept and written back
+    records = [pair_record(n, source={"split": "test", "n": n}) for n in range(3)]
+    write_jsonl(tmp_path / "p.jsonl", records)
+    assert main(["--db", url, "import-pairs", str(tmp_path / "p.jsonl"), "--update"]) == 0
+    for annotator, _ in people:
+        for key in ("p0", "p2"):
+            _answer(engine, annotator, key, study_id)
+    out = tmp_path / "valid.jsonl"
+    argv = ["--db", url, "report", "--out", str(tmp_path / "r"), "--bootstrap", "0"]
+    assert main([*argv, "--export-valid", str(out)]) == 0
+    report = json.loads((tmp_path / "r" / "report.json").read_text())
+    valid = sorted(p["pair_id"] for p in report["pairs"] if p["verdict"] == "valid")
+    assert valid == ["p0", "p2"]
+    written = [json.loads(line) for line in out.read_text().splitlines()]
+    assert written == [records[0], records[2]]  # every original field, extra ones included
