@@ -18,6 +18,7 @@ from sqlmodel import SQLModel
 from annotate.db import dispose_engines, get_engine
 from annotate.errors import UserError
 from annotate.schema import FIRST_RELEASE, MIGRATIONS, Mode, current_revisions, ensure_schema
+from tests.processes import run_annotate
 
 FIXTURE = Path(__file__).parent / "fixtures" / "first_release.sqlite.sql"
 TABLES = ["study", "annotator", "pair", "assignment", "annotation"]  # foreign keys first
@@ -165,9 +166,9 @@ def test_database_made_before_migrations_is_recognised_as_first_release(tmp_path
     _load_first_release_sqlite(path, with_version_table=False)
     url = f"sqlite:///{path}"
     before = _rows(url)
-    done = _cli("export", "--study", "first", "--out", "a.csv", "--db", url, cwd=tmp_path)
+    done = run_annotate("export", "--study", "first", "--out", "a.csv", "--db", url, cwd=tmp_path)
     assert "older schema (revision 0001, made before migrations" in done.stderr
-    done = _cli("migrate", "--db", url, cwd=tmp_path)
+    done = run_annotate("migrate", "--db", url, cwd=tmp_path)
     assert "upgraded from revision 0001 (made before migrations) to" in done.stdout
     engine = get_engine(url)
     with engine.connect() as conn:
@@ -242,16 +243,6 @@ def _heads() -> tuple[str, ...]:
 # --- who may change the schema (contract section 8) ------------------------------------------
 
 
-def _cli(*args, cwd) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "annotate.cli", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-
-
 def _revision(url: str) -> tuple[str, ...]:
     engine = create_engine(url)
     with engine.connect() as conn:
@@ -278,7 +269,7 @@ def test_commands_refuse_an_older_database_naming_migrate_and_leave_it_alone(
         '{"id": "n1", "question": "q", "chosen": "a", "rejected": "b"}\n'
     )
     before = _rows(url)
-    done = _cli(*command, "--db", url, cwd=tmp_path)
+    done = run_annotate(*command, "--db", url, cwd=tmp_path)
     assert done.returncode != 0
     assert "older schema" in done.stderr and "annotate migrate" in done.stderr
     assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
@@ -291,7 +282,7 @@ def test_backup_copies_an_older_database_as_it_is(tmp_path):
     url = _first_release_db("sqlite", None, tmp_path)
     before = _rows(url)
     out = tmp_path / "copy.db"
-    done = _cli("backup", "--out", str(out), "--db", url, cwd=tmp_path)
+    done = run_annotate("backup", "--out", str(out), "--db", url, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert "11 annotations" in done.stdout
     assert _revision(url) == (FIRST_RELEASE,)  # the source was not upgraded
@@ -302,7 +293,7 @@ def test_backup_copies_an_older_database_as_it_is(tmp_path):
 @pytest.mark.skipif(shutil.which("pg_dump") is None, reason="pg_dump is not installed")
 def test_backup_copies_an_older_postgresql_database_as_it_is(make_db_url, tmp_path):
     url = _first_release_db("postgresql", make_db_url, tmp_path)
-    done = _cli("backup", "--out", str(tmp_path / "copy.sql"), "--db", url, cwd=tmp_path)
+    done = run_annotate("backup", "--out", str(tmp_path / "copy.sql"), "--db", url, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert _revision(url) == (FIRST_RELEASE,)
     # a plain SQL script (the .sql suffix), holding the old revision
@@ -313,24 +304,24 @@ def test_backup_copies_an_older_postgresql_database_as_it_is(make_db_url, tmp_pa
 def test_migrate_upgrades_an_older_database_then_commands_run(db_backend, make_db_url, tmp_path):
     url = _first_release_db(db_backend, make_db_url, tmp_path)
     before = _rows(url)
-    done = _cli("migrate", "--db", url, cwd=tmp_path)
+    done = run_annotate("migrate", "--db", url, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert f"upgraded from revision {FIRST_RELEASE} to {', '.join(_heads())}" in done.stdout
     assert set(_revision(url)) == set(_heads())
     assert _rows(url) == before
-    done = _cli("migrate", "--db", url, cwd=tmp_path)
+    done = run_annotate("migrate", "--db", url, cwd=tmp_path)
     assert done.returncode == 0 and "up to date" in done.stdout
-    done = _cli("export", "--study", "first", "--out", "a.csv", "--db", url, cwd=tmp_path)
+    done = run_annotate("export", "--study", "first", "--out", "a.csv", "--db", url, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert "11 annotations" in done.stdout
 
 
 def test_commands_create_the_schema_in_an_empty_database(tmp_path):
     url = f"sqlite:///{tmp_path / 'new.db'}"
-    done = _cli("export", "--out", "a.csv", "--db", url, cwd=tmp_path)
+    done = run_annotate("export", "--out", "a.csv", "--db", url, cwd=tmp_path)
     assert "no study named 'default'" in done.stderr  # the schema exists, the study does not
     assert set(_revision(url)) == set(_heads())
-    done = _cli("migrate", "--db", f"sqlite:///{tmp_path / 'other.db'}", cwd=tmp_path)
+    done = run_annotate("migrate", "--db", f"sqlite:///{tmp_path / 'other.db'}", cwd=tmp_path)
     assert done.returncode == 0 and "was created" in done.stdout
 
 
