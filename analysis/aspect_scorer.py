@@ -28,7 +28,7 @@ import pandas as pd
 from analysis.agreement import percentile_ci
 from analysis.aspect_scores import SIDES, AspectValueError, score
 from analysis.aspects import Scores, gap_correlation, pair_bootstrap_alpha, unit_means
-from annotate.errors import InputError, UserError
+from analysis.errors import InputError, UserError
 
 SUFFIXES = (".jsonl", ".csv", ".parquet")
 REQUIRED = ("id", "response", "scores")

@@ -14,8 +14,9 @@ from collections.abc import Mapping
 
 import numpy as np
 
-SCORES = (0, 1, 2)
-SIDES = ("chosen", "rejected")
+from analysis.vocabulary import ASPECT_SCORES as SCORES
+from analysis.vocabulary import SIDES
+
 SCORE_WORDS = {0: "not covered", 1: "somewhat", 2: "very well"}
 
 

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 from sqlalchemy.engine import Engine
 from sqlmodel import select
 
 from annotate.auth import create_annotator, reissue_token
-from annotate.db import session
+from annotate.db import write
 from annotate.errors import UserError
 from annotate.importer import import_pairs
 from annotate.models import Annotator
@@ -61,6 +62,12 @@ def sample_pairs_path() -> Path:
     )
 
 
+@dataclass(frozen=True)
+class Demo:
+    accounts: list[tuple[str, bool, str]]  # (name, is_admin, token) for each demo account
+    reissued: bool  # some accounts existed: their earlier links stopped working
+
+
 def aspect_pair_records() -> list[dict]:
     """The sample pairs of the aspect-check demo study, in their file order."""
     with sample_pairs_path().open(encoding="utf-8") as handle:
@@ -68,7 +75,7 @@ def aspect_pair_records() -> list[dict]:
     return [r for r in records if r["id"] in DEMO_ASPECT_PAIRS]
 
 
-def _build_aspect_study(engine: Engine) -> tuple[str, bool, str]:
+def _import_aspect_pairs(engine: Engine) -> None:
     with tempfile.TemporaryDirectory(prefix="annotate-demo-") as tmp:
         path = Path(tmp) / "aspect_pairs.jsonl"
         path.write_text(
@@ -76,40 +83,40 @@ def _build_aspect_study(engine: Engine) -> tuple[str, bool, str]:
             encoding="utf-8",
         )
         import_pairs(engine, path, study_name=DEMO_ASPECT_STUDY)
-    with session(engine) as s:
-        study = get_or_create_study(s, DEMO_ASPECT_STUDY)
-        if not study.aspect_check:
-            update_study_options(s, study, aspect_check=True)
-        if not study.guidelines:
-            study.guidelines = GUIDELINES
-            s.add(study)
-        return _account(s, DEMO_ASPECT_ANNOTATOR, study_id=study.id, is_admin=False)
 
 
-def _account(s, name: str, *, study_id: int, is_admin: bool) -> tuple[str, bool, str]:
-    existing = s.exec(select(Annotator).where(Annotator.name == name)).first()
-    if existing is None:
-        _, token = create_annotator(s, name=name, study_id=study_id, is_admin=is_admin)
-    else:
-        token = reissue_token(s, existing)
-    return name, is_admin, token
-
-
-def build_demo(engine: Engine) -> list[tuple[str, bool, str]]:
+def build_demo(engine: Engine) -> Demo:
     """Import the sample pairs (a no-op the second time) and (re)issue the demo links; also
-    the small aspect-check study (DEMO_ASPECT_STUDY) and its annotator.
-
-    Returns (name, is_admin, token) for each demo account.
-    """
+    the small aspect-check study (DEMO_ASPECT_STUDY) and its annotator."""
     import_pairs(engine, sample_pairs_path(), study_name=DEMO_STUDY)
-    accounts = []
-    with session(engine) as s:
+    _import_aspect_pairs(engine)
+
+    def work(s) -> Demo:
+        accounts = []
+        reissued = False
         study = get_or_create_study(s, DEMO_STUDY)
         if not study.guidelines:
             study.guidelines = GUIDELINES
             s.add(study)
-        for name in [*DEMO_ANNOTATORS, DEMO_MAINTAINER]:
-            is_admin = name == DEMO_MAINTAINER
-            accounts.append(_account(s, name, study_id=study.id, is_admin=is_admin))
-    accounts.append(_build_aspect_study(engine))
-    return accounts
+        aspect_study = get_or_create_study(s, DEMO_ASPECT_STUDY)
+        if not aspect_study.aspect_check:
+            update_study_options(s, aspect_study, aspect_check=True)
+        if not aspect_study.guidelines:
+            aspect_study.guidelines = GUIDELINES
+            s.add(aspect_study)
+        people = [(name, study.id, False) for name in DEMO_ANNOTATORS]
+        people += [
+            (DEMO_MAINTAINER, study.id, True),
+            (DEMO_ASPECT_ANNOTATOR, aspect_study.id, False),
+        ]
+        for name, study_id, is_admin in people:
+            existing = s.exec(select(Annotator).where(Annotator.name == name)).first()
+            if existing is None:
+                _, token = create_annotator(s, name=name, study_id=study_id, is_admin=is_admin)
+            else:
+                token = reissue_token(s, existing)
+                reissued = True
+            accounts.append((name, is_admin, token))
+        return Demo(accounts=accounts, reissued=reissued)
+
+    return write(engine, work)

@@ -22,7 +22,7 @@ MARKERS = re.compile(
 
 def test_the_demo_has_a_small_study_with_the_aspect_check(tmp_path):
     engine = get_engine(f"sqlite:///{tmp_path / 'demo.db'}")
-    accounts = build_demo(engine)
+    accounts = build_demo(engine).accounts
     build_demo(engine)  # a second run changes nothing
     with session(engine) as s:
         study = s.exec(select(Study).where(Study.name == DEMO_ASPECT_STUDY)).one()

@@ -44,20 +44,22 @@ def run(args: argparse.Namespace) -> int:
 
     from analysis.tables import load_annotations
     from annotate.annotations import import_annotation_rows
-    from annotate.db import get_engine, session
+    from annotate.db import get_engine, read
     from annotate.models import Pair
     from annotate.studies import get_study
 
-    engine = get_engine(args.db)
-    with session(engine) as s:
+    def study_and_pairs(s):
         study = get_study(s, args.study)
-        study_id, scale = study.id, (study.scale_min, study.scale_max)
         aspect_counts = {
             key: len(aspects or [])
             for key, aspects in s.exec(
-                select(Pair.pair_key, Pair.rubric_aspects).where(Pair.study_id == study_id)
+                select(Pair.pair_key, Pair.rubric_aspects).where(Pair.study_id == study.id)
             ).all()
         }
+        return study.id, (study.scale_min, study.scale_max), aspect_counts
+
+    engine = get_engine(args.db)
+    study_id, scale, aspect_counts = read(engine, study_and_pairs)
     frame = load_annotations(
         args.file, scale=scale, pair_ids=set(aspect_counts), aspect_counts=aspect_counts
     )

@@ -109,6 +109,7 @@ def _from_files(args) -> tuple[pd.DataFrame, pd.DataFrame, tuple[int, int]]:
             "pair_id": [p.key for p in pairs],
             "category": [p.category for p in pairs],
             "is_gold": False,
+            "n_aspects": [len(p.rubric_aspects or []) for p in pairs],
             "record": [p.as_record() for p in pairs],
         }
     )
@@ -122,23 +123,23 @@ def _from_files(args) -> tuple[pd.DataFrame, pd.DataFrame, tuple[int, int]]:
 
 
 def _aspect_counts(pairs: pd.DataFrame) -> dict[str, int]:
-    """Pair id -> number of rubric aspects, from the pairs' records."""
-    return {
-        str(pair_id): len(record.get("rubric_aspects") or [])
-        for pair_id, record in zip(pairs["pair_id"], pairs["record"], strict=True)
-    }
+    """Pair id -> number of rubric aspects."""
+    return dict(zip(pairs["pair_id"].astype(str), pairs["n_aspects"].astype(int), strict=True))
 
 
 def _from_database(args) -> tuple[pd.DataFrame, pd.DataFrame, tuple[int, int]]:
-    from annotate.console import study_tables
     from annotate.db import get_engine
+    from annotate.study_report import study_tables
 
-    return study_tables(get_engine(args.db), study=args.study)
+    # One snapshot; full pair content (about 100 KB a pair) only for --export-valid.
+    data = study_tables(get_engine(args.db), study=args.study, content=bool(args.export_valid))
+    return data.annotations, data.pairs, data.scale
 
 
 def run(args: argparse.Namespace) -> int:
     from analysis.report import build_report, write_report
-    from annotate.console import report_options
+    from annotate.pairs_io import write_pairs
+    from annotate.study_report import report_options
 
     if bool(args.annotations) != bool(args.pairs):
         raise UserError(
@@ -165,7 +166,9 @@ def run(args: argparse.Namespace) -> int:
         scorer = read_scorer_file(args.aspect_scores, aspect_counts=_aspect_counts(pairs))
     report = build_report(annotations, pairs, options=options, aspect_scores=scorer)
     export = Path(args.export_valid) if args.export_valid else None
-    paths = write_report(report, args.out, pairs=pairs, export_valid=export)
+    paths = write_report(
+        report, args.out, pairs=pairs, export_valid=export, write_pairs=write_pairs
+    )
     counts = report["counts"]
     verdicts = report["verdicts"]
     print(
