@@ -277,7 +277,7 @@ def compare_with_scorer(
     ]
 
     gap = per_pair["scorer_gap"].to_numpy()
-    decided = np.isin(majority[per_pair.index], ["chosen", "rejected"])
+    decided = np.isin(majority[per_pair.index], list(SIDES))
     out["predicts_majority"] = auc(
         gap[decided], majority[per_pair.index][decided] == "chosen", **boot
     )

@@ -21,11 +21,11 @@ from pathlib import Path
 
 import numpy as np
 
+from analysis.vocabulary import DIMENSIONS, SIDES
 from annotate.demo import aspect_pair_records
 
 BROKEN_PAIR = "demo-soc-02"
 ANNOTATORS = ("sim-annotator-1", "sim-annotator-2", "sim-annotator-3")
-DIMENSIONS = ("correctness", "relevance", "helpfulness")
 
 
 def _draw(rng, probabilities: dict[int, float]) -> int:
@@ -57,7 +57,7 @@ def simulated_annotations(records: list[dict], *, seed: int = 0) -> list[dict]:
             }
             row["main_reason"] = ("personal_fit", "both", "general_quality")[row["main_reason"]]
             for dimension in DIMENSIONS:
-                for side in ("chosen", "rejected"):
+                for side in SIDES:
                     row[f"{dimension}_{side}"] = int(rng.integers(4, 6))
             rows.append(row)
     return rows
