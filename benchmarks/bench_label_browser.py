@@ -47,10 +47,28 @@ from tests.browser import AppServer, goto, launch_browser, rerun, wait_idle  # n
 
 STUDY = "bench-browser"
 SUBSETS = ["Art_and_Entertainment", "Lifestyle_and_Personal_Development", "Society_and_Culture"]
-WORDS = (
-    "river lantern orchard ledger violin harbor pottery canvas tram bakery chess lecture "
-    "cabin tax novel choir hiking rent sketchbook festival"
-).split()
+WORDS = [
+    "river",
+    "lantern",
+    "orchard",
+    "ledger",
+    "violin",
+    "harbor",
+    "pottery",
+    "canvas",
+    "tram",
+    "bakery",
+    "chess",
+    "lecture",
+    "cabin",
+    "tax",
+    "novel",
+    "choir",
+    "hiking",
+    "rent",
+    "sketchbook",
+    "festival",
+]
 DIMENSIONS = ("Correctness", "Relevance", "Helpfulness")
 # First visible question number on the page, once the script run is over (searches shadow roots,
 # where a component with isolated styles keeps its markup).
