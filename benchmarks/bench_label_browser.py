@@ -44,31 +44,9 @@ from annotate.importer import import_pairs  # noqa: E402
 from annotate.models import Annotation, Annotator  # noqa: E402
 from annotate.studies import get_or_create_study  # noqa: E402
 from tests.browser import AppServer, goto, launch_browser, rerun, wait_idle  # noqa: E402
+from tests.realistic_pairs import realistic_record  # noqa: E402
 
 STUDY = "bench-browser"
-SUBSETS = ["Art_and_Entertainment", "Lifestyle_and_Personal_Development", "Society_and_Culture"]
-WORDS = [
-    "river",
-    "lantern",
-    "orchard",
-    "ledger",
-    "violin",
-    "harbor",
-    "pottery",
-    "canvas",
-    "tram",
-    "bakery",
-    "chess",
-    "lecture",
-    "cabin",
-    "tax",
-    "novel",
-    "choir",
-    "hiking",
-    "rent",
-    "sketchbook",
-    "festival",
-]
 DIMENSIONS = ("Correctness", "Relevance", "Helpfulness")
 # First visible question number on the page, once the script run is over (searches shadow roots,
 # where a component with isolated styles keeps its markup).
@@ -84,36 +62,6 @@ READY_JS = """(previous) => {
 }"""
 
 
-def words(rng: random.Random, n: int) -> str:
-    return " ".join(rng.choice(WORDS) for _ in range(n)).capitalize() + "."
-
-
-def record(rng: random.Random, i: int, *, posts: int, aspects: int) -> dict:
-    """One record as make_realistic_pairs.py writes it."""
-    subset = SUBSETS[i % 3]
-    pid = f"rl-{i:05d}"
-    return {
-        "id": pid,
-        "question": f"How would you approach my {rng.choice(WORDS)} question number {i}?",
-        "profile": [
-            {"category": subset, "id": f"{pid}-post-{k}", "text": words(rng, 60)}
-            for k in range(posts)
-        ],
-        "rubric_aspects": [
-            {
-                "aspect": f"Attends to the {rng.choice(WORDS)} detail ({a + 1})",
-                "evidence": words(rng, 14),
-                "reason": words(rng, 12),
-            }
-            for a in range(aspects)
-        ],
-        "narrative": words(rng, 70),
-        "category": subset,
-        "chosen": words(rng, 90),
-        "rejected": words(rng, 90),
-    }
-
-
 def build(folder: Path, *, pairs: int, posts: int) -> tuple[str, str]:
     """The database (built once per folder) and a fresh annotator's token."""
     db = folder / f"label-{pairs}-{posts}.sqlite"
@@ -124,7 +72,7 @@ def build(folder: Path, *, pairs: int, posts: int) -> tuple[str, str]:
         rng = random.Random(0)
         with source.open("w", encoding="utf-8") as out:
             for i in range(pairs):
-                out.write(json.dumps(record(rng, i, posts=posts, aspects=4)) + "\n")
+                out.write(json.dumps(realistic_record(rng, i, posts=posts)) + "\n")
         started = time.perf_counter()
         import_pairs(engine, source, study_name=STUDY)
         print(f"imported {pairs} pairs in {time.perf_counter() - started:.0f} s", flush=True)

@@ -165,7 +165,9 @@ def test_label_flow_end_to_end(study):
 
 def test_earlier_answers_list_every_pair_with_its_question_and_answer(study, tmp_path):
     engine, _ = study
-    _, [(annotator_id, token)] = make_study(engine, tmp_path, n_pairs=205, annotators=1, study="many")
+    _, [(annotator_id, token)] = make_study(
+        engine, tmp_path, n_pairs=205, annotators=1, study="many"
+    )
     for n in range(203):  # more than the 200 the old list reached
         item = current_item(engine, annotator_id=annotator_id)
         slot = "A" if n % 2 else "B"
@@ -197,7 +199,7 @@ def test_skip_moves_on_and_the_pair_returns_at_the_end(study):
 
 
 def test_reload_keeps_the_pair_order_and_draft(study):
-    engine, [(annotator_id, token), _] = study
+    _engine, [(_, token), _] = study
     at = signed_in(token)
     shown = question(at)
     send(at, "draft", {"form": {"slot": "A", "ratings": {"correctness_A": 2}}, "seconds": 3.5})
@@ -254,7 +256,9 @@ def test_no_ties_and_fewer_dimensions_when_the_study_says_so(study):
         "relevance_A",
         "relevance_B",
     ]
-    submit_form(at, {"slot": "tie", "ratings": {"relevance_A": 3, "relevance_B": 3}, "reason": "both"})
+    submit_form(
+        at, {"slot": "tie", "ratings": {"relevance_A": 3, "relevance_B": 3}, "reason": "both"}
+    )
     assert data(at)["refused"] == ["slot:slot"]
 
 

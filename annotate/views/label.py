@@ -18,8 +18,13 @@ EDIT_KEY = "edit_pair_id"
 REFUSED_KEY = "refused"
 HISTORY_KEY = "show_history"
 MAX_SECONDS = 24 * 3600.0
-# Our own constant CSS (never data): the form starts right under Streamlit's thin header.
-PAGE_CSS = "<style>.stMainBlockContainer { padding-top: 3.6rem; padding-bottom: 1rem; }</style>"
+# Our own constant CSS (never data): the form starts right under Streamlit's thin header, and
+# the previous pair's form, which Streamlit retains until the run that replaced it is over, is
+# not shown next to the new one.
+PAGE_CSS = (
+    "<style>.stMainBlockContainer { padding-top: 3.6rem; padding-bottom: 1rem; }"
+    ' [class*="st-key-label_form_"][data-retained] { display: none; }</style>'
+)
 
 
 def _form_key(item: Item) -> str:
