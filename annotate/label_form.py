@@ -111,6 +111,12 @@ def form_data(
         "allow_ties": study.allow_ties,
         "reasons": [(r, REASON_LABELS.get(r, r), REASON_KEYS.get(r, "")) for r in study.reasons],
         "preference_question": PREFERENCE_QUESTION,
+        "quality_lead": (
+            f"General quality, for anyone asking: {study.scale_min} = {study.scale_min_label}, "
+            f"{study.scale_max} = {study.scale_max_label}"
+        ),
+        "aspect_lead": "How well it covers each aspect of this user: "
+        "0 = not covered, 1 = somewhat, 2 = very well",
         "reason_question": REASON_QUESTION,
         "initial": {
             "slot": form.slot,

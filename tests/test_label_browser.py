@@ -433,7 +433,7 @@ def test_a_refused_submit_names_the_missing_answers_in_view(site, new_page):
         "relevance of response B; helpfulness of response A; helpfulness of response B; "
         "what mainly decided your choice."
     )
-    assert in_viewport(page, message)
+    assert in_viewport(page, message), (message.bounding_box(), page.viewport_size)
     first = rating_group(page, "correctness", "B")
     expect(first).to_have_class(re.compile(r"\bfirst-missing\b"))
     expect(first).to_have_class(re.compile(r"\bcursor\b"))  # the next digit fills it

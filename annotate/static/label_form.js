@@ -129,7 +129,12 @@ function mount(data, root, parentElement, setTriggerValue) {
       el("h2", {}, `Response ${slot} `, kbd(slot)),
       el("div", { class: "text", html: data.responses[slot] }),
       scores);
+    let lastKind = null;
     for (const cell of cells.filter((c) => c.slot === slot)) {
+      if (cell.kind !== lastKind) {
+        scores.append(el("div", { class: "scores-lead", text: cell.kind === "rating" ? data.quality_lead : data.aspect_lead }));
+        lastKind = cell.kind;
+      }
       const options = cell.kind === "rating" ? data.scale : [0, 1, 2];
       const row = el("div", { class: "row", role: "radiogroup", "aria-label": cell.label, "data-field": cell.field },
         el("span", { class: "name", title: cell.help || "", text: cell.short }));
@@ -230,7 +235,10 @@ function mount(data, root, parentElement, setTriggerValue) {
       node.classList.add("missing");
       if (i === 0) node.classList.add("first-missing");
     });
-    if (scroll) refused.scrollIntoView({ block: "nearest" });
+    if (scroll) {
+      const rect = refused.getBoundingClientRect();
+      if (rect.top < 0 || rect.bottom > window.innerHeight) refused.scrollIntoView({ block: "center" });
+    }
   }
   state.showRefused = showRefused;
 
