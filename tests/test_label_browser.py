@@ -169,9 +169,11 @@ def site(tmp_path_factory, browser) -> Site:  # `browser` first: skip before sta
                 "aspects": aspects,
             }
             real_study = get_or_create_study(s, REAL_STUDY)
-            for name in [*READERS, "aspects"]:
+            for name in [*READERS, "aspects", "maintainer"]:
                 study = studies.get(name, real_study)
-                annotator, token = create_annotator(s, name=f"browser-{name}", study_id=study.id)
+                annotator, token = create_annotator(
+                    s, name=f"browser-{name}", study_id=study.id, is_admin=name == "maintainer"
+                )
                 annotator.guidelines_seen = name != "flow"
                 tokens[name], ids[name] = token, annotator.id
         with AppServer(db_url) as server:
@@ -674,10 +676,32 @@ def test_guidelines_first_then_the_mouse_works_too(site, new_page):
     expect_row(row, assignment=assignment, pair=pair, slot="A", given=given, reason="both")
 
 
+def test_the_maintainers_link_lands_on_admin_and_no_page_asks_another_host(site, new_page):
+    page = new_page(viewport=SCREEN)
+    requested: list[str] = []
+    page.on("request", lambda request: requested.append(request.url))
+    goto(page, site.server.login_url(site.tokens["maintainer"]))
+    page.wait_for_url(re.compile(r"/admin$"))
+    expect(page.get_by_role("link", name="Label pairs")).to_be_visible()
+    icon = page.locator('link[rel~="icon"]').first.get_attribute("href")
+    assert icon is not None
+    assert not re.match(r"https?://", icon) or icon.startswith(site.server.url), icon
+    page.get_by_role("link", name="Label pairs").click()
+    expect(question_box(page)).to_be_visible()
+    assert page.url.endswith("/label")
+    page.wait_for_load_state("networkidle")
+    own = (site.server.url, f"blob:{site.server.url}", "data:")
+    assert [url for url in requested if not url.startswith(own)] == []
+
+
 @pytest.mark.parametrize("token", [None, "not-a-real-token"], ids=["stranger", "wrong-token"])
 def test_strangers_see_a_polite_sign_in_message_and_no_pair(site, new_page, token):
     page = new_page()
+    requested: list[str] = []
+    page.on("request", lambda request: requested.append(request.url))
     goto(page, site.server.url + ("/" if token is None else f"/?token={token}"))
+    page.wait_for_load_state("networkidle")
+    assert [url for url in requested if not url.startswith((site.server.url, "data:"))] == []
     assert "token" not in page.url
     expect(page.get_by_role("heading", name="Please sign in")).to_be_visible()
     expect(page.get_by_text("use the personal link you were given")).to_be_visible()
