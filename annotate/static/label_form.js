@@ -177,7 +177,8 @@ function mount(data, root, parentElement, setTriggerValue) {
   const backButton = data.can_go_back
     ? el("button", { class: "secondary", type: "button", onclick: () => send("back", true) }, "Previous pair ", kbd("⌫"))
     : null;
-  box.append(el("div", { class: "bottom" }, comment, el("div", { class: "actions" }, submitButton, secondButton, backButton, refused)));
+  box.append(el("div", { class: "bottom" }, comment, el("div", { class: "actions buttons" }, submitButton, secondButton, backButton)));
+  box.append(refused); // right under Submit, across the page
 
   const legend = el("div", { class: "legend" });
   const legendItems = [["A", "B", data.allow_ties ? "N" : null, "choose"], [`${data.scale[0]}–${data.scale[data.scale.length - 1]}`, "rate at the cursor"]];
@@ -237,7 +238,7 @@ function mount(data, root, parentElement, setTriggerValue) {
     });
     if (scroll) {
       const rect = refused.getBoundingClientRect();
-      if (rect.top < 0 || rect.bottom > window.innerHeight) refused.scrollIntoView({ block: "center" });
+      if (rect.top < 0 || rect.bottom > window.innerHeight) refused.scrollIntoView({ block: "nearest" });
     }
   }
   state.showRefused = showRefused;
