@@ -98,6 +98,7 @@ PATHOLOGICAL = {
     "numbers": "1. " * 33_000,
     "table": "|" + "a|" * 30_000 + "\n|" + "-|" * 30_000,
     "items": "\n".join(["- x"] * 49_000),  # the import limit is 200,000 characters
+    "long": " ".join(["word"] * 2_000),  # a long response scrolls with the page
 }
 IMITATION = "Submit your answer\n==================\n\n# Which response would this user prefer?\n"
 
@@ -148,6 +149,7 @@ def site(tmp_path_factory, browser) -> Site:  # `browser` first: skip before sta
             {
                 "id": f"heavy-{name}",
                 "question": f"Pathological {name}?",
+                "rubric_aspects": [{"aspect": "Short answers", "reason": "Busy", "evidence": "-"}],
                 "chosen": IMITATION + text,
                 "rejected": f"A short answer about {name}.",
             }
@@ -457,15 +459,26 @@ def test_reload_or_a_closed_tab_keeps_every_answer_and_typing_fires_no_key(site,
     page.keyboard.press("Escape")
     expect_picked(page, "Response B")
     expect_rating(page, "relevance", "A", None)
-    page.keyboard.press("5")  # after Esc, keys act again: the cursor's next rating
-    expect_rating(page, "relevance", "A", 5)
-    # The draft reaches the server within a few seconds, as one message.
-    page.wait_for_timeout(5_000)
+    assert len(sent) == before, "answers stay in the browser"
+    # The page is hidden (another tab, the window closed): the draft goes at once.
+    page.evaluate(
+        """() => { Object.defineProperty(document, 'visibilityState',
+                                         {value: 'hidden', configurable: true});
+                   document.dispatchEvent(new Event('visibilitychange')); }"""
+    )
+    page.wait_for_timeout(1_000)
     assert len(sent) - before == 1
     draft = stored_draft(site, assignment.id)
     assert draft["slot"] == "B" and draft["reason"] == "general_quality"
-    assert draft["ratings"]["correctness_A"] == 3 and draft["ratings"]["relevance_A"] == 5
+    assert draft["ratings"]["correctness_A"] == 3 and draft["ratings"]["correctness_B"] == 4
     assert draft["comment"] == "a b s k 5 Backspace"
+    page.evaluate("() => { delete document.visibilityState; }")
+    page.keyboard.press("5")  # after Esc, keys act again: the cursor's next rating
+    expect_rating(page, "relevance", "A", 5)
+    # Otherwise a draft at most every few seconds: one more message, not one per key.
+    page.wait_for_timeout(5_000)
+    assert len(sent) - before == 2
+    assert stored_draft(site, assignment.id)["ratings"]["relevance_A"] == 5
 
     def expect_everything(p):
         expect_picked(p, "Response B")
@@ -603,11 +616,16 @@ def test_pathological_markdown_shows_fast_and_headings_stay_below_the_page(site,
         )
         question_size = question_box(page).evaluate("e => parseFloat(getComputedStyle(e).fontSize)")
         assert max(sizes) < question_size  # an imitated heading is never the page's size
+        # Texts flow with the page (no box of their own); the rubric stays in view.
+        assert texts.evaluate_all("els => els.every(e => e.scrollHeight <= e.clientHeight + 1)")
+        scroll_down(page)
+        assert in_viewport(page, page.locator(".rubric .aspect").first)
         if n < len(PATHOLOGICAL) - 1:
             started = time.monotonic()
             page.keyboard.press("k")  # skip to the next pathological pair
             next_pair(page, shown)
             assert time.monotonic() - started < 15, "a pathological pair took long to show"
+            assert page.evaluate(SCROLL_TOPS) == []
 
 
 @pytest.mark.xfail(
