@@ -11,9 +11,12 @@ Submit. For every pair it prints
 - Submit to next: seconds from the Submit key press until the next pair's question is shown and
   the script run is over;
 
-then the median (p50) and p95 of both. `--page classic` drives the labelling page as it was
-before the one-component form (ratings and reason only by mouse, one rerun per click);
-`--page component` (default) uses the keys of contracts section 6 alone.
+then the median (p50) and p95 of both. `--page component` (default) uses the keys of contracts
+section 6 alone. `--page classic` drives the labelling page as it was before the one-component
+form (ratings and reason only by mouse, one rerun per click); that page is no longer in the
+package, so run it from the commit before it, e.g.
+`git archive 9007e2b | tar -x -C /tmp/old && PYTHONPATH=/tmp/old python
+/tmp/old/benchmarks/bench_label_browser.py --page classic --keep DIR` (same DIR, same data).
 
     python benchmarks/bench_label_browser.py [--page component|classic] [--pairs 10000]
         [--label 30] [--posts 200] [--keep DIR]

@@ -37,7 +37,10 @@ export default function (component) {
     // every answer given in the browser, refresh only what the server decides.
     state.data = data;
     state.renderHistory();
-    if (data.refused && data.refused.length) state.showRefused(data.refused);
+    if (data.refused && data.refused.length) {
+      state.unlock(); // the server refused the Submit: the annotator goes on answering
+      state.showRefused(data.refused);
+    }
     state.attach();
     return state.detach;
   }
@@ -242,6 +245,7 @@ function mount(data, root, parentElement, setTriggerValue) {
     }
   }
   state.showRefused = showRefused;
+  state.unlock = () => { submitting = false; box.classList.remove("saving"); };
 
   // --- answering ------------------------------------------------------------------------------
   function changed() {
