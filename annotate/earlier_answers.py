@@ -10,10 +10,12 @@ from sqlalchemy.engine import Engine
 from sqlmodel import select
 
 from annotate.annotations import slot_from_preference
+from annotate.assignment import history
 from annotate.db import read_session, retrying
 from annotate.models import Annotation, Assignment, Pair
 
 QUESTION_START = 90  # characters of the question shown in the list
+CHUNK = 500  # pair ids per query (well under every database's parameter limit)
 ANSWER_WORDS = {"A": "Response A", "B": "Response B", "tie": "No preference"}
 
 
@@ -24,40 +26,36 @@ class EarlierAnswer:
     answer: str
 
 
-def _done(annotator_id: int):
-    # Gold checks are left out, as in assignment.history: their first answer is what counts.
-    return (
-        select(
-            Pair.id,
-            func.substr(Pair.question, 1, QUESTION_START + 1),
-            Annotation.preference,
-            Assignment.chosen_position,
-        )
-        .select_from(Assignment)
-        .join(Pair, Assignment.pair_id == Pair.id)
-        .outerjoin(
-            Annotation,
-            and_(
-                Annotation.pair_id == Assignment.pair_id,
-                Annotation.annotator_id == Assignment.annotator_id,
-            ),
-        )
-        .where(
-            Assignment.annotator_id == annotator_id,
-            Assignment.status == "done",
-            Pair.is_gold == False,  # noqa: E712
-        )
-        .order_by(Assignment.completed_at.desc(), Assignment.id.desc())
-    )
-
-
 @retrying
 def earlier_answers(engine: Engine, *, annotator_id: int) -> list[EarlierAnswer]:
-    """Every earlier answer of this annotator, newest first (no cap: the list reaches them all)."""
+    """Every earlier answer of this annotator, newest first (no cap: the list reaches them all).
+    Which pairs count, and their order, is `assignment.history`'s rule (gold checks left out)."""
+    done = [pair_id for pair_id, _key in history(engine, annotator_id=annotator_id, limit=None)]
+    details: dict[int, tuple] = {}
     with read_session(engine) as s:
-        rows = s.exec(_done(annotator_id)).all()
+        for start in range(0, len(done), CHUNK):
+            ids = done[start : start + CHUNK]
+            rows = s.exec(
+                select(
+                    Pair.id,
+                    func.substr(Pair.question, 1, QUESTION_START + 1),
+                    Annotation.preference,
+                    Assignment.chosen_position,
+                )
+                .join(Assignment, Assignment.pair_id == Pair.id)
+                .outerjoin(
+                    Annotation,
+                    and_(
+                        Annotation.pair_id == Assignment.pair_id,
+                        Annotation.annotator_id == Assignment.annotator_id,
+                    ),
+                )
+                .where(Assignment.annotator_id == annotator_id, Pair.id.in_(ids))
+            ).all()
+            details.update({row[0]: row[1:] for row in rows})
     answers = []
-    for pair_id, question, preference, chosen_position in rows:
+    for pair_id in done:
+        question, preference, chosen_position = details[pair_id]
         question = " ".join((question or "").split())
         if len(question) > QUESTION_START:
             question = question[:QUESTION_START].rstrip() + "…"
