@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from analysis.vocabulary import ASPECT_SCORES, DIMENSIONS, SLOTS, TIE
 from annotate.annotations import Answer, other_slot, preference_from_slot, slot_from_preference
 from annotate.models import Annotation, Study
 from annotate.wording import DIMENSION_HELP
 
-SLOTS = ("A", "B")
-ASPECT_SCORES = (0, 1, 2)  # the benchmark's match score: not covered, somewhat, very well
 MAX_COMMENT = 4000
 
 
@@ -17,7 +16,7 @@ MAX_COMMENT = 4000
 class FormState:
     """The form as the annotator sees it: slots A/B, never chosen/rejected."""
 
-    slot: str | None = None  # "A", "B" or "tie"
+    slot: str | None = None  # a slot ("A", "B") or TIE
     ratings: dict[str, int | None] = field(default_factory=dict)  # "correctness_A" -> 4
     reason: str | None = None
     comment: str = ""
@@ -64,7 +63,7 @@ class FormState:
             for i in range(n_aspects if study.aspect_check else 0)
             for slot in SLOTS
         }
-        slots = (*SLOTS, *(("tie",) if study.allow_ties else ()))
+        slots = (*SLOTS, *((TIE,) if study.allow_ties else ()))
         comment = payload.get("comment")
         return cls(
             slot=payload.get("slot") if payload.get("slot") in slots else None,
@@ -78,7 +77,7 @@ class FormState:
     def from_annotation(cls, annotation: Annotation, chosen_position: str) -> FormState:
         other = other_slot(chosen_position)
         ratings = {}
-        for dimension in DIMENSION_HELP:
+        for dimension in DIMENSIONS:
             ratings[f"{dimension}_{chosen_position}"] = getattr(annotation, f"{dimension}_chosen")
             ratings[f"{dimension}_{other}"] = getattr(annotation, f"{dimension}_rejected")
         aspects = {}
@@ -136,7 +135,7 @@ def form_questions(study: Study, *, n_aspects: int = 0) -> list[Question]:
 
 def _given(study: Study, form: FormState, question: Question) -> bool:
     if question.kind == "slot":
-        return form.slot in (*SLOTS, *(("tie",) if study.allow_ties else ()))
+        return form.slot in (*SLOTS, *((TIE,) if study.allow_ties else ()))
     if question.kind == "rating":
         return form.ratings.get(question.field) is not None
     if question.kind == "aspect":
@@ -173,7 +172,7 @@ def to_answer(form: FormState, *, chosen_position: str, seconds: float | None) -
     """Map the slots back to chosen/rejected for storage."""
     other = other_slot(chosen_position)
     ratings = {}
-    for dimension in DIMENSION_HELP:
+    for dimension in DIMENSIONS:
         ratings[f"{dimension}_chosen"] = form.ratings.get(f"{dimension}_{chosen_position}")
         ratings[f"{dimension}_rejected"] = form.ratings.get(f"{dimension}_{other}")
     aspects = aspects_from_slots(form, chosen_position=chosen_position)

@@ -9,6 +9,7 @@ from sqlalchemy import and_, func
 from sqlalchemy.engine import Engine
 from sqlmodel import select
 
+from analysis.vocabulary import TIE
 from annotate.annotations import slot_from_preference
 from annotate.assignment import history
 from annotate.db import read_session, retrying
@@ -16,7 +17,7 @@ from annotate.models import Annotation, Assignment, Pair
 
 QUESTION_START = 90  # characters of the question shown in the list
 CHUNK = 500  # pair ids per query (well under every database's parameter limit)
-ANSWER_WORDS = {"A": "Response A", "B": "Response B", "tie": "No preference"}
+ANSWER_WORDS = {"A": "Response A", "B": "Response B", TIE: "No preference"}
 
 
 @dataclass(frozen=True)

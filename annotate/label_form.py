@@ -14,7 +14,8 @@ from pathlib import Path
 
 import streamlit as st
 
-from annotate.answers import SLOTS, FormState, Question, form_questions
+from analysis.vocabulary import SLOTS, TIE
+from annotate.answers import FormState, Question, form_questions
 from annotate.render import safe_html
 from annotate.wording import DIMENSION_HELP, PREFERENCE_QUESTION, REASON_LABELS, REASON_QUESTION
 
@@ -80,7 +81,7 @@ def form_data(
     questions = form_questions(study, n_aspects=len(aspects))
     choices = [("A", "Response A", "A"), ("B", "Response B", "B")]
     if study.allow_ties:
-        choices.append(("tie", "No preference", "N"))
+        choices.append((TIE, "No preference", "N"))
     posts = list(pair.profile or []) if study.show_profile else []
     return {
         "token": f"{item.assignment.id}-{'edit' if item.editing else 'new'}",
