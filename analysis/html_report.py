@@ -10,6 +10,7 @@ import html
 
 import plotly.io as pio
 
+from analysis.model_render import models_html
 from analysis.summary import fmt, fmt_p, headline_rows
 from analysis.tables import DIMENSIONS
 
@@ -381,6 +382,7 @@ def render_html(report: dict) -> str:
         *charts,
         "<h2>Pairs to look at</h2>",
         _pairs_to_check(report),
+        models_html(report),
         "<h2>Method notes</h2>",
         _table(_method_rows(report["methods"]), ("topic", "note")),
         "</body></html>",

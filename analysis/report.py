@@ -383,6 +383,11 @@ def write_report(
     pd.DataFrame(report["annotators"]).to_csv(paths["annotators.csv"], index=False)
     paths["summary.md"].write_text(render_summary(report), encoding="utf-8")
     paths["report.html"].write_text(render_html(report), encoding="utf-8")
+    if report.get("models"):
+        from analysis.model_render import write_models_csv
+
+        paths["models.csv"] = out / "models.csv"
+        write_models_csv(report, paths["models.csv"])
     if export_valid is not None:
         paths["valid"] = Path(export_valid)
         write_valid_pairs(report, pairs, Path(export_valid))
