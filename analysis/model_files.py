@@ -297,11 +297,12 @@ def read_model_file(
     known = set(known_ids)
     required = known if required_ids is None else set(required_ids)
     check = _Checker(where)
+    named: set[str] = set()  # known ids with a row, valid or not: not reported as missing too
     if layout == "pointwise":
-        ids, picks, first = _pointwise(frame, check, known)
+        ids, picks, first = _pointwise(frame, check, known, named)
     else:
-        ids, picks, first = _one_row_a_pair(frame, layout, check, known)
-    missing = [pair for pair in sorted(required - set(ids))]
+        ids, picks, first = _one_row_a_pair(frame, layout, check, known, named)
+    missing = sorted(required - named)
     for pair in missing[:_MAX_PROBLEMS]:
         check.problems.append((math.inf, f"pair {pair!r} has no row"))
     if len(missing) > _MAX_PROBLEMS:
@@ -330,7 +331,7 @@ def _pair_id(check: _Checker, position: int, column: str, value, known: set) -> 
     return pair
 
 
-def _one_row_a_pair(frame: pd.DataFrame, layout: str, check: _Checker, known: set):
+def _one_row_a_pair(frame: pd.DataFrame, layout: str, check: _Checker, known: set, named: set):
     """Pairwise judgements and plain tables: exactly one row per pair."""
     key = "id" if layout == "pairwise" else "pair_id"
     ids, picks, first, seen = [], [], [], {}
@@ -338,6 +339,7 @@ def _one_row_a_pair(frame: pd.DataFrame, layout: str, check: _Checker, known: se
     empty = [None] * len(frame)
     for i, position in enumerate(frame.index.tolist()):
         pair = _pair_id(check, position, key, column[key][i], known)
+        named.add(pair)
         if layout == "pairwise":
             outcome = _pairwise_row(check, position, column, empty, i)
         elif layout == "scores":
@@ -399,13 +401,14 @@ def _compare(chosen: float, rejected: float) -> int:
     return REJECTED if rejected > chosen else TIE
 
 
-def _pointwise(frame: pd.DataFrame, check: _Checker, known: set):
+def _pointwise(frame: pd.DataFrame, check: _Checker, known: set, named: set):
     """Two rows a pair, one per response: the higher score is the model's pick."""
     scores: dict[str, dict[str, tuple[float, int]]] = {}
     order: list[str] = []
     ids, labels, values = frame["id"].tolist(), frame["label"].tolist(), frame["score"].tolist()
     for i, position in enumerate(frame.index.tolist()):
         pair = _pair_id(check, position, "id", ids[i], known)
+        named.add(pair)
         label = check.label(position, "label", labels[i], ("chosen", "rejected"))
         score = check.score(position, "score", values[i])
         if pair is None or label is None:
