@@ -252,11 +252,15 @@ def models_frame(report: dict) -> pd.DataFrame:
     return frame.astype({"parse_failed": "Int64"})
 
 
-def write_models_csv(report: dict, path: Path) -> None:
+def models_csv_bytes(report: dict) -> bytes:
     # Model names are user text: a leading =, +, - or @ must not become a spreadsheet formula.
     frame = models_frame(report)
     frame["name"] = frame["name"].map(_inert_cell)
-    frame.to_csv(path, index=False)
+    return frame.to_csv(index=False).encode("utf-8")
+
+
+def write_models_csv(report: dict, path: Path) -> None:
+    path.write_bytes(models_csv_bytes(report))
 
 
 def _inert_cell(text: str) -> str:
