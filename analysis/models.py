@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from analysis.agreement import bootstrap_weights
 from analysis.model_files import CHOSEN, FAILED, REJECTED, TIE, ModelJudgements
 
 # Credit of each pick (indexed by the codes of analysis.model_files.PICKS).
@@ -24,37 +25,53 @@ CREDIT = np.array([1.0, 0.0, 0.5, 0.0])
 # Agreement of a model's pick (columns: chosen, rejected, tie, failed) with a human majority
 # (rows: chosen, rejected): the same credit rule, so a tie agrees half with either response.
 AGREEMENT_WEIGHTS = np.array([[1.0, 0.0, 0.5, 0.0], [0.0, 1.0, 0.5, 0.0]])
-_CHUNK_CELLS = 4_000_000  # resamples x pairs drawn at once
 
 
 # --- bootstrap -----------------------------------------------------------------------------
 
 
-def resampled_means(values: np.ndarray, *, resamples: int, seed: int | Sequence[int]) -> np.ndarray:
-    """Means of each row of ``values`` (k x n) over ``resamples`` bootstrap samples of its n
-    columns; every row uses the same samples (k x resamples). Empty n gives NaN."""
-    values = np.atleast_2d(np.asarray(values, dtype=np.float64))
-    k, n = values.shape
-    out = np.full((k, resamples), np.nan)
+def resampled_sums(rows: np.ndarray, *, resamples: int, seed: int) -> np.ndarray:
+    """Sums of each row of ``rows`` (r x n pairs) over ``resamples`` bootstrap samples of the
+    pairs (r x resamples); every row uses the same samples. Pairs whose columns are equal are
+    grouped and drawn through a multinomial over the distinct columns, as in
+    analysis.agreement: the same distribution as drawing single pairs, at a fraction of the cost."""
+    rows = np.atleast_2d(np.asarray(rows, dtype=np.float64))
+    r, n = rows.shape
+    out = np.full((r, resamples), np.nan)
     if n == 0 or resamples == 0:
         return out
-    rng = np.random.default_rng(seed)
-    step = max(1, _CHUNK_CELLS // n)
-    for start in range(0, resamples, step):
-        m = min(step, resamples - start)
-        drawn = rng.integers(0, n, size=(m, n))
-        # counts[r, i]: how often pair i is in resample r; a mean is then one matrix product.
-        counts = np.bincount((drawn + n * np.arange(m)[:, None]).ravel(), minlength=m * n)
-        out[:, start : start + m] = values @ counts.reshape(m, n).T / n
+    patterns, frequencies = np.unique(rows.T, axis=0, return_counts=True)
+    start = 0
+    for weights in bootstrap_weights(frequencies, resamples=resamples, seed=seed):
+        out[:, start : start + len(weights)] = patterns.T @ weights.T
+        start += len(weights)
     return out
 
 
+def resampled_means(values: np.ndarray, *, resamples: int, seed: int) -> np.ndarray:
+    """Means of each row of ``values`` (k x n) over bootstrap samples of its n columns."""
+    values = np.atleast_2d(np.asarray(values, dtype=np.float64))
+    return resampled_sums(values, resamples=resamples, seed=seed) / max(values.shape[1], 1)
+
+
 def percentile_interval(samples: np.ndarray) -> list[float] | None:
-    samples = samples[~np.isnan(samples)]
+    samples = samples[np.isfinite(samples)]
     if samples.size == 0:
         return None
     lo, hi = np.percentile(samples, [2.5, 97.5])
     return [float(lo), float(hi)]
+
+
+def _interval(samples: np.ndarray | None) -> tuple[list[float] | None, str | None]:
+    """The 95% interval of the defined resamples (a subset can be empty in some), as the rest
+    of the report does: omitted when more than half are undefined."""
+    if samples is None or samples.size == 0:
+        return None, "no bootstrap resamples (--bootstrap 0)"
+    dropped = int((~np.isfinite(samples)).sum())
+    if dropped * 2 > samples.size:
+        return None, f"interval omitted: no such pair in {dropped} of {samples.size} resamples"
+    note = f"{dropped} of {samples.size} resamples had no such pair" if dropped else None
+    return percentile_interval(samples), note
 
 
 def _estimate(values: np.ndarray, samples: np.ndarray | None, *, what: str) -> dict:
@@ -62,11 +79,10 @@ def _estimate(values: np.ndarray, samples: np.ndarray | None, *, what: str) -> d
     n = int(values.size)
     if n == 0:
         return {"value": None, "ci95": None, "n": 0, "note": f"undefined: no {what}"}
-    out = {"value": float(values.mean()), "ci95": None, "n": n}
-    if samples is not None:
-        out["ci95"] = percentile_interval(samples)
-    if out["ci95"] is None:
-        out["ci95_note"] = "no bootstrap resamples (--bootstrap 0)"
+    ci, note = _interval(samples)
+    out = {"value": float(values.mean()), "ci95": ci, "n": n}
+    if note:
+        out["ci95_note"] = note
     return out
 
 
@@ -212,30 +228,22 @@ def _human_majority(pairs: pd.DataFrame, *, min_annotations: int) -> np.ndarray:
 # --- the human reference ------------------------------------------------------------------
 
 
+def human_pairs(pairs: pd.DataFrame, *, min_annotations: int) -> np.ndarray:
+    """The pairs the human reference is computed on: >= min_annotations (and >= 1)."""
+    return pairs["n_annotations"].to_numpy() >= max(min_annotations, 1)
+
+
 def human_credit(pairs: pd.DataFrame, *, min_annotations: int) -> tuple[np.ndarray, np.ndarray]:
     """(majority credit, average single annotator's credit) per pair with >= min_annotations,
     by the models' rule: the majority scores 1 (chosen), 0 (rejected) or 1/2 (no strict
     majority for either response, as a tie); an annotator's answer 1, 0 or 1/2 (tie)."""
-    n = pairs["n_annotations"].to_numpy()
-    keep = (n >= max(min_annotations, 1)) & (n > 0)
+    keep = human_pairs(pairs, min_annotations=min_annotations)
     majority = pairs["majority"].to_numpy(dtype=object)[keep]
     majority_credit = np.select([majority == "chosen", majority == "rejected"], [1.0, 0.0], 0.5)
     chosen = pairs["n_chosen"].to_numpy()[keep]
     tie = pairs["n_tie"].to_numpy()[keep]
-    annotator_credit = (chosen + 0.5 * tie) / n[keep]
+    annotator_credit = (chosen + 0.5 * tie) / pairs["n_annotations"].to_numpy()[keep]
     return majority_credit, annotator_credit
-
-
-def human_reference(
-    pairs: pd.DataFrame, *, min_annotations: int, bootstrap: int, seed: int
-) -> dict:
-    majority, annotator = human_credit(pairs, min_annotations=min_annotations)
-    samples = resampled_means(np.vstack([majority, annotator]), resamples=bootstrap, seed=[seed, 3])
-    what = f"pairs with >= {min_annotations} annotations"
-    return {
-        "majority_accuracy": _estimate(majority, samples[0] if bootstrap else None, what=what),
-        "annotator_accuracy": _estimate(annotator, samples[1] if bootstrap else None, what=what),
-    }
 
 
 # --- differences ---------------------------------------------------------------------------
@@ -244,7 +252,8 @@ def human_reference(
 def paired_differences(
     names: list[str], means: np.ndarray, samples: np.ndarray | None, *, subset: str, n: int
 ) -> list[dict]:
-    """Accuracy of each model minus each later one, with the paired bootstrap interval."""
+    """Accuracy of each model minus each later one, with the paired bootstrap interval
+    (``samples``: each model's accuracy in the same resamples)."""
     out = []
     for a in range(len(names)):
         for b in range(a + 1, len(names)):
@@ -256,10 +265,13 @@ def paired_differences(
                 "ci95": None,
                 "n": n,
             }
-            if n and samples is not None:
-                row["ci95"] = percentile_interval(samples[a] - samples[b])
             if n == 0:
                 row["note"] = f"undefined: no {subset} pairs"
+            else:
+                ci, note = _interval(None if samples is None else samples[a] - samples[b])
+                row["ci95"] = ci
+                if note:
+                    row["ci95_note"] = note
             out.append(row)
     return out
 
@@ -278,42 +290,55 @@ def compare_models(
     """The report keys ``models``, ``human_reference``, ``model_differences`` and the method
     note, from the report's per-pair table (report['pairs'] or the frame behind it)."""
     frame = _pair_frame(pairs)
+    n = len(frame)
+    k = len(models)
     pair_ids = pd.Index(frame["pair_id"])
-    credits = (
-        np.vstack([CREDIT[aligned_picks(m, pair_ids)[0]] for m in models])
-        if models
-        else np.zeros((0, len(frame)))
-    )
+    credits = np.zeros((k, n))
+    for i, model in enumerate(models):
+        credits[i] = CREDIT[aligned_picks(model, pair_ids)[0]]
     valid = (frame["verdict"] == "valid").to_numpy()
-    subsets = {"all": np.ones(len(frame), dtype=bool), "valid": valid}
-    samples = {
-        name: (
-            resampled_means(credits[:, mask], resamples=bootstrap, seed=[seed, tag])
-            if bootstrap
-            else None
-        )
-        for tag, (name, mask) in enumerate(subsets.items(), start=1)
-    }
+    keep = human_pairs(frame, min_annotations=min_annotations)
+    human = np.zeros((2, n))
+    human[:, keep] = human_credit(frame, min_annotations=min_annotations)
+
+    # One resampling of the report's pairs serves every interval: a subset's accuracy is
+    # recomputed on the subset's pairs within each resample, and two models' accuracies in
+    # the same resample give the paired difference.
+    rows = np.vstack([credits, credits * valid, human, np.ones(n), valid, keep])
+    samples = {"all": None, "valid": None, "human": None}
+    if bootstrap:
+        sums = resampled_sums(rows, resamples=bootstrap, seed=seed)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            samples["all"] = sums[:k] / sums[2 * k + 2]
+            samples["valid"] = sums[k : 2 * k] / sums[2 * k + 3]
+            samples["human"] = sums[2 * k : 2 * k + 2] / sums[2 * k + 4]
+
+    def row_of(name: str, i: int):
+        return None if samples[name] is None else samples[name][i]
+
     entries = [
         model_summary(
             model,
             frame,
             min_annotations=min_annotations,
-            samples={k: v[i] for k, v in samples.items() if v is not None},
+            samples={"all": row_of("all", i), "valid": row_of("valid", i)},
         )
         for i, model in enumerate(models)
     ]
     names = [m.name for m in models]
     differences = []
-    for name, mask in subsets.items():
-        n = int(mask.sum())
-        means = credits[:, mask].mean(axis=1) if n else np.full(len(models), np.nan)
-        differences += paired_differences(names, means, samples[name], subset=name, n=n)
+    for name, mask in (("all", np.ones(n, dtype=bool)), ("valid", valid)):
+        count = int(mask.sum())
+        means = credits[:, mask].mean(axis=1) if count else np.full(k, np.nan)
+        differences += paired_differences(names, means, samples[name], subset=name, n=count)
+    what = f"pairs with >= {min_annotations} annotations"
+    reference = {
+        key: _estimate(human[i, keep], row_of("human", i), what=what)
+        for i, key in enumerate(("majority_accuracy", "annotator_accuracy"))
+    }
     return {
         "models": entries,
-        "human_reference": human_reference(
-            frame, min_annotations=min_annotations, bootstrap=bootstrap, seed=seed
-        ),
+        "human_reference": reference,
         "model_differences": differences,
         "method": method_note(min_annotations=min_annotations, bootstrap=bootstrap, seed=seed),
     }
@@ -348,8 +373,10 @@ def method_note(*, min_annotations: int, bootstrap: int, seed: int) -> dict:
             "average single annotator (each pair's mean credit over its annotations)"
         ),
         "intervals": (
-            f"95% percentile bootstrap over pairs, {bootstrap:,} resamples, seed {seed}; "
-            "differences between models resample the same pairs for both (paired)"
+            f"95% percentile bootstrap over the report's pairs, {bootstrap:,} resamples, seed "
+            f"{seed}; one set of resamples for every number: a subset's accuracy (valid pairs, "
+            "the human reference's pairs) is recomputed on its pairs in each resample, and a "
+            "difference between two models uses the same resampled pairs for both (paired)"
         ),
     }
 
