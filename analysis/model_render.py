@@ -30,7 +30,7 @@ MODEL_HEADER = (
 )
 DIFFERENCE_HEADER = ("models", "pairs", "difference", "paired 95% CI", "n")
 HUMAN_HEADER = ("human reference", "accuracy", "95% CI", "n pairs")
-_ALL, _VALID, _BAND = "#2166ac", "#1b7837", "rgba(120,120,120,0.18)"
+_ALL, _VALID, _BAND = "#2166ac", "#1b7837", "rgba(90,90,90,0.25)"
 
 
 def has_models(report: dict) -> bool:
@@ -160,14 +160,17 @@ def models_figure(report: dict) -> dict:
     shapes, notes = [], []
     if low is not None and high is not None:
         lo, hi = sorted((low, high))
+        # Above the bars (translucent): below them a tall bar would hide the ceiling.
         shapes.append(
             {"type": "rect", "xref": "paper", "x0": 0, "x1": 1, "y0": lo, "y1": hi,
-             "fillcolor": _BAND, "line": {"width": 0}, "layer": "below"}
+             "fillcolor": _BAND, "line": {"width": 1, "color": "grey", "dash": "dot"},
+             "layer": "above"}
         )  # fmt: skip
         notes.append(
-            {"xref": "paper", "x": 1, "y": hi, "yanchor": "bottom", "xanchor": "right",
-             "showarrow": False,
-             "text": f"humans on all pairs: single annotator {low:.3f}, majority {high:.3f}"}
+            {"xref": "paper", "yref": "paper", "x": 0, "y": 1.0, "xanchor": "left",
+             "yanchor": "bottom", "showarrow": False,
+             "text": f"grey band: humans on all pairs, from the average single annotator "
+                     f"({low:.3f}) to the majority ({high:.3f})"}
         )  # fmt: skip
     return {
         "data": traces,
@@ -179,7 +182,8 @@ def models_figure(report: dict) -> dict:
             "xaxis": {"type": "category"},
             "shapes": shapes,
             "annotations": notes,
-            "height": 400,
+            "height": 420,
+            "margin": {"t": 90},
         },
     }
 
