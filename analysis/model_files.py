@@ -110,7 +110,7 @@ def _records(data: bytes, suffix: str, source: str) -> tuple[pd.DataFrame, str]:
     try:
         if suffix == ".csv":
             try:
-                text = data.decode("utf-8")
+                text = data.decode("utf-8-sig")
             except UnicodeDecodeError as exc:
                 raise ModelFileError(
                     source, [f"not valid UTF-8 text (byte {exc.start + 1})"]
@@ -134,7 +134,7 @@ def _records(data: bytes, suffix: str, source: str) -> tuple[pd.DataFrame, str]:
 def _json_lines(data: bytes, source: str) -> pd.DataFrame:
     records, numbers, problems = [], [], []
     try:
-        text = data.decode("utf-8")
+        text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise ModelFileError(source, [f"not valid UTF-8 text (byte {exc.start + 1})"]) from None
     for number, line in enumerate(text.splitlines(), start=1):

@@ -153,6 +153,12 @@ def test_plain_tables_of_scores_and_preferences_in_every_format(tmp_path, suffix
         assert model.pick.tolist() == picks
 
 
+def test_a_byte_order_mark_is_not_part_of_the_first_column(tmp_path):
+    path = tmp_path / "m.csv"
+    path.write_bytes("pair_id,preference\np1,tie\n".encode("utf-8-sig"))
+    assert read_model_file(path, name="m", known_ids=["p1"]).pick.tolist() == [TIE]
+
+
 def test_integer_ids_are_kept_as_text(tmp_path):
     path = write_jsonl(tmp_path / "m.jsonl", [{"pair_id": 7, "preference": "chosen"}])
     assert read_model_file(path, name="m", known_ids=["7"]).pair_id.tolist() == ["7"]
