@@ -161,7 +161,7 @@ def _json_lines(data: bytes, source: str) -> pd.DataFrame:
 
 
 def _blank(value) -> bool:
-    if value is None:
+    if value is None or value is pd.NA:
         return True
     if isinstance(value, float) and math.isnan(value):
         return True
@@ -199,7 +199,10 @@ def _number(value) -> float | None:
     if isinstance(value, bool | np.bool_):
         return None
     if isinstance(value, int | float | np.integer | np.floating):
-        number = float(value)
+        try:
+            number = float(value)
+        except OverflowError:  # a JSON integer beyond any float
+            return None
     elif isinstance(value, str):
         try:
             number = float(value.strip())
