@@ -109,12 +109,30 @@ def _md_table(header, rows) -> list[str]:
     return lines + ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in rows]
 
 
+def error_sentences(report: dict) -> list[str]:
+    """Per model, where its errors fall (the benchmark's share of them)."""
+    out = []
+    for m in report["models"]:
+        e = m["errors"]
+        if not e["total"]:
+            out.append(f"{m['name']}: no errors.")
+            continue
+        out.append(
+            f"{m['name']}: {e['total']:g} errors (ties count 1/2): {e['preference_flip']:g} on "
+            f"pairs the humans flipped, {e['other']:g} on other pairs they did not validate, "
+            f"{e['valid']:g} on valid pairs; {e['share_not_valid']:.0%} of its error is on "
+            "pairs whose label the humans did not confirm."
+        )
+    return out
+
+
 def models_markdown(report: dict) -> str:
     """The summary.md section (empty without models)."""
     if not has_models(report):
         return ""
     lines = ["", "## Models against the humans", ""]
     lines += _md_table(MODEL_HEADER, model_rows(report))
+    lines += ["", *[f"- {_md_cell(sentence)}" for sentence in error_sentences(report)]]
     lines += ["", "Human reference (the ceiling), by the same rule:", ""]
     lines += _md_table(HUMAN_HEADER, human_rows(report))
     if report["model_differences"]:
@@ -211,6 +229,7 @@ def models_html(report: dict, *, include_plotlyjs: bool = False) -> str:
     parts = [
         "<h2>Models against the humans</h2>",
         _html_table(MODEL_HEADER, model_rows(report)),
+        "<ul>" + "".join(f"<li>{html.escape(t)}</li>" for t in error_sentences(report)) + "</ul>",
         "<p>Human reference (the ceiling), by the same rule:</p>",
         _html_table(HUMAN_HEADER, human_rows(report)),
     ]
@@ -230,7 +249,7 @@ CSV_COLUMNS = (
     "accuracy_flip", "n_flip",
     "agreement_with_humans", "kappa", "n_agreement",
     "accuracy_chosen_first", "accuracy_chosen_second", "position_p_value",
-    "ties", "parse_failed",
+    "ties", "parse_failed", "errors", "errors_valid", "errors_flip", "errors_other",
 )  # fmt: skip
 
 
@@ -250,6 +269,8 @@ def models_frame(report: dict) -> pd.DataFrame:
                 agreement["value"], agreement["kappa"], agreement["n"],
                 pos.get("accuracy_chosen_first"), pos.get("accuracy_chosen_second"),
                 pos.get("p_value"), m["ties"], m["parse_failed"],
+                m["errors"]["total"], m["errors"]["valid"], m["errors"]["preference_flip"],
+                m["errors"]["other"],
             )
         )  # fmt: skip
     frame = pd.DataFrame(rows, columns=list(CSV_COLUMNS))

@@ -197,6 +197,7 @@ def model_summary(
         "position": position_test(pick, chosen_first) if model.layout == "pairwise" else None,
         "ties": int((pick == TIE).sum()),
         "parse_failed": int((pick == FAILED).sum()) if model.parse_failed_given else None,
+        "errors": error_split(credit, valid=valid, flip=flip),
         "picks": {
             "chosen": int((pick == CHOSEN).sum()),
             "rejected": int((pick == REJECTED).sum()),
@@ -212,6 +213,25 @@ def model_summary(
         out["position_note"] = "only for pairwise judges (the slots a judge saw)"
     if out["parse_failed"] is None:
         out["parse_failed_note"] = "not given: the file has no parse_failed column"
+    return out
+
+
+def error_split(credit: np.ndarray, *, valid: np.ndarray, flip: np.ndarray) -> dict:
+    """Where a model's errors (credit lost: 1 - credit per pair) fall: on pairs the humans
+    validated, on pairs they flipped, on the other pairs they did not validate (no consensus,
+    quality problems, too few annotations). The share outside valid pairs is the part of the
+    error that the benchmark's labels, not the model, may own."""
+    lost = 1.0 - credit
+    total = float(lost.sum())
+    out = {
+        "total": total,
+        "valid": float(lost[valid].sum()),
+        "preference_flip": float(lost[flip].sum()),
+        "other": float(lost[~valid & ~flip].sum()),
+        "share_not_valid": (total - float(lost[valid].sum())) / total if total else None,
+    }
+    if not total:
+        out["note"] = "undefined share: the model makes no error"
     return out
 
 
@@ -353,6 +373,10 @@ def method_note(*, min_annotations: int, bootstrap: int, seed: int) -> dict:
         ),
         "accuracy": "against the constructed label, over every non-gold pair of the report",
         "accuracy_valid": "over the pairs whose human verdict is valid",
+        "errors": (
+            "credit lost (1 - credit) summed over valid pairs, preference flips and the other "
+            "pairs; share_not_valid = the part outside valid pairs"
+        ),
         "accuracy_flip": (
             "over the pairs whose human majority prefers rejected (preference_flip): a low "
             "value means the model sides with the humans against the label"

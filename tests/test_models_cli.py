@@ -58,7 +58,14 @@ def test_worked_example_by_hand(tmp_path):
     assert judge["agreement_with_humans"]["value"] == pytest.approx(10 / 14)
     assert judge["agreement_with_humans"]["n"] == 14
     assert judge["accuracy_flip"] == {"value": 0.0, "n": 2}
+    # judge errors: art-02, life-01, life-02 (parse failure), soc-04 (valid), both flips
+    assert judge["errors"] == {
+        "total": 6.0, "valid": 4.0, "preference_flip": 2.0, "other": 0.0,
+        "share_not_valid": pytest.approx(1 / 3),
+    }  # fmt: skip
     assert rm["accuracy"]["value"] == pytest.approx(11.5 / 15)
+    # rm errors: art-05 and the tie on art-03 (valid, 1 + 1/2), both flips
+    assert rm["errors"]["valid"] == 1.5 and rm["errors"]["preference_flip"] == 2.0
     assert rm["ties"] == 1 and rm["parse_failed"] is None and rm["position"] is None
     reference = report["human_reference"]
     assert reference["majority_accuracy"]["value"] == pytest.approx(12.5 / 15)

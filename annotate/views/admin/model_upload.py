@@ -15,6 +15,7 @@ from analysis.model_render import (
     MODEL_HEADER,
     RULES,
     difference_rows,
+    error_sentences,
     human_rows,
     model_rows,
     models_csv_bytes,
@@ -67,6 +68,8 @@ def model_comparison(
 def show_models(report: dict) -> None:
     """The tables and the chart (model names are data: shown in tables and escaped in the chart)."""
     st.dataframe(pd.DataFrame(model_rows(report), columns=list(MODEL_HEADER)), hide_index=True)
+    for sentence in error_sentences(report):
+        st.text(sentence)  # plain text: the model's name is data
     st.caption("Human reference (the ceiling), by the same rule")
     st.dataframe(pd.DataFrame(human_rows(report), columns=list(HUMAN_HEADER)), hide_index=True)
     if report["model_differences"]:
