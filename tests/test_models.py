@@ -299,6 +299,16 @@ def test_kappa_without_variation_is_undefined_with_a_note():
     assert kappa is None and "no variation" in note
 
 
+def test_position_test_on_fishers_tea_tasting_example():
+    """Fisher (1935), the lady tasting tea: [[3, 1], [1, 3]], two-sided p = 17/70 * 2 = 17/35
+    (0.4857). Here: chosen shown first on 4 pairs, right on 3; second on 4, right on 1."""
+    pick = np.array([CHOSEN, CHOSEN, CHOSEN, REJECTED, CHOSEN, REJECTED, REJECTED, REJECTED])
+    first = np.array([True] * 4 + [False] * 4)
+    result = position_test(pick, first)
+    assert (result["accuracy_chosen_first"], result["accuracy_chosen_second"]) == (0.75, 0.25)
+    assert result["p_value"] == pytest.approx(17 / 35)
+
+
 def test_position_needs_both_orders():
     result = position_test(np.array([CHOSEN, REJECTED]), np.array([True, True]))
     assert result["accuracy_chosen_second"] is None
