@@ -10,7 +10,6 @@ import html
 
 import plotly.io as pio
 
-from analysis.model_render import models_html
 from analysis.summary import fmt, fmt_p, headline_rows
 from analysis.tables import DIMENSIONS
 
@@ -348,6 +347,8 @@ th{background:#f3f3f3}.verdict{font-size:1.15em;padding:.6em 1em;border-radius:6
 
 
 def render_html(report: dict) -> str:
+    from analysis.model_render import models_html  # the models section (issue 14)
+
     charts = [
         pio.to_html(
             figure,

@@ -370,6 +370,7 @@ def write_report(
 ) -> dict[str, Path]:
     """Write report.json, report.html, pairs.csv, annotators.csv, summary.md (and valid pairs)."""
     from analysis.html_report import render_html
+    from analysis.model_render import models_markdown, write_models_csv
     from analysis.summary import render_summary
 
     out = Path(out_dir)
@@ -381,11 +382,11 @@ def write_report(
     write_json(report, paths["report.json"])
     write_records_csv(report["pairs"], paths["pairs.csv"], list_columns=("flags",))
     pd.DataFrame(report["annotators"]).to_csv(paths["annotators.csv"], index=False)
-    paths["summary.md"].write_text(render_summary(report), encoding="utf-8")
+    paths["summary.md"].write_text(
+        render_summary(report) + models_markdown(report), encoding="utf-8"
+    )
     paths["report.html"].write_text(render_html(report), encoding="utf-8")
     if report.get("models"):
-        from analysis.model_render import write_models_csv
-
         paths["models.csv"] = out / "models.csv"
         write_models_csv(report, paths["models.csv"])
     if export_valid is not None:

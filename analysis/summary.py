@@ -133,6 +133,4 @@ def render_summary(report: dict) -> str:
         "category in agreement statistics and are left out of label agreement and position bias.",
         "",
     ]
-    from analysis.model_render import models_markdown  # here: it imports this module
-
-    return "\n".join(lines) + models_markdown(report)
+    return "\n".join(lines)

@@ -97,6 +97,19 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _with_models(report: dict, specs: list[tuple[str, str]], *, pairs, options) -> dict:
+    """The report with its models section; the files are checked before anything is written."""
+    from analysis.models import with_models
+
+    return with_models(
+        report,
+        _read_models(specs, pairs),
+        min_annotations=options.min_annotations,
+        bootstrap=options.bootstrap,
+        seed=options.seed,
+    )
+
+
 def _model_spec(text: str) -> tuple[str, str]:
     name, sep, path = text.partition("=")
     if not sep or not name.strip() or not path.strip():
@@ -169,7 +182,6 @@ def run(args: argparse.Namespace) -> int:
         annotations, pairs, scale = _from_files(args)
     else:
         annotations, pairs, scale = _from_database(args)
-    models = _read_models(args.model, pairs) if args.model else []
     options = report_options(
         scale,
         bootstrap=args.bootstrap,
@@ -180,17 +192,9 @@ def run(args: argparse.Namespace) -> int:
         equivalence_margin=args.equivalence_margin,
     )
     report = build_report(annotations, pairs, options=options)
-    if models:
-        from analysis.models import with_models
-
-        report = with_models(
-            report,
-            models,
-            min_annotations=options.min_annotations,
-            bootstrap=options.bootstrap,
-            seed=options.seed,
-        )
     export = Path(args.export_valid) if args.export_valid else None
+    if args.model:
+        report = _with_models(report, args.model, pairs=pairs, options=options)
     paths = write_report(report, args.out, pairs=pairs, export_valid=export)
     counts = report["counts"]
     verdicts = report["verdicts"]
