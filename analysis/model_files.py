@@ -370,12 +370,19 @@ def _pairwise_row(check: _Checker, position: int, column: dict, empty: list, i: 
     failed = check.flag(
         position, "parse_failed", (column.get("parse_failed") or empty)[i], required=False
     )
+    # Chosen's slot: pos_in_a or correct_answer; with both columns, one value per row is enough.
+    both = column.get("pos_in_a") is not None and column.get("correct_answer") is not None
     by_pos = by_answer = None
     if column.get("pos_in_a") is not None:
-        by_pos = check.flag(position, "pos_in_a", column["pos_in_a"][i])
+        by_pos = check.flag(position, "pos_in_a", column["pos_in_a"][i], required=not both)
     if column.get("correct_answer") is not None:
-        answer = check.label(position, "correct_answer", column["correct_answer"][i], ("A", "B"))
+        answer = check.label(
+            position, "correct_answer", column["correct_answer"][i], ("A", "B"), required=not both
+        )
         by_answer = None if answer is None else answer == "A"
+    if both and _blank(column["pos_in_a"][i]) and _blank(column["correct_answer"][i]):
+        check.add(position, None, "pos_in_a and correct_answer are both empty")
+        return None
     if by_pos is not None and by_answer is not None and by_pos != by_answer:
         check.add(position, None, "pos_in_a and correct_answer name different slots for chosen")
         return None

@@ -110,6 +110,20 @@ def test_pairwise_with_correct_answer_and_parse_failures_in_csv(tmp_path):
     assert result["position"]["first_slot_rate"] == 2 / 3  # p1 and p2 answered A, p3 B
 
 
+def test_pairwise_with_both_slot_columns_needs_one_value_and_they_must_agree(tmp_path):
+    path = write_csv(
+        tmp_path / "j.csv",
+        "id,prediction,pos_in_a,correct_answer\np1,A,true,\np2,A,,B\np3,B,true,B\np4,A,,\n",
+    )
+    assert refused(path) == [
+        "row 3: pos_in_a and correct_answer name different slots for chosen",
+        "row 4: pos_in_a and correct_answer are both empty",
+    ]
+    path.write_text("id,prediction,pos_in_a,correct_answer\np1,A,true,\np2,A,,B\n")
+    model = read_model_file(path, name="j", known_ids=["p1", "p2"])
+    assert model.pick.tolist() == [CHOSEN, REJECTED]
+
+
 def test_pointwise_scores_two_rows_a_pair_with_a_tie(tmp_path):
     """p1 2 > 1: chosen; p2 1 < 3: rejected; p3 0.5 = 0.5: tie (credit 1/2); p4 5 > -1: chosen.
     Accuracy (1 + 0 + 0.5 + 1) / 4 = 0.625; one tie; no position (a reward model sees no slots)."""
