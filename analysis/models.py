@@ -18,7 +18,7 @@ import pandas as pd
 from scipy import stats
 
 from analysis.agreement import bootstrap_weights
-from analysis.model_files import CHOSEN, FAILED, REJECTED, TIE, ModelJudgements
+from analysis.model_files import CHOSEN, FAILED, PICKS, REJECTED, TIE, ModelJudgements
 
 # Credit of each pick (indexed by the codes of analysis.model_files.PICKS).
 CREDIT = np.array([1.0, 0.0, 0.5, 0.0])
@@ -405,6 +405,21 @@ def method_note(*, min_annotations: int, bootstrap: int, seed: int) -> dict:
     }
 
 
+def _pairs_with_picks(pairs: list[dict], models: Sequence[ModelJudgements]) -> list[dict]:
+    """Each pair's record with every model's pick beside the human verdict (``model:NAME``:
+    chosen, rejected, tie or failed; None where the file has no row, e.g. a gold pair)."""
+    picks = {
+        f"model:{m.name}": dict(
+            zip(m.pair_id.tolist(), np.array(PICKS)[m.pick].tolist(), strict=True)
+        )
+        for m in models
+    }
+    return [
+        {**pair, **{column: judged.get(pair["pair_id"]) for column, judged in picks.items()}}
+        for pair in pairs
+    ]
+
+
 def with_models(
     report: dict,
     models: Sequence[ModelJudgements],
@@ -413,8 +428,9 @@ def with_models(
     bootstrap: int,
     seed: int,
 ) -> dict:
-    """The report with ``models``, ``human_reference`` and ``model_differences`` added (after
-    ``verdicts``) and their method note under ``methods.models``; the report itself is kept."""
+    """The report with ``models``, ``human_reference`` and ``model_differences`` added (before
+    ``pairs``), each pair's pick per model in ``pairs`` (``model:NAME``) and the method note
+    under ``methods.models``; the report given is not changed."""
     section = compare_models(
         report["pairs"], models, min_annotations=min_annotations, bootstrap=bootstrap, seed=seed
     )
@@ -423,6 +439,7 @@ def with_models(
     for key, value in report.items():
         if key == "pairs":
             out.update(section)
+            value = _pairs_with_picks(value, models)
         out[key] = methods if key == "methods" else value
     out.update({k: v for k, v in section.items() if k not in out})
     if "methods" not in out:

@@ -77,6 +77,14 @@ def test_worked_example_by_hand(tmp_path):
     lo, hi = difference["ci95"]
     assert lo <= difference["difference"] <= hi
 
+    by_pair = {p["pair_id"]: p for p in report["pairs"]}
+    assert by_pair["demo-life-03"]["verdict"] == "preference_flip"
+    assert by_pair["demo-life-03"]["model:judge"] == "rejected"
+    assert by_pair["demo-life-02"]["model:judge"] == "failed"
+    assert by_pair["demo-art-03"]["model:rm"] == "tie"
+    pairs_csv = pd.read_csv(out / "pairs.csv").set_index("pair_id")
+    assert pairs_csv.loc["demo-art-03", "model:rm"] == "tie"
+
     table = pd.read_csv(out / "models.csv")
     assert table["name"].tolist() == ["judge", "rm"]
     assert table.loc[0, "accuracy"] == pytest.approx(0.6)
