@@ -26,8 +26,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from analysis.errors import InputError
+from analysis.vocabulary import PREFERENCES, SIDES, SLOTS
+
 # What a model picked for a pair. A parse failure picked nothing (scored as wrong).
-PICKS = ("chosen", "rejected", "tie", "failed")
+PICKS = (*PREFERENCES, "failed")
 CHOSEN, REJECTED, TIE, FAILED = range(4)
 LAYOUTS = ("pairwise", "pointwise", "scores", "preference")
 SUFFIXES = (".jsonl", ".csv", ".parquet")
@@ -37,14 +40,8 @@ _TRUE = {"true", "1", "yes"}
 _FALSE = {"false", "0", "no"}
 
 
-class ModelFileError(ValueError):
+class ModelFileError(InputError):
     """A model file that cannot be used: every problem, each naming its line or row."""
-
-    def __init__(self, source: str, problems: list[str]):
-        self.source = source
-        self.problems = problems
-        noun = "problem" if len(problems) == 1 else "problems"
-        super().__init__(f"{source}: {len(problems)} {noun}: " + "; ".join(problems[:5]))
 
 
 @dataclass(frozen=True)
@@ -348,7 +345,7 @@ def _one_row_a_pair(frame: pd.DataFrame, layout: str, check: _Checker, known: se
         elif layout == "scores":
             outcome = _scores_row(check, position, column, i)
         else:
-            label = check.label(position, "preference", column["preference"][i], PICKS[:3])
+            label = check.label(position, "preference", column["preference"][i], PREFERENCES)
             outcome = None if label is None else (PICKS.index(label), None)
         if pair is None or outcome is None:
             continue
@@ -377,9 +374,9 @@ def _pairwise_row(check: _Checker, position: int, column: dict, empty: list, i: 
         by_pos = check.flag(position, "pos_in_a", column["pos_in_a"][i], required=not both)
     if column.get("correct_answer") is not None:
         answer = check.label(
-            position, "correct_answer", column["correct_answer"][i], ("A", "B"), required=not both
+            position, "correct_answer", column["correct_answer"][i], SLOTS, required=not both
         )
-        by_answer = None if answer is None else answer == "A"
+        by_answer = None if answer is None else answer == SLOTS[0]
     if both and _blank(column["pos_in_a"][i]) and _blank(column["correct_answer"][i]):
         check.add(position, None, "pos_in_a and correct_answer are both empty")
         return None
@@ -390,10 +387,10 @@ def _pairwise_row(check: _Checker, position: int, column: dict, empty: list, i: 
     if failed:
         # The judge's answer could not be parsed: whatever stands in prediction is not its pick.
         return None if chosen_first is None else (FAILED, chosen_first)
-    prediction = check.label(position, "prediction", column["prediction"][i], ("A", "B"))
+    prediction = check.label(position, "prediction", column["prediction"][i], SLOTS)
     if prediction is None or chosen_first is None:
         return None
-    picked_chosen = (prediction == "A") == chosen_first
+    picked_chosen = (prediction == SLOTS[0]) == chosen_first
     return (CHOSEN if picked_chosen else REJECTED), chosen_first
 
 
@@ -419,7 +416,7 @@ def _pointwise(frame: pd.DataFrame, check: _Checker, known: set, named: set):
     for i, position in enumerate(frame.index.tolist()):
         pair = _pair_id(check, position, "id", ids[i], known)
         named.add(pair)
-        label = check.label(position, "label", labels[i], ("chosen", "rejected"))
+        label = check.label(position, "label", labels[i], SIDES)
         score = check.score(position, "score", values[i])
         if pair is None or label is None:
             continue
