@@ -89,9 +89,16 @@ def _estimate(values: np.ndarray, samples: np.ndarray | None, *, what: str) -> d
 # --- per model -----------------------------------------------------------------------------
 
 
+PAIR_COLUMNS = (
+    "pair_id", "is_gold", "verdict", "majority", "n_annotations", "n_chosen", "n_tie",
+)  # fmt: skip
+
+
 def _pair_frame(pairs: pd.DataFrame | list[dict]) -> pd.DataFrame:
     """The report's non-gold pairs with the columns the comparison needs."""
-    frame = pd.DataFrame(pairs)
+    if isinstance(pairs, list):  # records: take only these columns (a frame of all is slow)
+        pairs = {column: [p[column] for p in pairs] for column in PAIR_COLUMNS}
+    frame = pd.DataFrame(pairs)[list(PAIR_COLUMNS)]
     frame = frame[~frame["is_gold"].astype(bool)].reset_index(drop=True)
     frame["pair_id"] = frame["pair_id"].astype(str)
     return frame
