@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from analysis.vocabulary import DIMENSIONS, SLOTS, TIE
+from analysis.vocabulary import ASPECT_SCORES, DIMENSIONS, SLOTS, TIE
 from annotate.annotations import Answer, other_slot, preference_from_slot, slot_from_preference
 from annotate.models import Annotation, Study
 from annotate.wording import DIMENSION_HELP
+
+MAX_COMMENT = 4000
 
 
 @dataclass
@@ -18,16 +20,19 @@ class FormState:
     ratings: dict[str, int | None] = field(default_factory=dict)  # "correctness_A" -> 4
     reason: str | None = None
     comment: str = ""
-    aspects: dict[str, int | None] = field(default_factory=dict)  # aspect_key(0, "A") -> 2
+    # aspect check only: "0_A" -> 2 (aspect index in the pair's order, slot)
+    aspects: dict[str, int | None] = field(default_factory=dict)
 
     def as_draft(self) -> dict:
-        return {
+        draft = {
             "slot": self.slot,
             "ratings": self.ratings,
             "reason": self.reason,
             "comment": self.comment,
-            "aspects": self.aspects,
         }
+        if self.aspects:
+            draft["aspects"] = self.aspects
+        return draft
 
     @classmethod
     def from_draft(cls, draft: dict | None) -> FormState:
@@ -41,92 +46,145 @@ class FormState:
         )
 
     @classmethod
+    def from_browser(cls, payload: object, *, study: Study, n_aspects: int) -> FormState:
+        """The form as the labelling component sent it. The browser is not trusted: a value
+        outside what the study asks counts as not given (and is then named as missing)."""
+        payload = payload if isinstance(payload, dict) else {}
+        ratings_in = payload.get("ratings") if isinstance(payload.get("ratings"), dict) else {}
+        aspects_in = payload.get("aspects") if isinstance(payload.get("aspects"), dict) else {}
+        scale = range(study.scale_min, study.scale_max + 1)
+        ratings = {
+            f"{d}_{slot}": _int_in(ratings_in.get(f"{d}_{slot}"), scale)
+            for d in study.dimensions
+            for slot in SLOTS
+        }
+        aspects = {
+            f"{i}_{slot}": _int_in(aspects_in.get(f"{i}_{slot}"), ASPECT_SCORES)
+            for i in range(n_aspects if study.aspect_check else 0)
+            for slot in SLOTS
+        }
+        slots = (*SLOTS, *((TIE,) if study.allow_ties else ()))
+        comment = payload.get("comment")
+        return cls(
+            slot=payload.get("slot") if payload.get("slot") in slots else None,
+            ratings=ratings,
+            reason=payload.get("reason") if payload.get("reason") in study.reasons else None,
+            comment=comment[:MAX_COMMENT] if isinstance(comment, str) else "",
+            aspects=aspects,
+        )
+
+    @classmethod
     def from_annotation(cls, annotation: Annotation, chosen_position: str) -> FormState:
         other = other_slot(chosen_position)
         ratings = {}
         for dimension in DIMENSIONS:
             ratings[f"{dimension}_{chosen_position}"] = getattr(annotation, f"{dimension}_chosen")
             ratings[f"{dimension}_{other}"] = getattr(annotation, f"{dimension}_rejected")
+        aspects = {}
+        for i, scores in enumerate(getattr(annotation, "aspects", None) or []):
+            aspects[f"{i}_{chosen_position}"] = scores.get("chosen")
+            aspects[f"{i}_{other}"] = scores.get("rejected")
         return cls(
             slot=slot_from_preference(annotation.preference, chosen_position),
             ratings=ratings,
             reason=annotation.main_reason,
             comment=annotation.comment or "",
-            aspects=aspects_to_form(annotation.aspects, chosen_position=chosen_position),
+            aspects=aspects,
         )
 
 
-def aspect_key(index: int, slot: str) -> str:
-    """The form's key of the match score of rubric aspect ``index`` (0-based, in the pair's
-    order) for the response in ``slot``."""
-    return f"aspect{index}_{slot}"
+def _int_in(value: object, allowed) -> int | None:
+    return (
+        value
+        if isinstance(value, int) and not isinstance(value, bool) and value in allowed
+        else None
+    )
 
 
-def aspects_to_form(aspects: list[dict] | None, *, chosen_position: str) -> dict[str, int]:
-    """Stored scores (chosen/rejected) -> the form's slots A/B."""
-    other = other_slot(chosen_position)
-    form = {}
-    for index, entry in enumerate(aspects or []):
-        form[aspect_key(index, chosen_position)] = entry["chosen"]
-        form[aspect_key(index, other)] = entry["rejected"]
-    return form
+@dataclass(frozen=True)
+class Question:
+    """One answer the form asks for: `kind` slot | rating | aspect | reason."""
+
+    kind: str
+    field: str  # "slot", "correctness_A", "0_A" (aspect index, slot), "reason"
+    name: str  # as the page names it when it is missing
+    slot: str | None = None
 
 
-def aspects_to_answer(
-    scores: dict[str, int | None], *, chosen_position: str, n_aspects: int
-) -> list[dict[str, int]] | None:
-    """The form's slots A/B -> one {chosen, rejected} per aspect; None unless every score of
-    the pair's aspects is given (the study has no aspect check, or the pair no aspects)."""
-    other = other_slot(chosen_position)
-    entries = [
-        {
-            "chosen": scores.get(aspect_key(i, chosen_position)),
-            "rejected": scores.get(aspect_key(i, other)),
-        }
-        for i in range(n_aspects)
-    ]
-    if not entries or any(v is None for e in entries for v in e.values()):
-        return None
-    return entries
+def form_questions(study: Study, *, n_aspects: int = 0) -> list[Question]:
+    """Every required answer, in the order of contracts section 6: the choice, the ratings
+    (each dimension, response A then B: the digit cursor's order), with the aspect check the
+    aspect scores (each aspect, A then B), the main reason."""
+    questions = [Question("slot", "slot", "which response this user would prefer")]
+    for dimension in study.dimensions:
+        title = DIMENSION_HELP[dimension][0].lower()
+        for slot in SLOTS:
+            questions.append(
+                Question("rating", f"{dimension}_{slot}", f"{title} of response {slot}", slot)
+            )
+    if study.aspect_check:
+        for i in range(n_aspects):
+            for slot in SLOTS:
+                questions.append(
+                    Question("aspect", f"{i}_{slot}", f"aspect {i + 1} in response {slot}", slot)
+                )
+    if study.reasons:
+        questions.append(Question("reason", "reason", "what mainly decided your choice"))
+    return questions
+
+
+def _given(study: Study, form: FormState, question: Question) -> bool:
+    if question.kind == "slot":
+        return form.slot in (*SLOTS, *((TIE,) if study.allow_ties else ()))
+    if question.kind == "rating":
+        return form.ratings.get(question.field) is not None
+    if question.kind == "aspect":
+        return form.aspects.get(question.field) is not None
+    return form.reason in study.reasons
+
+
+def missing_questions(study: Study, form: FormState, *, n_aspects: int = 0) -> list[Question]:
+    return [q for q in form_questions(study, n_aspects=n_aspects) if not _given(study, form, q)]
 
 
 def missing_answers(study: Study, form: FormState, *, n_aspects: int = 0) -> list[str]:
-    """Names of the required answers not given yet, in the order they appear on the page.
-    ``n_aspects``: the pair's rubric aspects, scored when the study has the aspect check."""
-    missing = []
-    if form.slot not in (*SLOTS, *((TIE,) if study.allow_ties else ())):
-        missing.append("which response this user would prefer")
-    for dimension in study.dimensions:
-        for slot in SLOTS:
-            if form.ratings.get(f"{dimension}_{slot}") is None:
-                missing.append(f"{DIMENSION_HELP[dimension][0].lower()} of response {slot}")
-    if study.aspect_check:
-        for index in range(n_aspects):
-            for slot in SLOTS:
-                if form.aspects.get(aspect_key(index, slot)) is None:
-                    missing.append(f"how well response {slot} covers aspect {index + 1}")
-    if study.reasons and form.reason not in study.reasons:
-        missing.append("what mainly decided your choice")
-    return missing
+    """Names of the required answers not given yet, in the order they appear on the page."""
+    return [q.name for q in missing_questions(study, form, n_aspects=n_aspects)]
 
 
-def to_answer(
-    form: FormState, *, chosen_position: str, seconds: float | None, n_aspects: int = 0
-) -> Answer:
+def aspects_from_slots(form: FormState, *, chosen_position: str) -> list[dict[str, int]] | None:
+    """The aspect scores as stored (`annotation.aspects`): one {"chosen", "rejected"} per
+    aspect in the pair's order, mapped back from the slots the annotator saw."""
+    if not form.aspects:
+        return None
+    other = other_slot(chosen_position)
+    count = 1 + max(int(key.split("_")[0]) for key in form.aspects)
+    return [
+        {
+            "chosen": form.aspects.get(f"{i}_{chosen_position}"),
+            "rejected": form.aspects.get(f"{i}_{other}"),
+        }
+        for i in range(count)
+    ]
+
+
+def to_answer(form: FormState, *, chosen_position: str, seconds: float | None) -> Answer:
     """Map the slots back to chosen/rejected for storage."""
     other = other_slot(chosen_position)
     ratings = {}
     for dimension in DIMENSIONS:
         ratings[f"{dimension}_chosen"] = form.ratings.get(f"{dimension}_{chosen_position}")
         ratings[f"{dimension}_rejected"] = form.ratings.get(f"{dimension}_{other}")
+    aspects = aspects_from_slots(form, chosen_position=chosen_position)
+    # `aspects` is passed only when the form has aspect scores: an Answer without that field
+    # (before the aspect check's storage lands) refuses them loudly instead of dropping them.
+    extra = {"aspects": aspects} if aspects is not None else {}
     return Answer(
+        **extra,
         preference=preference_from_slot(form.slot, chosen_position),
         chosen_position=chosen_position,
         ratings=ratings,
         main_reason=form.reason,
         comment=form.comment.strip() or None,
         seconds=None if seconds is None else round(seconds, 1),
-        aspects=aspects_to_answer(
-            form.aspects, chosen_position=chosen_position, n_aspects=n_aspects
-        ),
     )

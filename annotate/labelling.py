@@ -100,12 +100,7 @@ def submit(
     earlier answer leaves the queue alone (returns None)."""
     if item.annotation is not None and item.annotation.seconds is not None and seconds is not None:
         seconds += item.annotation.seconds  # time spent on an earlier visit still counts
-    answer = to_answer(
-        form,
-        chosen_position=item.assignment.chosen_position,
-        seconds=seconds,
-        n_aspects=len(item.pair.rubric_aspects or []),
-    )
+    answer = to_answer(form, chosen_position=item.assignment.chosen_position, seconds=seconds)
     keys = {"annotator_id": item.assignment.annotator_id, "pair_id": item.pair.id}
     if item.editing:
         submit_answer(engine, **keys, answer=answer)

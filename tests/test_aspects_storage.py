@@ -12,7 +12,7 @@ from sqlmodel import select
 
 from analysis.tables import COLUMNS, read_table
 from annotate.annotations import Answer, annotations_frame, submit_and_next, submit_answer
-from annotate.answers import FormState, aspect_key, missing_answers, to_answer
+from annotate.answers import FormState, missing_answers, to_answer
 from annotate.assignment import next_assignment
 from annotate.cli import main
 from annotate.db import get_engine, session
@@ -116,32 +116,25 @@ def test_the_submit_function_takes_exactly_the_fields_it_is_given(engine):
 
 
 def test_form_slots_map_to_chosen_and_rejected_and_back():
-    form = FormState(
-        slot="A",
-        aspects={
-            aspect_key(0, "A"): 2, aspect_key(0, "B"): 0,
-            aspect_key(1, "A"): 1, aspect_key(1, "B"): 2,
-        },
-    )  # fmt: skip
-    answer = to_answer(form, chosen_position="B", seconds=None, n_aspects=2)
+    """The page's form keys aspect scores by (aspect index, slot); stored they are
+    chosen/rejected, and an answer the form could not complete is never stored."""
+    form = FormState(slot="A", aspects={"0_A": 2, "0_B": 0, "1_A": 1, "1_B": 2})
+    answer = to_answer(form, chosen_position="B", seconds=None)
     assert answer.aspects == [{"chosen": 0, "rejected": 2}, {"chosen": 2, "rejected": 1}]
-    restored = FormState.from_draft(form.as_draft())
-    assert restored.aspects == form.aspects
+    assert FormState.from_draft(form.as_draft()).aspects == form.aspects
     annotation = Annotation(
         study_id=1, pair_id=1, annotator_id=1, preference="rejected", aspects=answer.aspects
     )
     assert FormState.from_annotation(annotation, "B").aspects == form.aspects
-    # partly scored: no list (the page refuses the submit, naming what is missing)
-    partial = FormState(slot="A", aspects={aspect_key(0, "A"): 2})
-    assert to_answer(partial, chosen_position="A", seconds=None, n_aspects=2).aspects is None
     study = Study(name="s", aspect_check=True, dimensions=[], reasons=[])
-    assert missing_answers(study, FormState(slot="A", aspects=partial.aspects), n_aspects=2) == [
-        "how well response B covers aspect 1",
-        "how well response A covers aspect 2",
-        "how well response B covers aspect 2",
+    partial = FormState(slot="A", aspects={"0_A": 2})
+    assert missing_answers(study, partial, n_aspects=2) == [
+        "aspect 1 in response B",
+        "aspect 2 in response A",
+        "aspect 2 in response B",
     ]
-    study.aspect_check = False
-    assert missing_answers(study, FormState(slot="A"), n_aspects=2) == []
+    with pytest.raises(ValueError, match="must be 0, 1 or 2"):
+        to_answer(partial, chosen_position="A", seconds=None).values()
 
 
 @pytest.mark.parametrize("suffix", [".csv", ".jsonl", ".parquet"])
