@@ -8,8 +8,9 @@ import streamlit as st
 from sqlalchemy import func
 from sqlmodel import select
 from streamlit.errors import StreamlitAPIException
+from streamlit.runtime.scriptrunner import get_script_run_ctx
 
-from annotate import prolific
+from annotate import prolific, web_guard
 from annotate.auth import annotator_for_token
 from annotate.db import get_engine, read_session, resolve_url
 from annotate.errors import UserError
@@ -163,7 +164,21 @@ def require_user() -> Annotator:
 
 def require_admin() -> Annotator:
     user = current_user()
+    session_id = _session_id()
     if user is None or not user.is_admin:
+        if session_id is not None:
+            web_guard.forget_session(session_id)
         sign_in_message(admin=True)
         st.stop()
+    if session_id is not None:
+        # Uploads and downloads of this session are a maintainer's from now on (web_guard).
+        cookies = {}
+        with contextlib.suppress(Exception):  # no request context in a bare script run
+            cookies = dict(st.context.cookies)
+        web_guard.register_maintainer_session(session_id, annotator_id=user.id, cookies=cookies)
     return user
+
+
+def _session_id() -> str | None:
+    ctx = get_script_run_ctx()
+    return ctx.session_id if ctx is not None else None
