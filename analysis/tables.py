@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from analysis.csv_cells import neutralise_frame, restore_frame
 from annotate.errors import InputError, UserError
 
 DIMENSIONS = ("correctness", "relevance", "helpfulness")
@@ -74,7 +75,8 @@ def read_table(path: str | Path) -> pd.DataFrame:
             # Text columns stay text (ids like "007"); numbers are parsed by the C reader and
             # a column with anything else in it comes back as text for validation.
             text = {c: str for c in COLUMNS if c not in RATING_COLUMNS and c != "seconds"}
-            return pd.read_csv(path, dtype=text, keep_default_na=False, na_values=[""])
+            table = pd.read_csv(path, dtype=text, keep_default_na=False, na_values=[""])
+            return restore_frame(table)  # undo write_table's formula quoting
         if suffix == ".jsonl":
             return _read_json_lines(path)
         return pd.read_parquet(path)
@@ -119,7 +121,9 @@ def write_table(frame: pd.DataFrame, path: str | Path) -> None:
     suffix = _suffix(path)
     frame = _typed(frame.reindex(columns=COLUMNS))
     if suffix == ".csv":
-        frame.to_csv(path, index=False, na_rep="")
+        # CRLF rows (RFC 4180): with "\n" alone, pandas left a cell holding a bare "\r"
+        # unquoted, and readers split the row there.
+        neutralise_frame(frame).to_csv(path, index=False, na_rep="", lineterminator="\r\n")
     elif suffix == ".jsonl":
         with path.open("w", encoding="utf-8") as handle:
             for record in _json_records(frame):
