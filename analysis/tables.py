@@ -7,6 +7,7 @@ and column; rows are numbered from 1 in file order, the CSV header not counted.
 
 from __future__ import annotations
 
+import csv
 import json
 from collections.abc import Collection
 from pathlib import Path
@@ -16,7 +17,9 @@ import pandas as pd
 import pyarrow as pa
 
 from analysis.csv_cells import neutralise_frame, restore_frame
+from annotate import strict_json
 from annotate.errors import InputError, UserError
+from annotate.pairs_io import check_file
 
 DIMENSIONS = ("correctness", "relevance", "helpfulness")
 SIDES = ("chosen", "rejected")
@@ -44,6 +47,8 @@ MAX_COMMENT_CHARS = 20_000  # the app allows 4,000; room for comments collected 
 # An annotations table is read whole (the statistics need all of it): about 8 million CSV rows,
 # past what a report can hold in memory on a small machine (1 million rows peak at 1.4 GB).
 MAX_TABLE_BYTES = 1024**3
+# A JSON Lines row: a comment of 20,000 characters and the aspects fit many times over.
+MAX_LINE_BYTES = 1024**2
 
 
 # --- reading and writing -------------------------------------------------------------------
@@ -62,8 +67,7 @@ def read_table(path: str | Path) -> pd.DataFrame:
     """The file as it is, by suffix: CSV cells as text (empty = missing), JSON values as given."""
     path = Path(path)
     suffix = _suffix(path)
-    if not path.is_file():
-        raise UserError(f"{path}: no such file")
+    check_file(path)
     size = path.stat().st_size
     if size > MAX_TABLE_BYTES:
         raise UserError(
@@ -72,14 +76,10 @@ def read_table(path: str | Path) -> pd.DataFrame:
         )
     try:
         if suffix == ".csv":
-            # Text columns stay text (ids like "007"); numbers are parsed by the C reader and
-            # a column with anything else in it comes back as text for validation.
-            text = {c: str for c in COLUMNS if c not in RATING_COLUMNS and c != "seconds"}
-            table = pd.read_csv(path, dtype=text, keep_default_na=False, na_values=[""])
-            return restore_frame(table)  # undo write_table's formula quoting
+            return _read_csv(path)
         if suffix == ".jsonl":
             return _read_json_lines(path)
-        return pd.read_parquet(path)
+        return _read_parquet(path)
     except UnicodeDecodeError as exc:
         raise InputError(str(path), [f"not valid UTF-8 text (byte {exc.start + 1})"]) from None
     except pd.errors.EmptyDataError:
@@ -91,19 +91,30 @@ def read_table(path: str | Path) -> pd.DataFrame:
 
 def _read_json_lines(path: Path) -> pd.DataFrame:
     """One JSON object per line (blank lines skipped); lines that are not one are refused with
-    their numbers (pandas' reader raised a TypeError on a line such as `0`)."""
+    their numbers (pandas' reader raised a TypeError on a line such as `0`). Strict JSON: NaN,
+    a repeated key or a line over MAX_LINE_BYTES is refused, naming the line."""
     records, problems = [], []
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
+    with path.open("rb") as handle:
+        for number, line, size in strict_json.bounded_lines(handle, MAX_LINE_BYTES):
             if len(problems) == 20:
                 problems.append("(further lines not checked)")
                 break
-            if not line.strip():
+            if line is None:
+                problems.append(
+                    f"line {number}: {size:,} bytes, over the limit of {MAX_LINE_BYTES:,} bytes"
+                )
                 continue
             try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                problems.append(f"line {number}: not valid JSON ({exc.msg})")
+                text = line.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                problems.append(f"line {number}: not valid UTF-8 text (byte {exc.start + 1})")
+                continue
+            if not text.strip():
+                continue
+            try:
+                record = strict_json.loads(text)
+            except strict_json.FAILURES as exc:
+                problems.append(f"line {number}: {strict_json.describe_line(exc)}")
                 continue
             if not isinstance(record, dict):
                 kind = type(record).__name__
@@ -113,6 +124,47 @@ def _read_json_lines(path: Path) -> pd.DataFrame:
     if problems:
         raise InputError(str(path), problems)
     return pd.DataFrame.from_records(records) if records else pd.DataFrame(columns=COLUMNS)
+
+
+def _read_csv(path: Path) -> pd.DataFrame:
+    with path.open(encoding="utf-8", newline="") as handle:
+        header = next(csv.reader(handle), [])
+    repeated = sorted({name for name in header if header.count(name) > 1})
+    if repeated:
+        names = ", ".join(repr(name) for name in repeated)
+        raise InputError(str(path), [f"header: the column {names} appears more than once"])
+    # Text columns stay text (ids like "007"); numbers are parsed by the C reader and
+    # a column with anything else in it comes back as text for validation.
+    text = {c: str for c in COLUMNS if c not in RATING_COLUMNS and c != "seconds"}
+    table = pd.read_csv(path, dtype=text, keep_default_na=False, na_values=[""])
+    return restore_frame(table)  # undo write_table's formula quoting
+
+
+def _read_parquet(path: Path) -> pd.DataFrame:
+    """The table, after checking from the file's layout and lengths that it decodes to no
+    more than MAX_TABLE_BYTES (a few KB of Parquet can decode to gigabytes)."""
+    import pyarrow.parquet as pq
+
+    from annotate import parquet_limits
+
+    with path.open("rb") as handle:
+        metadata = pq.ParquetFile(handle).metadata
+        layout = parquet_limits.inspect(handle, metadata)
+    if layout.problem is not None:
+        raise InputError(str(path), [layout.problem])
+    parquet = pq.ParquetFile(path, read_dictionary=layout.dictionary_columns)
+    total = 0
+    for batch in parquet_limits.iter_batches(parquet, batch_size=65_536):
+        total += int(parquet_limits.row_sizes(batch).sum())
+        if total > MAX_TABLE_BYTES:
+            raise InputError(
+                str(path),
+                [
+                    f"the table decodes to more than {MAX_TABLE_BYTES:,} bytes, the limit for "
+                    "an annotations table; split it by study or annotator"
+                ],
+            )
+    return pd.read_parquet(path)
 
 
 def write_table(frame: pd.DataFrame, path: str | Path) -> None:
