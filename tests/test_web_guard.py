@@ -218,3 +218,39 @@ def test_console_downloads_are_unreachable_without_a_maintainer_login(site, new_
     assert request(server, "GET", address)[0] == 404
     assert request(server, "GET", address, cookies={"annotate_token": site["annotator"]})[0] == 404
     assert request(server, "HEAD", address)[0] == 404
+
+
+def login_cookie(server: AppServer, token: str, **headers: str) -> str:
+    netloc = urlsplit(server.url).netloc
+    host, port = netloc.split(":")
+    conn = http.client.HTTPConnection(host, int(port), timeout=30)
+    conn.request("GET", f"/?token={token}", headers=headers)
+    response = conn.getresponse()
+    cookie = response.getheader("set-cookie") or ""
+    conn.close()
+    return cookie
+
+
+def test_the_login_cookie_is_secure_behind_a_trusted_proxy_only(site):
+    server = site["server"]
+    token = site["annotator"]
+    https = {"X-Forwarded-Proto": "https", "X-Forwarded-For": "203.0.113.7"}
+    # 127.0.0.1 is trusted by default (uvicorn's FORWARDED_ALLOW_IPS)
+    assert "Secure" in login_cookie(server, token, **https)
+    assert "Secure" not in login_cookie(server, token)
+    # a proxy that is not listed cannot claim HTTPS
+    db_url = server.db_url
+    with AppServer(db_url, env={"FORWARDED_ALLOW_IPS": "10.9.8.7"}) as untrusting:
+        assert "Secure" not in login_cookie(untrusting, token, **https)
+
+
+def test_open_redirect_through_the_served_app(site):
+    server = site["server"]
+    netloc = urlsplit(server.url).netloc
+    host, port = netloc.split(":")
+    conn = http.client.HTTPConnection(host, int(port), timeout=30)
+    conn.request("GET", f"//evil.example/?token={site['annotator']}")
+    response = conn.getresponse()
+    assert response.status == 303
+    assert response.getheader("location") == "/evil.example/"
+    conn.close()
