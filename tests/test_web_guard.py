@@ -169,7 +169,7 @@ def test_an_annotators_uploads_are_refused_too(site, new_page):
     server = site["server"]
     session_id, cookies = open_session(new_page(), server.login_url(site["annotator"]))
     assert "annotate_token" in cookies
-    assert upload(server, session_id, cookies, 1 * MB) == 403
+    assert upload(server, session_id, cookies, 1024) == 403
 
 
 def test_a_maintainer_uploads_pairs_in_the_console_within_the_limits(site, new_page):

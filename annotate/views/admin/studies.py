@@ -151,7 +151,7 @@ with (
             show_error(exc)
         else:
             choose_study(created.name)
-            st.session_state["console_flash"] = f"Study “{md_literal(created.name)}” created."
+            st.session_state["console_flash"] = f"Study '{md_literal(created.name)}' created."
             st.rerun()
 
 flash = st.session_state.pop("console_flash", None)
