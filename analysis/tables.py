@@ -113,6 +113,13 @@ def _read_json_lines(path: Path) -> pd.DataFrame:
                 continue
             try:
                 record = strict_json.loads(text)
+                if "\\u" in text:  # an escaped lone surrogate cannot be stored as UTF-8
+                    json.dumps(record, ensure_ascii=False).encode("utf-8")
+            except UnicodeEncodeError:  # (a ValueError: before the next clause)
+                problems.append(
+                    f"line {number}: a lone UTF-16 surrogate escape (\\udXXX) cannot be stored"
+                )
+                continue
             except strict_json.FAILURES as exc:
                 problems.append(f"line {number}: {strict_json.describe_line(exc)}")
                 continue
@@ -303,6 +310,13 @@ def _check_timestamps(raw, problems) -> pd.Series:
     parsed = pd.to_datetime(text, errors="coerce", format="ISO8601", utc=True)
     bad = ~missing & parsed.isna().to_numpy()
     problems += _problems_for(bad, raw, "submitted_at", "not an ISO 8601 timestamp")
+    # A time that leaves the years 1 to 9999 in UTC (9999-12-31T23:59-23:59) cannot be stored:
+    # the database driver failed on it with a dump of the whole statement.
+    year = parsed.dt.year.to_numpy(dtype="float64", na_value=np.nan)
+    out_of_range = ~missing & ~bad & ((year < 1) | (year > 9999))
+    problems += _problems_for(
+        out_of_range, raw, "submitted_at", "outside the years 1 to 9999 once converted to UTC"
+    )
     return text
 
 

@@ -210,6 +210,14 @@ def test_annotations_import_errors_are_sentences(db_url, tmp_path, capsys):
             "pair_id,annotator,preference,comment,comment\np1,ann,chosen,a,b",
             "the column 'comment' appears more than once",
         ),
+        "late.jsonl": (
+            line.replace('"submitted_at": null', '"submitted_at": "9999-12-31T23:59:59-23:59"'),
+            "column 'submitted_at': outside the years 1 to 9999 once converted to UTC",
+        ),
+        "surrogate.jsonl": (
+            line.replace('"comment": null', '"comment": "\\ud800"'),
+            "line 1: a lone UTF-16 surrogate escape",
+        ),
         "nan.csv": (
             "pair_id,annotator,preference,correctness_chosen\np1,ann,chosen,NaN",
             "row 1, column 'correctness_chosen'",
