@@ -175,7 +175,16 @@ def require_admin() -> Annotator:
         cookies = {}
         with contextlib.suppress(Exception):  # no request context in a bare script run
             cookies = dict(st.context.cookies)
-        web_guard.register_maintainer_session(session_id, annotator_id=user.id, cookies=cookies)
+        # Only the cookies that proved this maintainer: the login cookie when their token
+        # signed them in, else st.login's (a browser may also hold someone else's link).
+        token = st.session_state.get(SESSION_KEY)
+        proof = {
+            name: value
+            for name, value in cookies.items()
+            if (name == COOKIE and value == token)
+            or (token is None and name.startswith(web_guard.OIDC_COOKIE_PREFIX))
+        }
+        web_guard.register_maintainer_session(session_id, annotator_id=user.id, cookies=proof)
     return user
 
 
