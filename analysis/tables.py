@@ -16,17 +16,19 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from analysis import parquet_limits, strict_input
 from analysis.csv_cells import neutralise_frame, restore_frame
-from annotate import strict_json
-from annotate.errors import InputError, UserError
-from annotate.pairs_io import check_file
+from analysis.errors import InputError, UserError
+from analysis.vocabulary import (  # noqa: F401  (DIMENSIONS, SIDES: also read from here)
+    DEFAULT_SCALE,
+    DIMENSIONS,
+    PREFERENCES,
+    RATING_COLUMNS,
+    REASONS,
+    SIDES,
+)
+from analysis.vocabulary import SLOTS as POSITIONS
 
-DIMENSIONS = ("correctness", "relevance", "helpfulness")
-SIDES = ("chosen", "rejected")
-RATING_COLUMNS = [f"{dimension}_{side}" for side in SIDES for dimension in DIMENSIONS]
-PREFERENCES = ("chosen", "rejected", "tie")
-POSITIONS = ("A", "B")
-REASONS = ("personal_fit", "general_quality", "both", "unsure")
 COLUMNS = [
     "pair_id",
     "annotator",
@@ -42,7 +44,6 @@ COLUMNS = [
 ANSWER_COLUMNS = [name for name in COLUMNS if name not in ("pair_id", "annotator")]
 REQUIRED = ("pair_id", "annotator", "preference")
 SUFFIXES = (".csv", ".jsonl", ".parquet")
-DEFAULT_SCALE = (1, 5)
 MAX_COMMENT_CHARS = 20_000  # the app allows 4,000; room for comments collected elsewhere
 # An annotations table is read whole (the statistics need all of it): about 8 million CSV rows,
 # past what a report can hold in memory on a small machine (1 million rows peak at 1.4 GB).
@@ -67,7 +68,7 @@ def read_table(path: str | Path) -> pd.DataFrame:
     """The file as it is, by suffix: CSV cells as text (empty = missing), JSON values as given."""
     path = Path(path)
     suffix = _suffix(path)
-    check_file(path)
+    strict_input.check_file(path)
     size = path.stat().st_size
     if size > MAX_TABLE_BYTES:
         raise UserError(
@@ -95,7 +96,7 @@ def _read_json_lines(path: Path) -> pd.DataFrame:
     a repeated key or a line over MAX_LINE_BYTES is refused, naming the line."""
     records, problems = [], []
     with path.open("rb") as handle:
-        for number, line, size in strict_json.bounded_lines(handle, MAX_LINE_BYTES):
+        for number, line, size in strict_input.bounded_lines(handle, MAX_LINE_BYTES):
             if len(problems) == 20:
                 problems.append("(further lines not checked)")
                 break
@@ -112,7 +113,7 @@ def _read_json_lines(path: Path) -> pd.DataFrame:
             if not text.strip():
                 continue
             try:
-                record = strict_json.loads(text)
+                record = strict_input.loads(text)
                 if "\\u" in text:  # an escaped lone surrogate cannot be stored as UTF-8
                     json.dumps(record, ensure_ascii=False).encode("utf-8")
             except UnicodeEncodeError:  # (a ValueError: before the next clause)
@@ -120,8 +121,8 @@ def _read_json_lines(path: Path) -> pd.DataFrame:
                     f"line {number}: a lone UTF-16 surrogate escape (\\udXXX) cannot be stored"
                 )
                 continue
-            except strict_json.FAILURES as exc:
-                problems.append(f"line {number}: {strict_json.describe_line(exc)}")
+            except strict_input.FAILURES as exc:
+                problems.append(f"line {number}: {strict_input.describe_line(exc)}")
                 continue
             if not isinstance(record, dict):
                 kind = type(record).__name__
@@ -151,8 +152,6 @@ def _read_parquet(path: Path) -> pd.DataFrame:
     """The table, after checking from the file's layout and lengths that it decodes to no
     more than MAX_TABLE_BYTES (a few KB of Parquet can decode to gigabytes)."""
     import pyarrow.parquet as pq
-
-    from annotate import parquet_limits
 
     with path.open("rb") as handle:
         metadata = pq.ParquetFile(handle).metadata

@@ -26,7 +26,7 @@ from pydantic import (
     model_validator,
 )
 
-from annotate import strict_json
+from analysis import strict_input
 from annotate.errors import InputError, UserError
 
 SUFFIXES = (".jsonl", ".json", ".parquet")
@@ -191,7 +191,7 @@ class Source:
     data: bytes
 
 
-_scan_value = strict_json.DECODER.scan_once  # the C scanner json.loads itself uses
+_scan_value = strict_input.DECODER.scan_once  # the C scanner json.loads itself uses
 _scan_string = json.decoder.scanstring  # strict, as in json.loads
 _space = re.compile(r"[ \t\n\r]*").match  # JSON whitespace, as json.decoder skips it
 _surrogate_escape = re.compile(r"\\u[dD][89a-fA-F]").search
@@ -447,7 +447,7 @@ def validate_record(raw: Any, source: Source | None = None, *, to_store: bool = 
 
 def _iter_jsonl(path: Path, *, sources: bool = True) -> Iterator[tuple[str, Any, Source | None]]:
     with path.open("rb") as handle:
-        for number, line, size in strict_json.bounded_lines(handle, MAX_RECORD_BYTES):
+        for number, line, size in strict_input.bounded_lines(handle, MAX_RECORD_BYTES):
             where = f"line {number}"
             if line is None or size > MAX_RECORD_BYTES:
                 yield (
@@ -472,16 +472,16 @@ def _iter_jsonl(path: Path, *, sources: bool = True) -> Iterator[tuple[str, Any,
                     yield where, parsed[0], _sourced(text, parsed[1], line, len(text))
                     continue
                 # not a JSON object, or broken: the strict decoder says what is wrong
-                yield where, strict_json.loads(text), None
-            except strict_json.FAILURES as exc:
-                yield where, ValueError(strict_json.describe_line(exc)), None
+                yield where, strict_input.loads(text), None
+            except strict_input.FAILURES as exc:
+                yield where, ValueError(strict_input.describe_line(exc)), None
 
 
 def _iter_json_array(
     path: Path, chunk_size: int = 1 << 20
 ) -> Iterator[tuple[str, Any, Source | None]]:
     """Stream the elements of a top-level JSON array without loading the file whole."""
-    decoder = strict_json.DECODER
+    decoder = strict_input.DECODER
     with path.open("rb") as handle:
         raw = b""
         buffer = ""
@@ -564,14 +564,14 @@ def _iter_json_array(
             except json.JSONDecodeError as exc:
                 if not eof and refill():
                     continue
-                what = strict_json.describe_line(exc).rsplit(" at column", 1)[0]
+                what = strict_input.describe_line(exc).rsplit(" at column", 1)[0]
                 raise ValueError(
                     f"record {index + 1}: {what} at line {line + exc.lineno - 1}, "
                     f"column {exc.colno}"
                 ) from None
-            except strict_json.FAILURES as exc:  # a repeated key, NaN, too deep
+            except strict_input.FAILURES as exc:  # a repeated key, NaN, too deep
                 raise ValueError(
-                    f"record {index + 1} (line {line}): {strict_json.describe(exc)}"
+                    f"record {index + 1} (line {line}): {strict_input.describe(exc)}"
                 ) from None
             index += 1
             # a number or literal at the end of the buffer may continue in the next chunk
@@ -592,7 +592,7 @@ def _iter_json_array(
 def _iter_parquet(path: Path) -> Iterator[tuple[str, Any, None]]:
     import pyarrow.parquet as pq
 
-    from annotate import parquet_limits
+    from analysis import parquet_limits
 
     try:
         with path.open("rb") as handle:
@@ -622,14 +622,6 @@ def _iter_parquet(path: Path) -> Iterator[tuple[str, Any, None]]:
             yield f"row {row}", record, None
 
 
-def check_file(path: Path) -> None:
-    """A readable sentence when `path` is not a file to read."""
-    if path.is_dir():
-        raise UserError(f"{path}: is a folder, not a file")
-    if not path.is_file():
-        raise UserError(f"{path}: no such file")
-
-
 def iter_raw_records(path: str | Path) -> Iterator[tuple[str, Any]]:
     """Yield (where, raw record or ValueError) in file order; where names the line or row."""
     for where, raw, _source in _iter_records(path):
@@ -641,7 +633,7 @@ def _iter_records(
 ) -> Iterator[tuple[str, Any, Source | None]]:
     """`iter_raw_records`, with the JSON text each record came from (None for Parquet)."""
     path = Path(path)
-    check_file(path)
+    strict_input.check_file(path)
     suffix = path.suffix.lower()
     if suffix == ".jsonl":
         yield from _iter_jsonl(path, sources=sources)

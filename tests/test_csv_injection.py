@@ -10,7 +10,7 @@ import pandas as pd
 
 from analysis.csv_cells import FORMULA_SIGNS, neutralise, restore
 from analysis.tables import read_table, write_table
-from annotate import console
+from annotate import exports, study_report
 from annotate.annotations import annotations_frame
 from annotate.cli import main
 from annotate.db import get_engine
@@ -104,11 +104,12 @@ def test_export_then_import_annotations_is_exact_and_the_report_csvs_are_safe(db
 
     # the console's downloads: the export and the report files
     engine = get_engine(db_url)
-    download = console.export_annotations(engine, study="default", fmt="csv").decode()
+    download = exports.export_annotations(engine, study="default", fmt="csv").decode()
     cells = [c for line in csv.reader(io.StringIO(download)) for c in line]
     assert not [c for c in cells if spreadsheet_would_run(c)]
-    report, _, pairs_table = console.build_study_report(engine, study="default", bootstrap=0)
-    for name, data in console.report_files(report, pairs=pairs_table).items():
+    report, _, _ = study_report.build_study_report(engine, study="default", bootstrap=0)
+    files = study_report.report_files(report, engine=engine, study="default")
+    for name, data in files.items():
         if name.endswith(".csv"):
             cells = [c for line in csv.reader(io.StringIO(data.decode())) for c in line]
             assert not [c for c in cells if spreadsheet_would_run(c)], name

@@ -15,8 +15,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from analysis import parquet_limits
 from analysis.tables import MAX_LINE_BYTES, write_table
-from annotate import parquet_limits
 from annotate.cli import main
 from annotate.db import get_engine
 from annotate.errors import InputError

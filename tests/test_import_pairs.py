@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from sqlalchemy import func
 from sqlmodel import select
 
-from annotate import strict_json
+from analysis import strict_input
 from annotate.cli import main
 from annotate.db import get_engine, session
 from annotate.errors import InputError
@@ -395,8 +395,8 @@ def test_object_walker_agrees_with_json_loads(value, indent, ascii_only, cut):
         parsed = _loads_object(candidate)
         if parsed is None:  # then json.loads refuses it, or it is not an object
             try:  # the walker agrees with the importers' strict decoder (no NaN)
-                loaded = strict_json.loads(candidate)
-            except strict_json.FAILURES:
+                loaded = strict_input.loads(candidate)
+            except strict_input.FAILURES:
                 continue
             assert not isinstance(loaded, dict)
             continue

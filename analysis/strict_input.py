@@ -1,4 +1,5 @@
-"""JSON as the importers accept it: strict, and every refusal a readable sentence.
+"""Input files as the importers accept them: strict JSON with every refusal a readable
+sentence, lines read in bounded memory, and a folder named as a folder.
 
 Python's `json` module is lenient where an import must not be: it reads `NaN` and `Infinity`
 (not JSON; a NaN rating was then stored as "not rated" while CSV refused it, and an extra field
@@ -11,7 +12,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
+
+from analysis.errors import UserError
 
 
 class StrictJSONError(ValueError):
@@ -86,3 +90,11 @@ def bounded_lines(handle, limit: int) -> Iterator[tuple[int, bytes | None, int]]
                 break
             size += len(line)
         yield number, None, size
+
+
+def check_file(path: Path) -> None:
+    """A readable sentence when `path` is not a file to read."""
+    if path.is_dir():
+        raise UserError(f"{path}: is a folder, not a file")
+    if not path.is_file():
+        raise UserError(f"{path}: no such file")
