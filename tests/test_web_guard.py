@@ -254,3 +254,19 @@ def test_open_redirect_through_the_served_app(site):
     assert response.status == 303
     assert response.getheader("location") == "/evil.example/"
     conn.close()
+
+
+def test_sign_out_from_the_labelling_page_retires_the_link(site, new_page):
+    server = site["server"]
+    engine = get_engine(server.db_url)
+    with session(engine) as s:
+        study = get_or_create_study(s, "default")
+        _, token = create_annotator(s, name="leaving", study_id=study.id)
+    page = new_page()
+    goto(page, server.login_url(token))
+    page.get_by_text("Sign out").first.click()
+    expect(page.get_by_role("heading", name="Signed out")).to_be_visible()
+    assert "annotate_token" not in {c["name"] for c in page.context.cookies()}
+    # the link from the history no longer signs anyone in
+    goto(page, server.login_url(token))
+    expect(page.get_by_role("heading", name="Please sign in")).to_be_visible()
