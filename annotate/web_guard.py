@@ -14,8 +14,8 @@ maintainers:
 
 - an upload is accepted only for a session that passed the console's maintainer check
   (`register_maintainer_session`, called by `access.require_admin`), at most
-  `MAX_UPLOADS_PER_SESSION` files held at once and `UPLOAD_LIMIT_MB` each, refused from the
-  Content-Length before any of the body is read;
+  `UPLOAD_LIMIT_MB` each, `MAX_UPLOADS_PER_SESSION` files and `SESSION_UPLOAD_LIMIT_MB` held
+  at once, refused from the Content-Length before any of the body is read;
 - other internal routes and downloadable media files need a maintainer request: the login
   cookie of an active maintainer, or the same sign-in cookies as an open console session
   (covers maintainers signed in with their organisation through `st.login`).
@@ -39,7 +39,10 @@ from starlette.responses import PlainTextResponse
 # through `annotate import-pairs`, which streams them. `.streamlit/config.toml` says the same;
 # the server lowers any larger configured value to this one (server.py).
 UPLOAD_LIMIT_MB = 200
-MAX_UPLOADS_PER_SESSION = 2
+# Files a console session may hold at once (the pairs file, a few model files on the Agreement
+# page), and their total: a maintainer's stolen session cannot fill the server either.
+MAX_UPLOADS_PER_SESSION = 8
+SESSION_UPLOAD_LIMIT_MB = 400
 
 LOGIN_COOKIE = "annotate_token"  # the same name as login.COOKIE (login imports it from here)
 OIDC_COOKIE_PREFIX = "_streamlit_user"  # st.login's signed identity cookies (maybe chunked)
@@ -209,7 +212,18 @@ class StreamlitEndpointGuard:
                     scope, receive, send, 413, f"An upload is limited to {UPLOAD_LIMIT_MB} MB."
                 )
                 return
-            if _files_held(session_id) >= MAX_UPLOADS_PER_SESSION:
+            count, held = _files_held(session_id)
+            if held + length > SESSION_UPLOAD_LIMIT_MB * 1024 * 1024:
+                await _refuse(
+                    scope,
+                    receive,
+                    send,
+                    413,
+                    f"The uploads of one session are limited to {SESSION_UPLOAD_LIMIT_MB} MB "
+                    "held at once: remove one first.",
+                )
+                return
+            if count >= MAX_UPLOADS_PER_SESSION:
                 await _refuse(
                     scope,
                     receive,
@@ -231,10 +245,12 @@ def _content_length(scope) -> int | None:
     return None  # chunked bodies are refused: the browser's uploader always sends a length
 
 
-def _files_held(session_id: str) -> int:
+def _files_held(session_id: str) -> tuple[int, int]:
+    """(files, bytes) the session holds in Streamlit's upload store."""
     runtime = _runtime()
     storage = getattr(runtime.uploaded_file_mgr, "file_storage", None) if runtime else None
-    return len(storage.get(session_id, {})) if storage is not None else 0
+    files = list(storage.get(session_id, {}).values()) if storage is not None else []
+    return len(files), sum(len(f.data) for f in files)
 
 
 async def _refuse(scope, receive, send, status: int, text: str) -> None:
