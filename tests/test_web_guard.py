@@ -270,3 +270,22 @@ def test_sign_out_from_the_labelling_page_retires_the_link(site, new_page):
     # the link from the history no longer signs anyone in
     goto(page, server.login_url(token))
     expect(page.get_by_role("heading", name="Please sign in")).to_be_visible()
+
+
+def test_a_link_for_another_account_asks_before_switching(site, new_page):
+    server = site["server"]
+    engine = get_engine(server.db_url)
+    with session(engine) as s:
+        study = get_or_create_study(s, "default")
+        _, first = create_annotator(s, name="first-person", study_id=study.id)
+        _, second = create_annotator(s, name="second-person", study_id=study.id)
+    page = new_page()
+    goto(page, server.login_url(first))
+    page.goto(server.login_url(second))
+    expect(page.get_by_role("heading", name="Switch accounts?")).to_be_visible()
+    cookie = {c["name"]: c["value"] for c in page.context.cookies()}["annotate_token"]
+    assert cookie == first
+    page.get_by_role("button", name="Switch to the link's account").click()
+    page.wait_for_url(server.url + "/")
+    cookie = {c["name"]: c["value"] for c in page.context.cookies()}["annotate_token"]
+    assert cookie == second
