@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 MAX_PAGE_BYTES = 16 * 1024 * 1024
-MAX_CHUNK_VALUES = 16_000_000
+MAX_CHUNK_VALUES = 4_000_000
 
 
 class _Compact:
@@ -195,33 +195,44 @@ def iter_batches(parquet, *, batch_size: int):
         yield from parquet.iter_batches(batch_size=batch_size, row_groups=[group])
 
 
-def row_sizes(batch: pa.RecordBatch) -> np.ndarray:
+def row_sizes(batch: pa.RecordBatch, *, limit: int) -> np.ndarray:
     """Bytes each row of the batch takes once built (text lengths, 8 bytes per other value),
-    computed without building it."""
+    computed without building it. A row is only measured until it is known to pass `limit`:
+    the elements of a list already too long are counted, not walked."""
     total = np.zeros(batch.num_rows, dtype=np.int64)
     for column in batch.columns:
-        total += _sizes(column)
+        total += _sizes(column, limit)
     return total
 
 
-def _sizes(array: pa.Array) -> np.ndarray:
+def _sizes(array: pa.Array, limit: int) -> np.ndarray:
     n = len(array)
     kind = array.type
     if pa.types.is_dictionary(kind):
-        values = _sizes(array.dictionary)
+        values = _sizes(array.dictionary, limit)
         indices = array.indices.fill_null(0).to_numpy(zero_copy_only=False)
         sizes = values[indices] if len(values) else np.zeros(n, dtype=np.int64)
         return np.where(array.is_null().to_numpy(zero_copy_only=False), 0, sizes)
-    if pa.types.is_string(kind) or pa.types.is_binary(kind) or pa.types.is_large_string(kind):
-        return pc.binary_length(array).fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
+    if (
+        pa.types.is_string(kind)
+        or pa.types.is_binary(kind)
+        or pa.types.is_large_string(kind)
+        or pa.types.is_large_binary(kind)
+    ):
+        lengths = pc.binary_length(array).fill_null(0)
+        return lengths.to_numpy(zero_copy_only=False).astype(np.int64)
     if pa.types.is_struct(kind):
         total = np.zeros(n, dtype=np.int64)
         for field in array.flatten():  # (flatten, unlike field(), follows a slice)
-            total += _sizes(field)
+            total += _sizes(field, limit)
         return total
-    if pa.types.is_list(kind) or pa.types.is_large_list(kind):
+    if pa.types.is_list(kind) or pa.types.is_large_list(kind) or pa.types.is_map(kind):
         offsets = array.offsets.to_numpy(zero_copy_only=False).astype(np.int64)
-        child = _sizes(array.values) + 8
-        cumulative = np.concatenate([[0], np.cumsum(child)])
-        return cumulative[offsets[1:]] - cumulative[offsets[:-1]]
+        counts = offsets[1:] - offsets[:-1]
+        sizes = counts * 8
+        parts = [array.keys, array.items] if pa.types.is_map(kind) else [array.values]
+        for row in np.flatnonzero((sizes <= limit) & (counts > 0)):
+            start, count = int(offsets[row]), int(counts[row])
+            sizes[row] += sum(int(_sizes(p.slice(start, count), limit).sum()) for p in parts)
+        return sizes
     return np.full(n, 8, dtype=np.int64)

@@ -161,7 +161,7 @@ def _read_parquet(path: Path) -> pd.DataFrame:
     parquet = pq.ParquetFile(path, read_dictionary=layout.dictionary_columns)
     total = 0
     for batch in parquet_limits.iter_batches(parquet, batch_size=65_536):
-        total += int(parquet_limits.row_sizes(batch).sum())
+        total += int(parquet_limits.row_sizes(batch, limit=MAX_TABLE_BYTES).sum())
         if total > MAX_TABLE_BYTES:
             raise InputError(
                 str(path),

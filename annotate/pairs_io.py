@@ -608,7 +608,7 @@ def _iter_parquet(path: Path) -> Iterator[tuple[str, Any, None]]:
     # Small batches of rows whose texts stay dictionaries: a row's size is known before it is
     # built, so memory stays a few records' worth, however large or repetitive the file.
     for batch in parquet_limits.iter_batches(parquet, batch_size=32):
-        sizes = parquet_limits.row_sizes(batch)
+        sizes = parquet_limits.row_sizes(batch, limit=MAX_RECORD_BYTES)
         fits = sizes <= MAX_RECORD_BYTES
         records = batch.to_pylist() if fits.all() else None  # the common case: all at once
         for index in range(batch.num_rows):
