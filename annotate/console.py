@@ -22,6 +22,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import select
 
 from annotate import gold
+from annotate.assignment import release_reservations
 from annotate.auth import DEFAULT_BASE_URL, create_annotator, login_link, reissue_token
 from annotate.db import read_session, retrying, session
 from annotate.errors import InputError, UserError
@@ -157,18 +158,7 @@ def set_active(engine: Engine, *, annotator_id: int, active: bool) -> None:
         s.add(annotator)
         if not active:
             # Open reservations go back to the pool so other annotators can take the pairs.
-            held = s.exec(
-                select(Assignment).where(
-                    Assignment.annotator_id == annotator_id, Assignment.status == "active"
-                )
-            ).all()
-            for assignment in held:
-                assignment.status = "skipped"
-                assignment.completed_at = utcnow()
-                s.add(assignment)
-                pair = s.get(Pair, assignment.pair_id)
-                pair.n_assigned = max(0, pair.n_assigned - 1)
-                s.add(pair)
+            release_reservations(s, annotator_id=annotator_id)
 
 
 @retrying

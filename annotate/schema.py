@@ -23,7 +23,7 @@ from alembic.util.exc import CommandError
 from sqlalchemy import inspect
 from sqlalchemy.engine import Connection, Engine
 
-from annotate import models  # noqa: F401  (registers the tables)
+from annotate import models, queue_sql  # noqa: F401  (models registers the tables)
 from annotate.db import is_sqlite, reader
 from annotate.errors import UserError
 
@@ -72,9 +72,10 @@ def ensure_schema(
     target = set(script.get_heads()) if revision == "head" else {revision}
     with reader(engine).connect() as conn:  # fast path: already up to date, no lock taken
         current = current_revisions(conn)
+        functions_current = queue_sql.functions_installed(conn)
         conn.rollback()
     _check_known(current, script, engine)
-    if set(current) == target:
+    if set(current) == target and functions_current:
         return
     with engine.connect() as conn, conn.begin():
         if not is_sqlite(engine):
@@ -82,9 +83,11 @@ def ensure_schema(
         # else: BEGIN IMMEDIATE already holds SQLite's write lock
         current = current_revisions(conn)  # again, under the lock: another process may have won
         _check_known(current, script, engine)
-        if set(current) == target:
-            return
-        config = alembic_config(conn, script_location)
-        if not current and set(inspect(conn).get_table_names()) >= _KNOWN_TABLES:
-            command.stamp(config, FIRST_RELEASE)  # made by create_all before migrations existed
-        command.upgrade(config, revision)
+        if set(current) != target:
+            config = alembic_config(conn, script_location)
+            if not current and set(inspect(conn).get_table_names()) >= _KNOWN_TABLES:
+                command.stamp(config, FIRST_RELEASE)  # made by create_all before migrations
+            command.upgrade(config, revision)
+        # PostgreSQL's submit function, derived from the current code (not frozen in a
+        # migration): replaced whenever it differs from this code's version.
+        queue_sql.install_functions(conn)
