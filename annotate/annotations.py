@@ -162,29 +162,33 @@ def submit_and_next(
     first run reserved still open. Every path applies assignment_rules; the fast ones hand
     over to the full rules when they meet a rare case."""
     values = {**answer.values(), "source": "app"}
-    done = False
-    if engine.dialect.name == "postgresql":
-        # the common case in one round trip (the generated submit function); when it did
-        # nothing, the full rules below run instead
-        with Cursor.autocommit(engine) as cursor:
-            coins = _coins_of(engine, cursor, annotator_id)
-            if coins is not None:
-                done, reserved = cursor.submit_in_one_call(
-                    pair_id=pair_id,
-                    annotator_id=annotator_id,
-                    values=values,
-                    now=utcnow(),
-                    coins=coins,
-                )
-    elif sqlite_engine.has_write_transaction(engine):
-        done, reserved = _submit_common_sqlite(
-            engine, annotator_id=annotator_id, pair_id=pair_id, values=values
-        )
+    done, reserved = _submit_fast(engine, annotator_id=annotator_id, pair_id=pair_id, values=values)
     if done:  # the answer is committed; with no pair reserved, the full rules pick one
         return reserved or next_assignment(engine, annotator_id=annotator_id)
     with transaction(engine) as conn:
         study = _store_answer(conn, annotator_id=annotator_id, pair_id=pair_id, values=values)
         return reserve_next(conn, study=study, annotator_id=annotator_id)
+
+
+def _submit_fast(
+    engine: Engine, *, annotator_id: int, pair_id: int, values: dict
+) -> tuple[bool, AssignmentRow | None]:
+    """The common case of a Submit without SQLAlchemy: (True, the pair reserved or None)
+    once committed, (False, None) when nothing was done and the full rules must run."""
+    if engine.dialect.name == "postgresql":
+        # one round trip (the generated submit function)
+        with Cursor.autocommit(engine) as cursor:
+            coins = _coins_of(engine, cursor, annotator_id)
+            if coins is None:
+                return False, None
+            return cursor.submit_in_one_call(
+                pair_id=pair_id, annotator_id=annotator_id, values=values, now=utcnow(), coins=coins
+            )
+    if sqlite_engine.has_write_transaction(engine):
+        return _submit_common_sqlite(
+            engine, annotator_id=annotator_id, pair_id=pair_id, values=values
+        )
+    return False, None
 
 
 def _submit_common_sqlite(
