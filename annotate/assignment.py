@@ -15,6 +15,7 @@ from datetime import datetime, timedelta
 from sqlalchemy import and_, bindparam, exists, func, update
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import aliased
 from sqlmodel import Session, select
 
 from annotate import assignment_rules, gold
@@ -429,15 +430,16 @@ def queue_status(engine: Engine, *, annotator_id: int) -> QueueStatus:
             return QueueStatus(answered=answered, busy_until=None)
         if gold.qualification(s, study=study, annotator_id=annotator_id).state == gold.FAILED:
             return QueueStatus(answered=answered, busy_until=None)
+        held = aliased(Assignment)
         earliest = s.exec(
-            select(func.min(Assignment.assigned_at))
-            .join(Pair, Pair.id == Assignment.pair_id)
+            select(func.min(held.assigned_at))
+            .join(Pair, Pair.id == held.pair_id)
             .where(
                 Pair.study_id == study.id,
                 Pair.is_gold == False,  # noqa: E712
                 Pair.n_assigned >= study.overlap_target,
-                Assignment.status == "active",
-                Assignment.annotator_id != annotator_id,
+                held.status == "active",
+                held.annotator_id != annotator_id,
                 ~_mine(annotator_id),
             )
         ).one()
