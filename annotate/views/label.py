@@ -9,7 +9,7 @@ import streamlit as st
 from annotate.access import engine, require_user
 from annotate.annotations import other_slot
 from annotate.answers import SLOTS, FormState, missing_answers
-from annotate.assignment import history, progress, skip
+from annotate.assignment import history, progress, queue_status, skip
 from annotate.labelling import (
     Item,
     current_item,
@@ -265,6 +265,16 @@ def _answer_form(item: Item, study: Study) -> None:
 
 
 def _finished(user: Annotator, study: Study) -> None:
+    status = queue_status(engine(), annotator_id=user.id)
+    if status.busy_until is not None:  # no completion code while pairs may come back
+        st.info(
+            "Every pair left is being labelled by someone else right now. Please come back "
+            f"after {status.busy_until:%H:%M} UTC: pairs nobody answers come back then."
+        )
+        return
+    if status.answered == 0:
+        st.info("There is no pair for you to label in this study.")
+        return
     st.success("You have labelled every pair available to you. Thank you!")
     finished_extras(user, study)
 

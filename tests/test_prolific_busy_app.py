@@ -1,0 +1,61 @@
+"""A Prolific study cannot be drained (#11): four visitors with invented ids on a 3-pair study.
+The first three hold every pair; the fourth has answered nothing, gets no completion code and
+is told that the pairs are busy and when to come back."""
+
+from __future__ import annotations
+
+import pytest
+import streamlit as st
+from streamlit.testing.v1 import AppTest
+
+from annotate.db import ENV_VAR, get_engine, session
+from annotate.models import Study
+from annotate.studies import update_study_options
+from tests.factories import make_study
+
+APP = "../annotate/app.py"
+CODE = "C0DE42"
+
+
+@pytest.fixture
+def engine(tmp_path, monkeypatch):
+    url = f"sqlite:///{tmp_path}/prolific.db"
+    monkeypatch.setenv(ENV_VAR, url)
+    st.cache_resource.clear()
+    engine = get_engine(url)
+    study_id, _ = make_study(engine, tmp_path, n_pairs=3, overlap_target=1)
+    with session(engine) as s:
+        update_study_options(
+            s,
+            s.get(Study, study_id),
+            allow_prolific=True,
+            prolific_study_id="PSTUDY",
+            prolific_completion_code=CODE,
+        )
+    yield engine
+    st.cache_resource.clear()
+
+
+def visitor(pid: str) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.query_params.update({"PROLIFIC_PID": pid, "STUDY_ID": "PSTUDY", "SESSION_ID": "S1"})
+    return at.run()
+
+
+def page_text(at: AppTest) -> str:
+    parts = [m.value for m in at.markdown] + [c.value for c in at.code]
+    parts += [e.value for e in at.info] + [e.value for e in at.success]
+    return "\n".join(str(p) for p in parts)
+
+
+def test_the_fourth_visitor_of_a_three_pair_study_gets_no_completion_code(engine):
+    for n in range(3):
+        at = visitor(f"visitor{n}")
+        assert not at.exception
+        assert at.get("progress"), "each of the first three is shown a pair"
+    fourth = visitor("visitor3")
+    assert not fourth.exception
+    shown = page_text(fourth)
+    assert CODE not in shown
+    assert "labelled every pair" not in shown
+    assert "come back after" in shown
