@@ -28,6 +28,7 @@ from sqlalchemy import update
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 
+from annotate.assignment_rules import GOLD_EVERY  # noqa: F401  (the console shows the rate)
 from annotate.db import read_session, retrying, session
 from annotate.errors import UserError
 from annotate.models import PREFERENCES, Annotation, Annotator, Assignment, Pair, Study
