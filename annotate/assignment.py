@@ -320,6 +320,10 @@ def _count(s: Session, statement) -> int:
     return int(s.exec(statement).one())
 
 
+def _pair_count(s: Session, *conditions) -> int:
+    return _count(s, select(func.count()).select_from(Pair).where(*conditions))
+
+
 def _gold_to_come(
     coins: Coins, *, annotator_id: int, position: int, real_left: int, gold_left: int
 ) -> int:
@@ -353,15 +357,11 @@ def progress(engine: Engine, *, annotator_id: int) -> Progress:
         )
         # "Pairs with room that this annotator has not touched", counted as two index range
         # counts: a NOT EXISTS per pair would grow with the study (49 ms at 10,000 pairs).
-        with_room = _count(
+        with_room = _pair_count(
             s,
-            select(func.count())
-            .select_from(Pair)
-            .where(
-                Pair.study_id == study.id,
-                Pair.is_gold == False,  # noqa: E712
-                Pair.n_assigned < study.overlap_target,
-            ),
+            Pair.study_id == study.id,
+            Pair.is_gold == False,  # noqa: E712
+            Pair.n_assigned < study.overlap_target,
         )
         mine_with_room = _count(
             s,
@@ -386,15 +386,11 @@ def progress(engine: Engine, *, annotator_id: int) -> Progress:
                 Pair.n_assigned < study.overlap_target,
             ),
         )
-        gold_unseen = _count(
+        gold_unseen = _pair_count(
             s,
-            select(func.count())
-            .select_from(Pair)
-            .where(
-                Pair.study_id == study.id,
-                Pair.is_gold == True,  # noqa: E712
-                ~_mine(annotator_id),
-            ),
+            Pair.study_id == study.id,
+            Pair.is_gold == True,  # noqa: E712
+            ~_mine(annotator_id),
         )
         given = sum(by_status.values())
         done = by_status.get("done", 0)

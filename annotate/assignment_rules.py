@@ -29,6 +29,7 @@ secret, the A/B order and the gold positions cannot be predicted from pair and a
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 from dataclasses import dataclass
@@ -87,7 +88,7 @@ class StudyRules(NamedTuple):
 
     @property
     def coins(self) -> Coins:
-        return Coins(self.coin_secret)
+        return coins_of(self.coin_secret)
 
 
 class NeedsFullRules(Exception):
@@ -136,6 +137,12 @@ class Coins:
         is a gold check: true about once in `every`."""
         digest = self._digest(GOLD_MESSAGE, annotator=annotator_id, position=position)
         return int.from_bytes(digest[:4], "big") % every == 0
+
+
+@functools.lru_cache(maxsize=256)
+def coins_of(secret: str | None) -> Coins:
+    """A study's Coins (its padded keys made once per process and secret)."""
+    return Coins(secret)
 
 
 def coin_sql(parts: tuple[str, ...], *, inner: str, outer: str, **values: str) -> str:
