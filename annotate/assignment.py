@@ -427,15 +427,17 @@ def queue_status(engine: Engine, *, annotator_id: int) -> QueueStatus:
         if gold.qualification(s, study=study, annotator_id=annotator_id).state == gold.FAILED:
             return QueueStatus(answered=answered, busy_until=None)
         held = aliased(Assignment)
+        # from the study's open reservations (index ix_assignment_open), a few per annotator
         earliest = s.exec(
             select(func.min(held.assigned_at))
+            .select_from(held)
             .join(Pair, Pair.id == held.pair_id)
             .where(
-                Pair.study_id == study.id,
-                Pair.is_gold == False,  # noqa: E712
-                Pair.n_assigned >= study.overlap_target,
+                held.study_id == study.id,
                 held.status == "active",
                 held.annotator_id != annotator_id,
+                Pair.is_gold == False,  # noqa: E712
+                Pair.n_assigned >= study.overlap_target,
                 ~_mine(annotator_id),
             )
         ).one()
