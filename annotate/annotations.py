@@ -347,13 +347,7 @@ def _import_annotation_rows(engine: Engine, *, study_id: int, rows: list[dict]) 
                     "study_id": study_id,
                     "pair_id": pair_ids[row["pair_id"]],
                     "annotator_id": annotators[row["annotator"]],
-                    "preference": row["preference"],
-                    "chosen_position": row.get("chosen_position"),
-                    **{c: row.get(c) for c in RATING_COLUMNS},
-                    "main_reason": row.get("main_reason"),
-                    "comment": row.get("comment"),
-                    "seconds": row.get("seconds"),
-                    "submitted_at": row.get("submitted_at"),
+                    **{c: row.get(c) for c in ANSWER_COLUMNS},
                     "source": "import",
                 }
             )

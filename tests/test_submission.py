@@ -208,9 +208,9 @@ def test_submit_from_a_stale_tab_returns_the_pair_already_open(engine, tmp_path)
 
 
 def test_the_common_submit_does_not_run_the_full_rules(engine, tmp_path, monkeypatch):
-    """PostgreSQL's common Submit is migration 0003's function, SQLite's the same rules on the
-    driver's connection (annotations._submit_common_sqlite); the full rules in Python are only
-    their fallback."""
+    """PostgreSQL's common Submit is the generated function, SQLite's the same rules on the
+    driver's connection (annotations._submit_common_sqlite); the full rules on SQLAlchemy are
+    only their fallback."""
     import annotate.annotations as annotations
 
     full_rules = []

@@ -10,6 +10,7 @@ from annotate.access import engine, require_user
 from annotate.annotations import other_slot
 from annotate.answers import SLOTS, FormState, missing_answers
 from annotate.assignment import history, progress, queue_status, skip
+from annotate.assignment_rules import AccountClosed
 from annotate.labelling import (
     Item,
     current_item,
@@ -99,7 +100,10 @@ def _on_submit(item: Item, study: Study) -> None:
         st.session_state["missing"] = missing
         return
     seconds = time.monotonic() - st.session_state.get(_key("started", item), time.monotonic())
-    submit(engine(), item=item, form=form, seconds=seconds)
+    try:
+        submit(engine(), item=item, form=form, seconds=seconds)
+    except AccountClosed:
+        return  # nothing was saved; the rerun's sign-in check shows the page for a closed account
     st.session_state.pop("missing", None)
     st.session_state["flash"] = "Answer saved." if not item.editing else "Your change was saved."
     st.session_state.pop(EDIT_KEY, None)

@@ -1,6 +1,6 @@
-"""A Prolific study cannot be drained (#11): four visitors with invented ids on a 3-pair study.
-The first three hold every pair; the fourth has answered nothing, gets no completion code and
-is told that the pairs are busy and when to come back."""
+"""The labelling page against careless workers and hostile visitors (#11): a Prolific study
+cannot be drained by visitors who answer nothing, and a deactivated annotator's open tab saves
+nothing."""
 
 from __future__ import annotations
 
@@ -59,3 +59,22 @@ def test_the_fourth_visitor_of_a_three_pair_study_gets_no_completion_code(engine
     assert CODE not in shown
     assert "labelled every pair" not in shown
     assert "come back after" in shown
+
+
+def test_an_open_tab_of_a_deactivated_annotator_saves_nothing(engine):
+    from sqlmodel import select
+
+    from annotate import console
+    from annotate.auth import create_annotator
+    from annotate.models import Annotation
+    from tests.test_label_app import answer_all, button, signed_in
+
+    with session(engine) as s:
+        person, token = create_annotator(s, name="leaving", study_id=1)
+    at = answer_all(signed_in(token), slot="A")
+    console.set_active(engine, annotator_id=person.id, active=False)
+    button(at, "Submit").click().run()
+    assert not at.exception
+    assert not at.get("progress")  # signed out: no pair, no progress
+    with session(engine) as s:
+        assert s.exec(select(Annotation)).all() == []
