@@ -4,18 +4,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from analysis.vocabulary import DIMENSIONS, SLOTS, TIE
 from annotate.annotations import Answer, other_slot, preference_from_slot, slot_from_preference
 from annotate.models import Annotation, Study
 from annotate.wording import DIMENSION_HELP
-
-SLOTS = ("A", "B")
 
 
 @dataclass
 class FormState:
     """The form as the annotator sees it: slots A/B, never chosen/rejected."""
 
-    slot: str | None = None  # "A", "B" or "tie"
+    slot: str | None = None  # a slot ("A", "B") or TIE
     ratings: dict[str, int | None] = field(default_factory=dict)  # "correctness_A" -> 4
     reason: str | None = None
     comment: str = ""
@@ -42,7 +41,7 @@ class FormState:
     def from_annotation(cls, annotation: Annotation, chosen_position: str) -> FormState:
         other = other_slot(chosen_position)
         ratings = {}
-        for dimension in DIMENSION_HELP:
+        for dimension in DIMENSIONS:
             ratings[f"{dimension}_{chosen_position}"] = getattr(annotation, f"{dimension}_chosen")
             ratings[f"{dimension}_{other}"] = getattr(annotation, f"{dimension}_rejected")
         return cls(
@@ -56,7 +55,7 @@ class FormState:
 def missing_answers(study: Study, form: FormState) -> list[str]:
     """Names of the required answers not given yet, in the order they appear on the page."""
     missing = []
-    if form.slot not in (*SLOTS, *(("tie",) if study.allow_ties else ())):
+    if form.slot not in (*SLOTS, *((TIE,) if study.allow_ties else ())):
         missing.append("which response this user would prefer")
     for dimension in study.dimensions:
         for slot in SLOTS:
@@ -71,7 +70,7 @@ def to_answer(form: FormState, *, chosen_position: str, seconds: float | None) -
     """Map the slots back to chosen/rejected for storage."""
     other = other_slot(chosen_position)
     ratings = {}
-    for dimension in DIMENSION_HELP:
+    for dimension in DIMENSIONS:
         ratings[f"{dimension}_chosen"] = form.ratings.get(f"{dimension}_{chosen_position}")
         ratings[f"{dimension}_rejected"] = form.ratings.get(f"{dimension}_{other}")
     return Answer(

@@ -28,10 +28,11 @@ from sqlalchemy import update
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 
+from analysis.vocabulary import PREFERENCES
 from annotate.assignment_rules import GOLD_EVERY  # noqa: F401  (the console shows the rate)
 from annotate.db import read_session, retrying, session
 from annotate.errors import UserError
-from annotate.models import PREFERENCES, Annotation, Annotator, Assignment, Pair, Study
+from annotate.models import Annotation, Annotator, Assignment, Pair, Study
 
 NONE = "none"  # the study asks for no qualification
 PENDING = "pending"

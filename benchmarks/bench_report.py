@@ -25,7 +25,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-DIMENSIONS = ("correctness", "relevance", "helpfulness")
+from analysis.vocabulary import DIMENSIONS, PREFERENCES, SIDES, SLOTS
+
 POOL = 40
 
 BASELINE = textwrap.dedent(
@@ -84,11 +85,11 @@ def generate(directory: Path, *, rows: int, per_pair: int = 5, seed: int = 0) ->
         {
             "pair_id": np.char.add("pair-", pair.astype(str)),
             "annotator": np.char.add("annotator-", annotator.astype(str)),
-            "preference": np.array(["chosen", "rejected", "tie"])[label],
-            "chosen_position": rng.choice(["A", "B"], n),
+            "preference": np.array(PREFERENCES)[label],
+            "chosen_position": rng.choice(SLOTS, n),
         }
     )
-    for side in ("chosen", "rejected"):
+    for side in SIDES:
         for dimension in DIMENSIONS:
             base = rng.choice([2, 3, 4, 5], size=n_pairs, p=[0.1, 0.2, 0.4, 0.3])[pair]
             value = np.clip(base + rng.choice([-1, 0, 0, 0, 1], n), 1, 5).astype(float)

@@ -169,6 +169,8 @@ def test_create_a_study_with_its_options(db):
     at.checkbox(key="new_show_profile").uncheck()
     at.text_area(key="new_guidelines").input("Read **carefully**.")
     at.number_input(key="new_qualification_gold").set_value(2)
+    at.number_input(key="new_reservation_timeout").set_value(600)
+    at.checkbox(key="new_aspect_check").check()
     button(at, "Create study").click().run()
     assert not at.exception and not at.error
     assert "Study 'pilot' created." in texts(at)
@@ -181,6 +183,7 @@ def test_create_a_study_with_its_options(db):
     assert study.show_profile is False and study.show_narrative is True
     assert study.guidelines == "Read **carefully**."
     assert study.qualification_gold == 2
+    assert study.reservation_timeout == 600 and study.aspect_check is True
 
     # a second study of the same name is refused with a message, nothing created
     at.text_input(key="new_study_name").input("pilot")
@@ -202,18 +205,20 @@ def test_options_lock_once_the_study_has_annotations(db):
     answer(engine, annotator_id, pair_ids(engine, study_id)["p0"], "chosen")
     at = maintainer(db, "admin-studies")
     assert "options that define what an answer means are locked" in texts(at)
-    for name in ("allow_ties", "dimensions", "reasons", "scale_min", "scale_max"):
+    for name in ("allow_ties", "dimensions", "reasons", "scale_min", "scale_max", "aspect_check"):
         widget = at.get("checkbox") + at.get("multiselect") + at.get("number_input")
         match = [w for w in widget if w.key == f"{prefix}_{name}"]
         assert match and match[0].disabled, name
     # what does not change the meaning of answers can still change
     at.number_input(key=f"{prefix}_overlap_target").set_value(3)
     at.text_area(key=f"{prefix}_guidelines").input("New guidelines.")
+    at.number_input(key=f"{prefix}_reservation_timeout").set_value(900)
     button(at, "Save options").click().run()
     assert not at.error
     with session(engine) as s:
         study = s.get(Study, study_id)
         assert (study.overlap_target, study.guidelines) == (3, "New guidelines.")
+        assert study.reservation_timeout == 900
         assert study.allow_ties is False  # the locked value stayed
 
 

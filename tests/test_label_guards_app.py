@@ -64,7 +64,7 @@ def test_the_fourth_visitor_of_a_three_pair_study_gets_no_completion_code(engine
 def test_an_open_tab_of_a_deactivated_annotator_saves_nothing(engine):
     from sqlmodel import select
 
-    from annotate import console
+    from annotate import accounts
     from annotate.auth import create_annotator
     from annotate.models import Annotation
     from tests.test_label_app import answer_all, button, signed_in
@@ -72,7 +72,7 @@ def test_an_open_tab_of_a_deactivated_annotator_saves_nothing(engine):
     with session(engine) as s:
         person, token = create_annotator(s, name="leaving", study_id=1)
     at = answer_all(signed_in(token), slot="A")
-    console.set_active(engine, annotator_id=person.id, active=False)
+    accounts.set_active(engine, annotator_id=person.id, active=False)
     button(at, "Submit").click().run()
     assert not at.exception
     assert not at.get("progress")  # signed out: no pair, no progress

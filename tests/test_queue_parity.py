@@ -15,7 +15,7 @@ from datetime import timedelta
 
 from sqlmodel import select
 
-from annotate import annotations, console, gold
+from annotate import accounts, annotations, gold
 from annotate.annotations import Answer, submit_and_next
 from annotate.assignment import next_assignment, skip
 from annotate.assignment_rules import AccountClosed, Coins
@@ -137,7 +137,7 @@ def run_scenario(engine, tmp_path) -> list[tuple]:
     # m1 labels one pair, is deactivated holding the next: the open tab cannot submit it
     run.serve("m1")
     run.submit("m1")
-    console.set_active(engine, annotator_id=people["m1"], active=False)
+    accounts.set_active(engine, annotator_id=people["m1"], active=False)
     run.submit("m1")
     run.serve("m1")
     # m2's reservation expires; m3 gets that pair once nothing else is left

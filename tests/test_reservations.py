@@ -17,7 +17,7 @@ import pytest
 from sqlalchemy import func
 from sqlmodel import select
 
-from annotate import console, gold
+from annotate import accounts, gold
 from annotate.annotations import Answer, submit_and_next, submit_answer
 from annotate.assignment import next_assignment, progress
 from annotate.db import get_engine, session
@@ -72,7 +72,7 @@ def hold(engine, *, annotator_id: int, study_id: int, pair_ids) -> None:
 
 
 def test_deactivation_releases_reservations_while_others_reserve(engine, tmp_path):
-    """console.set_active read each pair's n_assigned and wrote n - 1 back: a reservation
+    """accounts.set_active read each pair's n_assigned and wrote n - 1 back: a reservation
     committed in between was lost, and the pair could then be served beyond its target."""
     study_id, people = make_study(engine, tmp_path, n_pairs=24, annotators=13, overlap_target=4)
     leaving = [a for a, _ in people[:3]]
@@ -100,7 +100,7 @@ def test_deactivation_releases_reservations_while_others_reserve(engine, tmp_pat
         t.start()
     time.sleep(0.05)
     for annotator_id in leaving:
-        console.set_active(engine, annotator_id=annotator_id, active=False)
+        accounts.set_active(engine, annotator_id=annotator_id, active=False)
     for t in threads:
         t.join(timeout=120)
     assert not errors, errors[0]
@@ -141,7 +141,7 @@ def test_a_reservation_made_during_a_deactivation_is_not_lost(engine, tmp_path):
 
     event.listen(engine, "before_cursor_execute", reserve_now)
     try:
-        console.set_active(engine, annotator_id=leaving, active=False)
+        accounts.set_active(engine, annotator_id=leaving, active=False)
     finally:
         event.remove(engine, "before_cursor_execute", reserve_now)
     for item in reserved:
@@ -280,7 +280,7 @@ def test_gold_checks_do_not_show_in_the_progress_count_and_are_spread_out(engine
 def test_a_deactivated_annotators_open_tab_can_neither_submit_nor_reserve(engine, tmp_path):
     _, [(a, _)] = make_study(engine, tmp_path, n_pairs=4, annotators=1)
     item = next_assignment(engine, annotator_id=a)
-    console.set_active(engine, annotator_id=a, active=False)
+    accounts.set_active(engine, annotator_id=a, active=False)
     with pytest.raises(UserError, match="deactivated"):
         submit_and_next(engine, annotator_id=a, pair_id=item.pair_id, answer=answer())
     with pytest.raises(UserError, match="deactivated"):

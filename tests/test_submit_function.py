@@ -12,8 +12,8 @@ from sqlalchemy import text
 from annotate import queue_sql
 from annotate.assignment import next_assignment
 from annotate.assignment_rules import Coins, ab_coin_sql, gold_coin_sql
-from annotate.db import get_engine
-from annotate.schema import MIGRATIONS, ensure_schema
+from annotate.db import create_db_engine, get_engine
+from annotate.schema import MIGRATIONS, Mode, ensure_schema
 from tests.factories import make_study
 
 _VERSIONS = """
@@ -35,14 +35,14 @@ def _versions(engine) -> list[tuple[str, str | None]]:
 
 
 def test_a_database_upgraded_from_0003_holds_only_the_generated_function(pg_url):
-    engine = get_engine(pg_url, upgrade=False)
-    ensure_schema(engine, revision="0003")
+    engine = create_db_engine(pg_url)
+    ensure_schema(engine, mode=Mode.UPGRADE, revision="0003")
     with engine.begin() as conn:  # as the release of migration 0003 left it: its frozen function
         conn.exec_driver_sql(queue_sql._DROP_FUNCTIONS.replace("%", "%%"))
         conn.exec_driver_sql(_migration_0003()._FUNCTION.replace("%", "%%"))
     [(arguments, comment)] = _versions(engine)
     assert comment is None and "p_gold_every integer, p_preference" in arguments
-    ensure_schema(engine)
+    ensure_schema(engine, mode=Mode.UPGRADE)  # annotate migrate
     [(arguments, comment)] = _versions(engine)  # replaced, not overloaded
     assert comment == queue_sql._FUNCTION_VERSION and "p_coin_inner bytea" in arguments
     # an overload left by anyone (CREATE OR REPLACE with other arguments) is dropped too
@@ -51,7 +51,9 @@ def test_a_database_upgraded_from_0003_holds_only_the_generated_function(pg_url)
             "CREATE FUNCTION annotate_submit_and_next(integer) RETURNS integer"
             " LANGUAGE sql AS 'SELECT 1'"
         )
-    ensure_schema(engine)
+    ensure_schema(engine)  # the app's own processes leave it alone ...
+    assert len(_versions(engine)) == 2
+    ensure_schema(engine, mode=Mode.UPGRADE)  # ... serve, demo and migrate replace it
     assert [c for _, c in _versions(engine)] == [queue_sql._FUNCTION_VERSION]
 
 

@@ -104,15 +104,18 @@ def _from_files(args) -> tuple[pd.DataFrame, pd.DataFrame, tuple[int, int]]:
 
 
 def _from_database(args) -> tuple[pd.DataFrame, pd.DataFrame, tuple[int, int]]:
-    from annotate.console import study_tables
     from annotate.db import get_engine
+    from annotate.study_report import study_tables
 
-    return study_tables(get_engine(args.db), study=args.study)
+    # One snapshot; full pair content (about 100 KB a pair) only for --export-valid.
+    data = study_tables(get_engine(args.db), study=args.study, content=bool(args.export_valid))
+    return data.annotations, data.pairs, data.scale
 
 
 def run(args: argparse.Namespace) -> int:
     from analysis.report import build_report, write_report
-    from annotate.console import report_options
+    from annotate.pairs_io import write_pairs
+    from annotate.study_report import report_options
 
     if bool(args.annotations) != bool(args.pairs):
         raise UserError(
@@ -133,7 +136,9 @@ def run(args: argparse.Namespace) -> int:
     )
     report = build_report(annotations, pairs, options=options)
     export = Path(args.export_valid) if args.export_valid else None
-    paths = write_report(report, args.out, pairs=pairs, export_valid=export)
+    paths = write_report(
+        report, args.out, pairs=pairs, export_valid=export, write_pairs=write_pairs
+    )
     counts = report["counts"]
     verdicts = report["verdicts"]
     print(
