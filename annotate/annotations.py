@@ -3,6 +3,7 @@ double click, a rerun or a second tab can never create a second row or lose the 
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -143,16 +144,16 @@ def submit_answer(engine: Engine, *, annotator_id: int, pair_id: int, answer: An
 
 # The keyed coins of each annotator's study, for PostgreSQL's submit function (which gets the
 # padded keys from here): a study's coin_secret is made with the study and never changes.
-_coins: dict[tuple[str, int], Coins] = {}
+_coins: weakref.WeakKeyDictionary[Engine, dict[int, Coins]] = weakref.WeakKeyDictionary()
 
 
 def _coins_of(engine: Engine, cursor: Cursor, annotator_id: int) -> Coins | None:
-    key = (str(engine.url), annotator_id)
-    coins = _coins.get(key)
+    known = _coins.setdefault(engine, {})
+    coins = known.get(annotator_id)
     if coins is None:
         coins = cursor.coins_of(annotator_id=annotator_id)
         if coins is not None:
-            _coins[key] = coins
+            known[annotator_id] = coins
     return coins
 
 
