@@ -375,6 +375,7 @@ def write_report(
     export_valid, the valid pairs' records written by `write_pairs`, the caller's writer of
     the pairs format, e.g. annotate.pairs_io.write_pairs)."""
     from analysis.html_report import render_html
+    from analysis.model_render import models_markdown, write_models_csv
     from analysis.summary import render_summary
 
     out = Path(out_dir)
@@ -386,8 +387,13 @@ def write_report(
     write_json(report, paths["report.json"])
     write_records_csv(report["pairs"], paths["pairs.csv"], list_columns=("flags",))
     pd.DataFrame(report["annotators"]).to_csv(paths["annotators.csv"], index=False)
-    paths["summary.md"].write_text(render_summary(report), encoding="utf-8")
+    paths["summary.md"].write_text(
+        render_summary(report) + models_markdown(report), encoding="utf-8"
+    )
     paths["report.html"].write_text(render_html(report), encoding="utf-8")
+    if report.get("models"):
+        paths["models.csv"] = out / "models.csv"
+        write_models_csv(report, paths["models.csv"])
     if export_valid is not None:
         paths["valid"] = Path(export_valid)
         write_valid_pairs(report, pairs, Path(export_valid), write_pairs=write_pairs)

@@ -35,6 +35,10 @@ STREAMLIT_FLAGS = {
     "server.fileWatcherType": "none",
     "server.runOnSave": "false",
     "server.headless": "true",
+    # Streamlit's full gc.collect(2) after every script run held the GIL for about 0.3 s with
+    # the console's libraries loaded, delaying the "run finished" message: every Submit waited
+    # for it (benchmarks/bench_label_browser.py). Python's own generational GC still runs.
+    "runner.postScriptGC": "false",
     "theme.base": "light",
     # blue, not the default red: a selected answer must not look like an error
     "theme.primaryColor": "#2563eb",

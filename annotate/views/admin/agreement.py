@@ -6,6 +6,7 @@ import streamlit as st
 from analysis.summary import fmt
 from annotate import monitoring, study_report
 from annotate.access import engine
+from annotate.views.admin.model_upload import model_comparison, show_models
 from annotate.views.admin.shared import page, study_report_data, study_report_files
 
 user, study = page("Agreement")
@@ -88,3 +89,27 @@ with st.container(horizontal=True):
             on_click="ignore",
             icon=":material/download:",
         )
+
+st.subheader("Models against the humans")
+st.caption(
+    "Upload a reward model's or judge's output to compare it with the annotators on these "
+    "pairs: the benchmark's pairwise judgements (id, prediction, pos_in_a or correct_answer, "
+    "optional parse_failed), pointwise scores (id, label, score) or a table (pair_id with "
+    "score_chosen and score_rejected, or with preference). One file per model, named after it."
+)
+uploads = st.file_uploader(
+    "Model files (JSON Lines, CSV or Parquet)",
+    type=["jsonl", "csv", "parquet"],
+    accept_multiple_files=True,
+    key="agreement_models",
+)
+if uploads:
+    compared, problems = model_comparison(
+        report, uploads, study_pair_ids=coverage["pair_id"].astype(str).tolist()
+    )
+    if problems:
+        st.error(problems[0])
+        if problems[1:]:
+            st.code("\n".join(problems[1:]), language=None)
+    else:
+        show_models(compared)
