@@ -12,6 +12,7 @@ from annotate.db import ENV_VAR, get_engine, session
 from annotate.models import Study
 from annotate.studies import update_study_options
 from tests.factories import make_study
+from tests.test_label_app import data
 
 APP = "../annotate/app.py"
 CODE = "C0DE42"
@@ -52,7 +53,7 @@ def test_the_fourth_visitor_of_a_three_pair_study_gets_no_completion_code(engine
     for n in range(3):
         at = visitor(f"visitor{n}")
         assert not at.exception
-        assert at.get("progress"), "each of the first three is shown a pair"
+        assert data(at)["question_html"], "each of the first three is shown a pair"
     fourth = visitor("visitor3")
     assert not fourth.exception
     shown = page_text(fourth)
@@ -67,14 +68,14 @@ def test_an_open_tab_of_a_deactivated_annotator_saves_nothing(engine):
     from annotate import accounts
     from annotate.auth import create_annotator
     from annotate.models import Annotation
-    from tests.test_label_app import answer_all, button, signed_in
+    from tests.test_label_app import full_form, signed_in, submit_form
 
     with session(engine) as s:
         person, token = create_annotator(s, name="leaving", study_id=1)
-    at = answer_all(signed_in(token), slot="A")
+    at = signed_in(token)
     accounts.set_active(engine, annotator_id=person.id, active=False)
-    button(at, "Submit").click().run()
+    at = submit_form(at, full_form("A"))
     assert not at.exception
-    assert not at.get("progress")  # signed out: no pair, no progress
+    assert not at.get("bidi_component")  # signed out: no pair shown
     with session(engine) as s:
         assert s.exec(select(Annotation)).all() == []
