@@ -120,7 +120,7 @@ _TEXTS = {
     # the annotator's position in their queue: every pair given so far (the gold coin's key)
     "given_count": "SELECT count(*) FROM assignment WHERE annotator_id = %(annotator)s",
     "unassign": "DELETE FROM assignment WHERE id = %(id)s",
-    "release": "UPDATE pair SET n_assigned = n_assigned - 1 WHERE id = %(pair)s",
+    "release": "UPDATE pair SET n_assigned = n_assigned - 1 WHERE id = %(pair)s AND n_assigned > 0",
 }
 # PostgreSQL only (SQLite has no UPDATE inside WITH, and its statements cost no round trip):
 # the close and the upsert as one statement (data-modifying WITH), one round trip less. (Both
