@@ -285,4 +285,3 @@ def models_csv_bytes(report: dict) -> bytes:
 
 def write_models_csv(report: dict, path: Path) -> None:
     path.write_bytes(models_csv_bytes(report))
-
