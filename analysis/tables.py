@@ -48,7 +48,7 @@ MAX_COMMENT_CHARS = 20_000  # the app allows 4,000; room for comments collected 
 # An annotations table is read whole (the statistics need all of it): about 8 million CSV rows,
 # past what a report can hold in memory on a small machine (1 million rows peak at 1.4 GB).
 MAX_TABLE_BYTES = 1024**3
-# A JSON Lines row: a comment of 20,000 characters and the aspects fit many times over.
+# A JSON Lines row or a CSV line: a 20,000-character comment and the aspects fit many times.
 MAX_LINE_BYTES = 1024**2
 
 
@@ -135,6 +135,14 @@ def _read_json_lines(path: Path) -> pd.DataFrame:
 
 
 def _read_csv(path: Path) -> pd.DataFrame:
+    # The C parser holds a whole field in memory: a file without line breaks is refused first.
+    with path.open("rb") as handle:
+        for number, line, size in strict_input.bounded_lines(handle, MAX_LINE_BYTES):
+            if line is None:
+                raise InputError(
+                    str(path),
+                    [f"line {number}: {size:,} bytes, over the limit of {MAX_LINE_BYTES:,} bytes"],
+                )
     with path.open(encoding="utf-8", newline="") as handle:
         header = next(csv.reader(handle), [])
     repeated = sorted({name for name in header if header.count(name) > 1})

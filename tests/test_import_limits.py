@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from analysis import parquet_limits
-from analysis.tables import MAX_LINE_BYTES, write_table
+from analysis.tables import MAX_LINE_BYTES, read_table, write_table
 from annotate.cli import main
 from annotate.db import get_engine
 from annotate.errors import InputError
@@ -125,9 +125,11 @@ def test_a_huge_line_without_newline_is_read_in_bounded_memory(tmp_path):
     with annotations.open("wb") as handle:
         handle.write(b"x" * (MAX_LINE_BYTES + 10))
     with pytest.raises(InputError, match=r"line 1: 1,048,586 bytes, over the limit"):
-        from analysis.tables import read_table
-
         read_table(annotations)
+    as_csv = tmp_path / "a.csv"
+    as_csv.write_bytes(b"pair_id,annotator,preference,comment\np1,ann,chosen," + b"x" * MB * 2)
+    with pytest.raises(InputError, match=r"line 2: 2,097,17\d bytes, over the limit"):
+        read_table(as_csv)
 
 
 # --- import errors: one sentence naming line and field, the same on both databases ------------
