@@ -233,3 +233,15 @@ def test_annotations_import_errors_are_sentences(db_url, tmp_path, capsys):
     folder.mkdir()
     code, err = run_cli(capsys, "--db", db_url, "import-annotations", str(folder))
     assert_readable(code, err, "is a folder, not a file")
+
+
+def test_a_json_array_with_an_endless_record_is_refused_in_bounded_memory(tmp_path):
+    path = tmp_path / "endless.json"
+    with path.open("wb") as handle:
+        handle.write(b'[{"id": "1", "question": "')
+        for _ in range(120):  # 120 MB inside one string, never closed
+            handle.write(b"x" * MB)
+    base = baseline_mb(tmp_path)
+    peak, err = peak_mb("--db", f"sqlite:///{tmp_path / 'x.db'}", "import-pairs", str(path))
+    assert "record 1 (line 1) is over the limit of 8,388,608 bytes" in err, err
+    assert peak - base < 80, f"peak {peak} MB against {base} MB for a small file"
