@@ -20,6 +20,7 @@ from analysis import aspects as aspect_check
 from analysis.agreement import alpha, gwet_ac1, neutral_orientation, percent_agreement
 from analysis.annotators import STRAIGHT_LINING_MIN_ITEMS, annotator_table
 from analysis.conclusion import SIGNIFICANCE, conclusion
+from analysis.csv_cells import neutralise_frame
 from analysis.errors import UserError
 from analysis.frames import Coded, code, first_slot_picked
 from analysis.pairs import pair_table, verdict_counts
@@ -460,7 +461,9 @@ def write_report(
     }
     write_json(report, paths["report.json"])
     write_records_csv(report["pairs"], paths["pairs.csv"], list_columns=("flags",))
-    pd.DataFrame(report["annotators"]).to_csv(paths["annotators.csv"], index=False)
+    neutralise_frame(pd.DataFrame(report["annotators"])).to_csv(
+        paths["annotators.csv"], index=False
+    )
     paths["summary.md"].write_text(
         render_summary(report) + models_markdown(report), encoding="utf-8"
     )
@@ -511,6 +514,8 @@ def write_records_csv(records: list[dict], path: Path, *, list_columns=()) -> No
             chunk[column] = chunk[column].map(";".join)
         for column in chunk.columns[chunk.columns.str.endswith("_means")]:
             chunk[column] = chunk[column].map(lambda v: ";".join(f"{x:g}" for x in v))
+        # pair ids and annotator names come from imported files: no cell may be a formula
+        chunk = neutralise_frame(chunk)
         chunk.to_csv(path, index=False, mode="a" if start else "w", header=not start)
 
 

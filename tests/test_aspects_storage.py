@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 
 import pytest
-from sqlalchemy import text
 from sqlmodel import select
 
 from analysis.tables import COLUMNS, read_table
@@ -17,7 +16,6 @@ from annotate.assignment import next_assignment
 from annotate.cli import main
 from annotate.db import get_engine, session
 from annotate.models import Annotation, Study
-from annotate.queue_sql import SUBMIT_FUNCTION_FIELDS
 from tests.factories import make_study, pair_record, write_jsonl
 
 FOUR = [{"aspect": f"aspect {i}", "evidence": "", "reason": ""} for i in range(4)]
@@ -58,10 +56,9 @@ def test_submit_answer_stores_the_scores_exactly_and_replaces_them(engine, tmp_p
     assert stored(engine) == {item.pair_id: None}
 
 
-def test_submit_and_next_stores_the_scores_on_every_path(engine, tmp_path, monkeypatch):
-    """SQLite's driver path stores them itself; PostgreSQL's submit function (migration 0003)
-    predates them, so an answer with scores takes the full rules there, and one without still
-    takes the function."""
+def test_submit_and_next_stores_the_scores_on_the_common_path(engine, tmp_path, monkeypatch):
+    """The common Submit (SQLite's driver path, PostgreSQL's generated submit function) stores
+    the scores itself: the full rules never run."""
     import annotate.annotations as annotations
 
     full_rules = []
@@ -74,12 +71,10 @@ def test_submit_and_next_stores_the_scores_on_every_path(engine, tmp_path, monke
     answer = Answer(preference="chosen", chosen_position=first.chosen_position, aspects=SCORES[:1])
     second = submit_and_next(engine, annotator_id=a, pair_id=first.pair_id, answer=answer)
     assert second is not None and second.pair_id != first.pair_id
-    with_scores = len(full_rules)
-    assert with_scores == (1 if engine.dialect.name == "postgresql" else 0)
     plain = Answer(preference="rejected", chosen_position=second.chosen_position)
     third = submit_and_next(engine, annotator_id=a, pair_id=second.pair_id, answer=plain)
     assert third is not None
-    assert len(full_rules) == with_scores  # no scores: the common path as before
+    assert full_rules == []
     assert stored(engine) == {first.pair_id: SCORES[:1], second.pair_id: None}
 
 
@@ -94,25 +89,6 @@ def test_a_malformed_answer_is_refused_before_anything_is_written(engine, tmp_pa
     with pytest.raises(ValueError, match="must be 0, 1 or 2"):
         submit_answer(engine, annotator_id=a, pair_id=item.pair_id, answer=bad)
     assert stored(engine) == {}
-
-
-def test_the_submit_function_takes_exactly_the_fields_it_is_given(engine):
-    """Parity: queue_sql calls migration 0003's function with SUBMIT_FUNCTION_FIELDS, which
-    must be its answer parameters in order (aspects is not one of them)."""
-    if engine.dialect.name != "postgresql":
-        pytest.skip("the submit function exists on PostgreSQL only")
-    from annotate.schema import ensure_schema
-
-    ensure_schema(engine)
-    with engine.connect() as conn:
-        names, n_inputs = conn.execute(
-            text(
-                "SELECT proargnames, pronargs FROM pg_proc"
-                " WHERE proname = 'annotate_submit_and_next'"
-            )
-        ).one()
-    # (annotator, pair, now, gold_every, then the answer; the output columns follow the inputs)
-    assert tuple(n.removeprefix("p_") for n in names[4:n_inputs]) == SUBMIT_FUNCTION_FIELDS
 
 
 def test_form_slots_map_to_chosen_and_rejected_and_back():
