@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import sparse, special, stats
+from scipy import special, stats
 
 Z975 = float(stats.norm.ppf(0.975))
 # Below this many pairable units a statistic is null with a note: with one or two units alpha
@@ -251,21 +251,26 @@ class Panel:
         unit = np.asarray(unit, dtype=np.int64)
         codes, annotator = np.unique(np.asarray(annotator), return_inverse=True)
         rng = np.random.Generator(np.random.PCG64([seed, 1]))
+        annotator = annotator.ravel()
         by_unit = np.argsort(unit, kind="stable")
         shuffled = []
         for _ in range(shuffles):
-            order = np.lexsort((rng.random(unit.size), unit))
+            # Sorting unit + a uniform draw in [0, 1) orders the units and shuffles within them.
+            order = np.argsort(unit + rng.random(unit.size))
             codes_k = np.empty_like(annotator)
             codes_k[order] = annotator[by_unit]
             shuffled.append(codes_k)
-        return cls(unit, annotator.ravel(), len(codes), tuple(shuffled))
+        return cls(unit, annotator, len(codes), tuple(shuffled))
 
     def group_sum(self, codes: np.ndarray, values: np.ndarray) -> np.ndarray:
-        matrix = sparse.csr_matrix(
-            (np.ones(codes.size), (codes, np.arange(codes.size))),
-            shape=(self.n_annotators, codes.size),
-        )
-        return np.asarray(matrix @ values)
+        """Per annotator sums of ``values`` rows, annotators given by ``codes`` per row."""
+        out = np.zeros((self.n_annotators, values.shape[1]))
+        order = np.argsort(codes, kind="stable")
+        starts = np.searchsorted(codes[order], np.arange(self.n_annotators))
+        present = np.bincount(codes, minlength=self.n_annotators) > 0
+        sums = np.add.reduceat(values[order], starts[present], axis=0) if present.any() else out
+        out[present] = sums
+        return out
 
 
 def _jackknife_variance(values: np.ndarray) -> float:

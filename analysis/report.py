@@ -384,6 +384,18 @@ def conclusion_checks(
     }
 
 
+def conclusion_of(annotations: pd.DataFrame, *, options: ReportOptions) -> dict:
+    """The conclusion alone, through the same sections as :func:`build_report` (no gold pairs,
+    no pair or annotator tables): what ``annotate plan`` simulates."""
+    pair_ids = pd.Index(pd.unique(annotations["pair_id"].to_numpy(dtype=object)))
+    stats = code(annotations, pair_ids)
+    panel = Panel.of(stats.pair, stats.annotations["annotator"].to_numpy(), seed=options.seed)
+    preference = _preference(stats, options, panel)
+    quality = _quality(stats, options, panel)
+    main_reason, _ = _main_reason(stats)
+    return conclude(conclusion_checks(preference, quality, main_reason, options))
+
+
 def build_report(
     annotations: pd.DataFrame, pairs: pd.DataFrame | None, *, options: ReportOptions
 ) -> dict:
