@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import special, stats
+from scipy import sparse, special, stats
 
 Z975 = float(stats.norm.ppf(0.975))
 # Below this many pairable units a statistic is null with a note: with one or two units alpha
@@ -263,14 +263,14 @@ class Panel:
         return cls(unit, annotator, len(codes), tuple(shuffled))
 
     def group_sum(self, codes: np.ndarray, values: np.ndarray) -> np.ndarray:
-        """Per annotator sums of ``values`` rows, annotators given by ``codes`` per row."""
-        out = np.zeros((self.n_annotators, values.shape[1]))
-        order = np.argsort(codes, kind="stable")
-        starts = np.searchsorted(codes[order], np.arange(self.n_annotators))
-        present = np.bincount(codes, minlength=self.n_annotators) > 0
-        sums = np.add.reduceat(values[order], starts[present], axis=0) if present.any() else out
-        out[present] = sums
-        return out
+        """Per annotator sums of ``values`` rows, annotators given by ``codes`` per row: the
+        annotators x rows indicator matrix times ``values``. In CSC form that matrix is its
+        codes as they are (one entry per column), so building it costs nothing."""
+        n = codes.size
+        indicator = sparse.csc_matrix(
+            (np.ones(n), codes, np.arange(n + 1)), shape=(self.n_annotators, n)
+        )
+        return np.asarray(indicator @ values)
 
 
 def _jackknife_variance(values: np.ndarray) -> float:
@@ -301,12 +301,32 @@ def annotator_interval(
         )
     if point is None or pair.ci95 is None or not pair.variance:
         return None, "undefined: no pair bootstrap interval to widen"
-    rows = counts[panel.unit]
-    delta = statistic.features(rows) - statistic.features(rows - own)
+    # An annotation's effect depends only on its unit's counts and its own: compute it once per
+    # distinct (unit pattern, own counts) kind, then count the kinds per annotator.
+    _, _, unit_kind = grouped_units(counts)
+    own = np.asarray(own, dtype=np.int64)
+    base = int(own.max(initial=0)) + 1
+    own_code = own @ (base ** np.arange(own.shape[1], dtype=np.int64))
+    key = unit_kind[panel.unit] * int(own_code.max(initial=0) + 1) + own_code
+    _, first, kind = np.unique(key, return_index=True, return_inverse=True)
+    kind = kind.ravel()
+    rows = counts[panel.unit[first]]
+    delta = statistic.features(rows) - statistic.features(rows - own[first])
     total = statistic.features(counts).sum(axis=0)
+    n_kinds = len(first)
+    few_kinds = n_kinds * panel.n_annotators <= kind.size
+    delta_rows = None if few_kinds else delta[kind]
+
+    def removed(codes: np.ndarray) -> np.ndarray:
+        if few_kinds:
+            per_annotator = np.bincount(
+                codes * n_kinds + kind, minlength=panel.n_annotators * n_kinds
+            ).reshape(panel.n_annotators, n_kinds)
+            return per_annotator @ delta
+        return panel.group_sum(codes, delta_rows)
 
     def variance(codes: np.ndarray) -> float:
-        left_out = statistic.finish(total[None, :] - panel.group_sum(codes, delta))
+        left_out = statistic.finish(total[None, :] - removed(codes))
         return _jackknife_variance(left_out) if np.isfinite(left_out).all() else np.nan
 
     observed = variance(panel.annotator)
