@@ -608,6 +608,17 @@ def study_tables(
     return annotations, pairs, scale
 
 
+def study_design(engine: Engine, *, study: str) -> dict:
+    """The study's settings that shape the statistics (ReportOptions.allow_ties, .dimensions):
+    whether it offered a tie, and which quality dimensions it asked."""
+    from analysis.tables import DIMENSIONS
+
+    with read_session(engine) as s:
+        row = get_study(s, study)
+        asked = tuple(d for d in (row.dimensions or []) if d in DIMENSIONS)
+        return {"allow_ties": bool(row.allow_ties), "dimensions": asked}
+
+
 def report_options(scale: tuple[int, int], **overrides):
     from analysis.report import ReportOptions
 
@@ -628,7 +639,8 @@ def build_study_report(
     annotations, pairs, scale = study_tables(
         engine, study=study, categories=categories, annotators=annotators
     )
-    report = build_report(annotations, pairs, options=report_options(scale, **options))
+    design = study_design(engine, study=study)
+    report = build_report(annotations, pairs, options=report_options(scale, **design, **options))
     return report, annotations, pairs
 
 
@@ -726,8 +738,6 @@ def report_reading(report: dict) -> list[str]:
 
 
 def headline_table(report: dict) -> pd.DataFrame:
-    from analysis.summary import headline_rows
+    from analysis.summary import HEADLINE_HEADER, headline_rows
 
-    return pd.DataFrame(
-        headline_rows(report), columns=["statistic", "value", "95% interval", "n / note"]
-    )
+    return pd.DataFrame(headline_rows(report), columns=list(HEADLINE_HEADER))

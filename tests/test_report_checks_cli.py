@@ -105,3 +105,42 @@ def test_report_help_documents_the_check_options():
     ):
         assert option in done.stdout
     assert "default 0.6" in done.stdout
+
+
+def test_the_studys_design_from_the_database(tmp_path, db_url):
+    """From the database, a study without ties gets two categories and the dimensions it asks,
+    in `annotate report` and in the console's report alike."""
+    from annotate.cli import main
+    from annotate.console import build_study_report
+    from annotate.db import get_engine, session
+    from annotate.studies import get_study
+
+    table = synthetic(40, 3, confounded=False)
+    table["preference"] = table["preference"].replace("tie", "rejected")
+    annotations, pairs = _files(tmp_path, table)
+    assert main(["import-pairs", "--db", db_url, str(pairs), "--study", "s"]) == 0
+    assert main(["import-annotations", "--db", db_url, str(annotations), "--study", "s"]) == 0
+    engine = get_engine(db_url)
+    with session(engine) as s:
+        study = get_study(s, "s")
+        study.allow_ties = False
+        study.dimensions = ["correctness", "relevance"]
+        s.add(study)
+    out = tmp_path / "db"
+    assert (
+        main(["report", "--db", db_url, "--study", "s", "--out", str(out), "--bootstrap", "50"])
+        == 0
+    )
+    report = json.loads((out / "report.json").read_text())
+    console, _, _ = build_study_report(engine, study="s", bootstrap=50)
+    for result in (report, console):
+        assert result["preference"]["categories"] == ["chosen", "rejected"]
+        assert result["options"]["dimensions"] == ["correctness", "relevance"]
+        assert set(result["conclusion"]["checks"]["quality"]["dimensions"]) == {
+            "correctness",
+            "relevance",
+        }
+    assert console["preference"] == report["preference"]
+
+    refused = run_cli("report", "--db", db_url, "--study", "s", "--out", str(out), "--no-ties")
+    assert refused.returncode != 0 and "from the database the study's own" in refused.stderr

@@ -184,24 +184,12 @@ def _from_files(args) -> tuple[pd.DataFrame, pd.DataFrame, tuple[int, int], dict
 
 
 def _from_database(args) -> tuple[pd.DataFrame, pd.DataFrame, tuple[int, int], dict]:
-    from annotate.console import study_tables
+    from annotate.console import study_design, study_tables
     from annotate.db import get_engine
 
     engine = get_engine(args.db)
     annotations, pairs, scale = study_tables(engine, study=args.study)
     return annotations, pairs, scale, study_design(engine, study=args.study)
-
-
-def study_design(engine, *, study: str) -> dict:
-    """The study's settings that shape the statistics: whether it offered a tie, and which
-    quality dimensions it asked (ReportOptions.allow_ties and .dimensions)."""
-    from annotate.db import read_session
-    from annotate.studies import get_study
-
-    with read_session(engine) as session:
-        row = get_study(session, study)
-        asked = tuple(d for d in (row.dimensions or []) if d in DIMENSIONS)
-        return {"allow_ties": bool(row.allow_ties), "dimensions": asked}
 
 
 def run(args: argparse.Namespace) -> int:
