@@ -23,7 +23,9 @@ noise alone produces is subtracted: that part is measured by the same jackknife 
 annotators' labels are shuffled within each pair (which keeps who rated how many pairs but
 removes any lasting difference between annotators). The remainder is added to the pair
 bootstrap variance, and the BCa interval is widened by the ratio of standard errors with a t
-quantile whose degrees of freedom (Satterthwaite) reflect how few annotators there are.
+quantile whose degrees of freedom (Satterthwaite) reflect how few annotators there are. With
+three annotators that interval is wide, and it should be: three people say little about
+annotators in general.
 """
 
 from __future__ import annotations
@@ -273,6 +275,15 @@ class Panel:
         return np.asarray(indicator @ values)
 
 
+def _degrees_of_freedom(pairs: float, between: float, observed: float, annotators: int) -> float:
+    """Satterthwaite, with the pair part's many degrees of freedom taken as infinite and the
+    annotators' part estimated from ``annotators`` jackknife values: ``between`` is the
+    jackknife variance ``observed`` minus a nearly exact noise floor, so its sampling variance
+    is that of ``observed``, about 2 observed^2 / (annotators - 1). (Using ``between`` there
+    instead covered 88-92% with a panel of three differing annotators; this, 92-94%.)"""
+    return (pairs + between) ** 2 / (observed**2 / (annotators - 1))
+
+
 def _jackknife_variance(values: np.ndarray) -> float:
     k = values.size
     return float((k - 1) / k * ((values - values.mean()) ** 2).sum())
@@ -337,7 +348,7 @@ def annotator_interval(
     lo, hi = pair.ci95
     if between == 0:
         return (lo, hi), "annotators differ no more than pair-to-pair noise explains"
-    df = (pair.variance + between) ** 2 / (between**2 / (panel.n_annotators - 1))
+    df = _degrees_of_freedom(pair.variance, between, observed, panel.n_annotators)
     widening = np.sqrt((pair.variance + between) / pair.variance)
     factor = float(stats.t.ppf(0.975, df)) / Z975 * widening
     lo, hi = point - (point - lo) * factor, point + (hi - point) * factor
