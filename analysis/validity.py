@@ -112,10 +112,7 @@ def label_share(
     p_value = stats.binomtest(k, n, 0.5, alternative="greater").pvalue
     out = {"value": k / n, "ci95": _exact_ci(k, n), "p_value": float(p_value), "n": n, "k": k}
     if panel is not None:
-        # The binomial variance, kept off zero at k = 0 or n (where the exact interval is not
-        # zero-width either) so that the annotators' share can still widen it.
-        variance = (k + 0.5) * (n - k + 0.5) / (n + 1) ** 2 / n
-        pair = PairInterval(ci95=tuple(out["ci95"]), note=None, variance=variance)
+        pair = PairInterval(ci95=tuple(out["ci95"]), note=None)
         ci, note = annotator_interval(
             statistic, counts, own, panel=panel, point=k / n, pair=pair, bounds=(0.0, 1.0)
         )

@@ -110,7 +110,7 @@ def test_annotators_who_differ_widen_the_interval():
 def test_annotator_interval_is_null_below_three_annotators():
     rng = np.random.default_rng(2)
     counts, own, panel = _labels(rng, lean=[0, 0])
-    pair = PairInterval(ci95=(0.1, 0.3), note=None, variance=0.002)
+    pair = PairInterval(ci95=(0.1, 0.3), note=None)
     ci, note = annotator_interval(
         alpha_statistic(level="nominal", domain=[0, 1]),
         counts,
