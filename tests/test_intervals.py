@@ -175,3 +175,42 @@ def test_plan_command_prints_the_power_table():
     assert bad.returncode != 0
     assert "fewer than the 5 annotations per pair" in bad.stderr
     assert "Traceback" not in bad.stderr
+
+
+@pytest.mark.parametrize("width", [3, 10], ids=["few kinds", "many kinds"])
+def test_annotator_interval_equals_a_slow_recomputation(width):
+    """The interval from kinds counted per annotator equals one from recomputing the statistic
+    without each annotator, for the real labels and for every within-pair shuffle."""
+    rng = np.random.default_rng(11)
+    n_pairs, annotators = 80, 5
+    pair = np.repeat(np.arange(n_pairs), 4)
+    who = np.argsort(rng.random((n_pairs, annotators)), axis=1)[:, :4].ravel()
+    # Each annotator gives the pair's value or, often, a favourite of its own: lasting
+    # differences between annotators.
+    base = rng.integers(0, width, n_pairs)[pair]
+    value = np.where(rng.random(pair.size) < 0.5, base, (3 * who) % width)
+    counts = np.zeros((n_pairs, width), dtype=np.int64)
+    np.add.at(counts, (pair, value), 1)
+    own = np.eye(width, dtype=np.int64)[value]
+    panel = Panel.of(pair, who, seed=2)
+    statistic = alpha_statistic(level="nominal", domain=list(range(width)))
+    point = statistic.value(counts)
+    pair_ci = PairInterval(ci95=(point - 0.1, point + 0.08), note=None)
+    ci, _ = annotator_interval(statistic, counts, own, panel=panel, point=point, pair=pair_ci)
+
+    def slow_variance(codes):
+        values = []
+        for a in range(annotators):
+            keep = codes != a
+            without = np.zeros_like(counts)
+            np.add.at(without, (pair[keep], value[keep]), 1)
+            values.append(statistic.value(without))
+        values = np.array(values)
+        return (annotators - 1) / annotators * ((values - values.mean()) ** 2).sum()
+
+    observed = slow_variance(panel.annotator)
+    between = max(0.0, observed - np.mean([slow_variance(c) for c in panel.shuffled]))
+    margin = stats.t.ppf(0.975, annotators - 1) ** 2 * between
+    expected = (point - np.sqrt(0.1**2 + margin), min(1.0, point + np.sqrt(0.08**2 + margin)))
+    assert between > 0
+    assert ci == pytest.approx(expected, abs=1e-12)
