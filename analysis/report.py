@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -27,6 +28,7 @@ from analysis.conclusion import (
     quality_check,
     reason_check,
 )
+from analysis.errors import UserError
 from analysis.frames import Coded, code, first_slot_picked
 from analysis.intervals import MIN_ANNOTATORS, MIN_INTERVAL_UNITS, MIN_UNITS, SHUFFLES, Panel
 from analysis.pairs import pair_table, verdict_counts
@@ -525,9 +527,13 @@ def write_report(
     *,
     pairs: pd.DataFrame | None,
     export_valid: Path | None = None,
+    write_pairs: Callable[[list[dict], Path], int] | None = None,
 ) -> dict[str, Path]:
-    """Write report.json, report.html, pairs.csv, annotators.csv, summary.md (and valid pairs)."""
+    """Write report.json, report.html, pairs.csv, annotators.csv, summary.md (and, with
+    export_valid, the valid pairs' records written by `write_pairs`, the caller's writer of
+    the pairs format, e.g. annotate.pairs_io.write_pairs)."""
     from analysis.html_report import render_html
+    from analysis.model_render import models_markdown, write_models_csv
     from analysis.summary import render_summary
 
     out = Path(out_dir)
@@ -539,11 +545,16 @@ def write_report(
     write_json(report, paths["report.json"])
     write_records_csv(report["pairs"], paths["pairs.csv"], list_columns=("flags",))
     pd.DataFrame(report["annotators"]).to_csv(paths["annotators.csv"], index=False)
-    paths["summary.md"].write_text(render_summary(report), encoding="utf-8")
+    paths["summary.md"].write_text(
+        render_summary(report) + models_markdown(report), encoding="utf-8"
+    )
     paths["report.html"].write_text(render_html(report), encoding="utf-8")
+    if report.get("models"):
+        paths["models.csv"] = out / "models.csv"
+        write_models_csv(report, paths["models.csv"])
     if export_valid is not None:
         paths["valid"] = Path(export_valid)
-        write_valid_pairs(report, pairs, Path(export_valid))
+        write_valid_pairs(report, pairs, Path(export_valid), write_pairs=write_pairs)
     return paths
 
 
@@ -585,13 +596,20 @@ def write_records_csv(records: list[dict], path: Path, *, list_columns=()) -> No
         chunk.to_csv(path, index=False, mode="a" if start else "w", header=not start)
 
 
-def write_valid_pairs(report: dict, pairs: pd.DataFrame | None, path: Path) -> int:
-    """The non-gold pairs whose verdict is ``valid``, every original field kept."""
-    from annotate.errors import UserError
-    from annotate.pairs_io import write_pairs
+def valid_pair_ids(report: dict) -> set[str]:
+    """The non-gold pairs whose verdict is ``valid``."""
+    return {p["pair_id"] for p in report["pairs"] if p["verdict"] == "valid" and not p["is_gold"]}
 
-    if pairs is None or "record" not in pairs:
+
+def write_valid_pairs(
+    report: dict,
+    pairs: pd.DataFrame | None,
+    path: Path,
+    *,
+    write_pairs: Callable[[list[dict], Path], int] | None,
+) -> int:
+    """The non-gold pairs whose verdict is ``valid``, every original field kept."""
+    if pairs is None or "record" not in pairs or write_pairs is None:
         raise UserError("--export-valid needs the pairs (their original records)")
-    valid = {p["pair_id"] for p in report["pairs"] if p["verdict"] == "valid" and not p["is_gold"]}
-    keep = pairs["pair_id"].astype(str).isin(valid).to_numpy()
+    keep = pairs["pair_id"].astype(str).isin(valid_pair_ids(report)).to_numpy()
     return write_pairs(pairs.loc[keep, "record"].tolist(), path)

@@ -15,14 +15,17 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from annotate.errors import InputError, UserError
+from analysis.errors import InputError, UserError
+from analysis.vocabulary import (  # noqa: F401  (DIMENSIONS, SIDES: also read from here)
+    DEFAULT_SCALE,
+    DIMENSIONS,
+    PREFERENCES,
+    RATING_COLUMNS,
+    REASONS,
+    SIDES,
+)
+from analysis.vocabulary import SLOTS as POSITIONS
 
-DIMENSIONS = ("correctness", "relevance", "helpfulness")
-SIDES = ("chosen", "rejected")
-RATING_COLUMNS = [f"{dimension}_{side}" for side in SIDES for dimension in DIMENSIONS]
-PREFERENCES = ("chosen", "rejected", "tie")
-POSITIONS = ("A", "B")
-REASONS = ("personal_fit", "general_quality", "both", "unsure")
 COLUMNS = [
     "pair_id",
     "annotator",
@@ -38,7 +41,6 @@ COLUMNS = [
 ANSWER_COLUMNS = [name for name in COLUMNS if name not in ("pair_id", "annotator")]
 REQUIRED = ("pair_id", "annotator", "preference")
 SUFFIXES = (".csv", ".jsonl", ".parquet")
-DEFAULT_SCALE = (1, 5)
 MAX_COMMENT_CHARS = 20_000  # the app allows 4,000; room for comments collected elsewhere
 # An annotations table is read whole (the statistics need all of it): about 8 million CSV rows,
 # past what a report can hold in memory on a small machine (1 million rows peak at 1.4 GB).

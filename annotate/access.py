@@ -11,7 +11,7 @@ from streamlit.errors import StreamlitAPIException
 
 from annotate import prolific
 from annotate.auth import annotator_for_token
-from annotate.db import get_engine, read_session, resolve_url
+from annotate.db import get_engine, read, resolve_url
 from annotate.errors import UserError
 from annotate.login import COOKIE
 from annotate.models import Annotator
@@ -34,8 +34,7 @@ def _engine_for(url: str):
 def _lookup(token: object) -> Annotator | None:
     if not isinstance(token, str) or not token:
         return None
-    with read_session(engine()) as s:
-        return annotator_for_token(s, token)
+    return read(engine(), lambda s: annotator_for_token(s, token))  # retried, as every read
 
 
 def auth_configured() -> bool:
@@ -72,8 +71,7 @@ def _oidc_maintainer() -> Annotator | None:
         identity = st.user.to_dict()
     except Exception:
         return None
-    with read_session(engine()) as s:
-        return maintainer_for_identity(s, identity)
+    return read(engine(), lambda s: maintainer_for_identity(s, identity))
 
 
 def _prolific_user() -> Annotator | None:

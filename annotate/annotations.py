@@ -3,7 +3,8 @@ double click, a rerun or a second tab can never create a second row or lose the 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -14,6 +15,7 @@ from sqlalchemy.engine import Connection, Engine
 from sqlmodel import Session, select
 
 from analysis.tables import ANSWER_COLUMNS, COLUMNS, RATING_COLUMNS
+from analysis.vocabulary import SIDES, SLOTS, TIE
 from annotate import gold, sqlite_engine
 from annotate.assignment import ensure_assignment, next_assignment, reserve_next
 from annotate.db import read_session, retrying, session, transaction
@@ -23,23 +25,25 @@ from annotate.studies import get_study
 
 
 def preference_from_slot(slot: str, chosen_position: str) -> str:
-    """Map the slot the annotator picked ("A", "B" or "tie") back to chosen/rejected/tie."""
-    if slot == "tie":
-        return "tie"
-    if slot not in ("A", "B") or chosen_position not in ("A", "B"):
+    """Map the slot the annotator picked (A, B or tie) back to chosen/rejected/tie."""
+    if slot == TIE:
+        return TIE
+    if slot not in SLOTS or chosen_position not in SLOTS:
         raise ValueError(f"unknown slot {slot!r} or position {chosen_position!r}")
-    return "chosen" if slot == chosen_position else "rejected"
+    chosen, rejected = SIDES
+    return chosen if slot == chosen_position else rejected
 
 
 def other_slot(slot: str) -> str:
     """The other response slot: B for A, A for B."""
-    return "B" if slot == "A" else "A"
+    first, second = SLOTS
+    return second if slot == first else first
 
 
 def slot_from_preference(preference: str, chosen_position: str) -> str:
-    if preference == "tie":
-        return "tie"
-    same = preference == "chosen"
+    if preference == TIE:
+        return TIE
+    same = preference == SIDES[0]
     return chosen_position if same else other_slot(chosen_position)
 
 
@@ -209,9 +213,19 @@ def get_answer(engine: Engine, *, annotator_id: int, pair_id: int) -> Annotation
         ).first()
 
 
-def annotations_frame(engine: Engine, *, study: str) -> pd.DataFrame:
-    """The study's annotations in the contract's table layout (section 3)."""
-    with read_session(engine) as s:
+@contextmanager
+def _reading(source: Engine | Session) -> Iterator[Session]:
+    if isinstance(source, Session):
+        yield source
+    else:
+        with read_session(source) as s:
+            yield s
+
+
+def annotations_frame(source: Engine | Session, *, study: str) -> pd.DataFrame:
+    """The study's annotations in the contract's table layout (section 3); `source` is an
+    engine (one read of its own) or the session of a larger snapshot."""
+    with _reading(source) as s:
         study_row = get_study(s, study)
         rows = s.exec(
             select(Pair.pair_key, Annotator.name, Annotation)
@@ -234,10 +248,21 @@ def annotations_frame(engine: Engine, *, study: str) -> pd.DataFrame:
     return frame
 
 
-def pairs_frame(engine: Engine, *, study: str) -> pd.DataFrame:
-    """The study's pairs for analysis: pair_id, category, is_gold and the original record."""
-    with read_session(engine) as s:
+def pairs_frame(source: Engine | Session, *, study: str, content: bool = True) -> pd.DataFrame:
+    """The study's pairs for analysis: pair_id, category, is_gold and (with `content`) the
+    original record; `source` as for annotations_frame. Without content a pair costs a few
+    bytes instead of its full text (about 100 KB)."""
+    with _reading(source) as s:
         study_row = get_study(s, study)
+        if not content:
+            light = s.exec(
+                select(Pair.pair_key, Pair.category, Pair.is_gold)
+                .where(Pair.study_id == study_row.id)
+                .order_by(Pair.position)
+            ).all()
+            frame = pd.DataFrame(light, columns=["pair_id", "category", "is_gold"])
+            frame["is_gold"] = frame["is_gold"].astype(bool)
+            return frame
         pairs = s.exec(
             select(Pair).where(Pair.study_id == study_row.id).order_by(Pair.position)
         ).all()

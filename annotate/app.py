@@ -12,15 +12,29 @@ from annotate.access import current_user
 from annotate.views.admin import admin_pages
 
 HERE = Path(__file__).parent
+LABEL_SCRIPT = str(HERE / "views" / "label.py")
 
-st.set_page_config(page_title="Preference pairs", page_icon=":material/compare:", layout="wide")
+# A file of the package, served by the app itself: a `:material/...:` icon would make every
+# page load ask a font CDN for the favicon.
+st.set_page_config(
+    page_title="Preference pairs", page_icon=str(HERE / "static" / "icon.png"), layout="wide"
+)
 
 user = current_user()
-label = st.Page(
-    str(HERE / "views" / "label.py"), title="Label pairs", icon=":material/rule:", default=True
-)
-pages = [label, *admin_pages()]
-navigation = st.navigation(
-    pages, position="top" if user is not None and user.is_admin else "hidden"
-)
+if user is not None and user.is_admin:
+    # The maintainer's link (`/?token=`) lands on the console at /admin; the labelling page
+    # stays in the menu at /label.
+    console = admin_pages()
+    label = st.Page(LABEL_SCRIPT, title="Label pairs", icon=":material/rule:", url_path="label")
+    landing = st.Page(
+        lambda: st.switch_page(console[0]),
+        title="Console",
+        url_path="home",
+        default=True,
+        visibility="hidden",
+    )
+    navigation = st.navigation([landing, *console, label], position="top")
+else:
+    label = st.Page(LABEL_SCRIPT, title="Label pairs", icon=":material/rule:", default=True)
+    navigation = st.navigation([label, *admin_pages()], position="hidden")
 navigation.run()

@@ -15,6 +15,17 @@ import annotate.commands
 from annotate.errors import UserError
 
 
+def version() -> str:
+    """The installed distribution's version (pyproject.toml)."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as installed
+
+    try:
+        return installed("prefpair-annotate")
+    except PackageNotFoundError:  # run from a source tree that was not installed
+        return "unknown (not installed)"
+
+
 def _module_names() -> list[str]:
     return [
         info.name
@@ -72,6 +83,7 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
         description="Human evaluation of personalized preference pairs.",
         parents=[_common_options(defaults=True)],
     )
+    parser.add_argument("--version", action="version", version=f"annotate {version()}")
     common = _common_options(defaults=False)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for module in command_modules(argv):

@@ -1,14 +1,32 @@
-"""Engine creation, connection settings and write retries for SQLite and PostgreSQL.
+"""Engine creation, connection settings, retries and units of work for SQLite and PostgreSQL.
 
-SQLite: settings, write lock, group commit and the labelling step's driver-level paths are
-in annotate/sqlite_engine.py. Pure reads use `read_session`, which opens a deferred
-transaction there: in WAL mode it never waits for a writer.
+Units of work: the one way to open one
+----------------------------------------
+Code outside the storage modules opens a unit of work with one of two calls, both retried as a
+whole when the database refuses for a transient reason (locked, serialization failure,
+deadlock, dropped connection), for up to RETRY_SECONDS:
+
+    value = db.read(engine, lambda s: s.get(Study, study_id))       # reads only, one snapshot
+    value = db.write(engine, lambda s: change(s, ...))              # committed, or rolled back
+
+`work` receives a SQLModel Session and may run several times, so it must do nothing outside the
+database that cannot be repeated. `read` is one snapshot: on SQLite a deferred transaction (a
+WAL snapshot that never waits for a writer), on PostgreSQL a REPEATABLE READ, READ ONLY
+transaction, so every query inside sees the same committed data.
+
+Storage modules with hot paths build on the same pieces: `@retrying` around a function that
+opens `session` / `read_session` (ORM) or `transaction` (Core, the labelling step).
+
+SQLite: settings, write lock, group commit and the labelling step's driver-level paths are in
+annotate/sqlite_engine.py.
 
 PostgreSQL: a connection pool that checks connections before use (`pool_pre_ping`), so a
-database restart costs one reconnect instead of an error; the `retrying` decorator re-runs a
-whole transaction on serialization failures, deadlocks and dropped connections. Every storage
-function wrapped by it is idempotent (upserts, conditional updates), so a re-run after a commit
-whose acknowledgement was lost does no harm.
+database restart costs one reconnect instead of an error. Every storage function wrapped by
+`retrying` is idempotent (upserts, conditional updates), so a re-run after a commit whose
+acknowledgement was lost does no harm.
+
+The schema is checked (created, or refused when older or newer) by `get_engine`, as
+annotate/schema.py says.
 """
 
 from __future__ import annotations
@@ -28,6 +46,7 @@ from sqlmodel import Session, create_engine
 
 from annotate import sqlite_engine
 from annotate.errors import UserError
+from annotate.schema import Mode, ensure_schema
 
 ENV_VAR = "ANNOTATE_DATABASE_URL"
 DEFAULT_URL = "sqlite:///annotate.db"
@@ -43,25 +62,40 @@ T = TypeVar("T")
 
 
 def resolve_url(cli_value: str | None = None) -> str:
-    """--db beats $ANNOTATE_DATABASE_URL beats the embedded SQLite file in the working directory."""
-    url = cli_value or os.environ.get(ENV_VAR) or DEFAULT_URL
+    """--db beats $ANNOTATE_DATABASE_URL beats the embedded SQLite file in the working directory.
+    A URL that cannot be used is refused in one sentence naming where it came from."""
+    if cli_value:
+        url, source = cli_value, "--db"
+    elif os.environ.get(ENV_VAR):
+        url, source = os.environ[ENV_VAR], f"${ENV_VAR}"
+    else:
+        url, source = DEFAULT_URL, "the default database"
     if url.startswith("postgresql://"):
         url = "postgresql+psycopg://" + url.removeprefix("postgresql://")
     elif url.startswith("postgres://"):
         url = "postgresql+psycopg://" + url.removeprefix("postgres://")
+    if "://" not in url:
+        raise UserError(
+            f"{source} {url!r} is not a database URL; for a SQLite file write "
+            f"sqlite:///{url}, for PostgreSQL postgresql+psycopg://USER@HOST/DBNAME"
+        )
     try:
         parsed = make_url(url)
-    except ArgumentError as exc:
-        raise UserError(f"{url!r} is not a database URL ({exc})") from None
+    except ArgumentError:
+        raise UserError(
+            f"{source} {url!r} is not a database URL; use sqlite:///FILE or "
+            "postgresql+psycopg://USER@HOST/DBNAME"
+        ) from None
     backend = parsed.get_backend_name()
     if backend not in ("sqlite", "postgresql"):
         raise UserError(
-            f"unsupported database {backend!r} in {parsed.render_as_string(hide_password=True)!r}; "
+            f"{source} names an unsupported database {backend!r} "
+            f"({parsed.render_as_string(hide_password=True)!r}); "
             "use sqlite:///FILE or postgresql+psycopg://USER@HOST/DBNAME"
         )
     if backend == "postgresql" and parsed.get_driver_name() != "psycopg":
         raise UserError(
-            f"PostgreSQL URLs must use the psycopg driver: postgresql+psycopg://... "
+            f"{source}: PostgreSQL URLs must use the psycopg driver, postgresql+psycopg://... "
             f"(got {parsed.drivername!r})"
         )
     return url
@@ -90,29 +124,30 @@ def create_db_engine(url: str) -> Engine:
 
 
 _engines: dict[str, Engine] = {}
-_ready: set[str] = set()
+_ready: set[str] = set()  # URLs whose schema this process found at the newest revision
 _lock = threading.Lock()
 
 
-def get_engine(url: str | None = None, *, upgrade: bool = True) -> Engine:
-    """One engine per URL per process, with the schema created or upgraded on first use."""
+def get_engine(url: str | None = None, *, schema: Mode = Mode.CURRENT) -> Engine:
+    """One engine per URL per process, the schema checked on first use as `schema` says
+    (annotate.schema: CURRENT creates an empty database's schema but refuses an older one,
+    UPGRADE also upgrades, AS_IS uses an older one as it is)."""
     url = resolve_url(url)
     with _lock:
         engine = _engines.get(url)
         if engine is None:
             engine = _engines[url] = create_db_engine(url)
-        if upgrade and url not in _ready:
-            from annotate.schema import ensure_schema
-
+        if url not in _ready:
             try:
-                _retry_call(ensure_schema, engine, _seconds=3)
+                current = _retry_call(ensure_schema, engine, mode=schema, _seconds=3)
             except DBAPIError as exc:  # unreachable, no such database, no right to create
                 _engines.pop(url, None)
                 engine.dispose()
                 shown = engine.url.render_as_string(hide_password=True)
                 reason = (str(exc.orig).strip().splitlines() or [type(exc.orig).__name__])[0]
                 raise UserError(f"cannot open the database {shown!r}: {reason}") from None
-            _ready.add(url)
+            if current:
+                _ready.add(url)
     return engine
 
 
@@ -227,3 +262,44 @@ def read_session(engine: Engine) -> Iterator[Session]:
     never queues behind writers); on PostgreSQL the same as `session`."""
     with session(reader(engine)) as s:
         yield s
+
+
+@contextmanager
+def snapshot_session(engine: Engine) -> Iterator[Session]:
+    """A read-only unit of work in which every query sees the same committed data: on SQLite
+    the deferred transaction of `read_session` (one WAL snapshot from its first read); on
+    PostgreSQL REPEATABLE READ, READ ONLY (the default READ COMMITTED takes a new snapshot per
+    statement)."""
+    if is_sqlite(engine):
+        with read_session(engine) as s:
+            yield s
+        return
+    snap = engine.execution_options(isolation_level="REPEATABLE READ", postgresql_readonly=True)
+    with Session(snap, expire_on_commit=False) as s:
+        try:
+            yield s
+            s.commit()  # not rollback(), which would expire the objects read
+        except BaseException:
+            s.rollback()
+            raise
+
+
+def read(engine: Engine, work: Callable[[Session], T]) -> T:
+    """Run `work(session)` in one read-only snapshot, retried as a whole (module docstring)."""
+
+    def once() -> T:
+        with snapshot_session(engine) as s:
+            return work(s)
+
+    return _retry_call(once)
+
+
+def write(engine: Engine, work: Callable[[Session], T], *, durable: bool = True) -> T:
+    """Run `work(session)` in one write unit of work, committed on success and retried as a
+    whole (module docstring)."""
+
+    def once() -> T:
+        with session(engine, durable=durable) as s:
+            return work(s)
+
+    return _retry_call(once)

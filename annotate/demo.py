@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from sqlalchemy.engine import Engine
 from sqlmodel import select
 
 from annotate.auth import create_annotator, reissue_token
-from annotate.db import session
+from annotate.db import write
 from annotate.errors import UserError
 from annotate.importer import import_pairs
 from annotate.models import Annotator
@@ -47,14 +48,19 @@ def sample_pairs_path() -> Path:
     )
 
 
-def build_demo(engine: Engine) -> list[tuple[str, bool, str]]:
-    """Import the sample pairs (a no-op the second time) and (re)issue the demo links.
+@dataclass(frozen=True)
+class Demo:
+    accounts: list[tuple[str, bool, str]]  # (name, is_admin, token) for each demo account
+    reissued: bool  # some accounts existed: their earlier links stopped working
 
-    Returns (name, is_admin, token) for each demo account.
-    """
+
+def build_demo(engine: Engine) -> Demo:
+    """Import the sample pairs (a no-op the second time) and (re)issue the demo links."""
     import_pairs(engine, sample_pairs_path(), study_name=DEMO_STUDY)
-    accounts = []
-    with session(engine) as s:
+
+    def work(s) -> Demo:
+        accounts = []
+        reissued = False
         study = get_or_create_study(s, DEMO_STUDY)
         if not study.guidelines:
             study.guidelines = GUIDELINES
@@ -66,5 +72,8 @@ def build_demo(engine: Engine) -> list[tuple[str, bool, str]]:
                 _, token = create_annotator(s, name=name, study_id=study.id, is_admin=is_admin)
             else:
                 token = reissue_token(s, existing)
+                reissued = True
             accounts.append((name, is_admin, token))
-    return accounts
+        return Demo(accounts=accounts, reissued=reissued)
+
+    return write(engine, work)

@@ -1,20 +1,8 @@
-"""Errors that reach a person: one readable sentence, never a traceback."""
+"""Errors that reach a person: one readable sentence, never a traceback.
 
+Defined in analysis/errors.py (analysis/ depends on nothing in annotate/, and raises them
+too); every annotate module imports them from here."""
 
-class UserError(Exception):
-    """A problem the user can fix (bad input, missing study, unreachable database)."""
+from analysis.errors import InputError, UserError
 
-
-class InputError(UserError):
-    """Invalid input file: every problem found, each naming its line or row and field."""
-
-    def __init__(self, source: str, problems: list[str]):
-        self.source = source
-        self.problems = problems
-        shown = problems[:50]
-        more = (
-            f"\n  ... and {len(problems) - len(shown)} more" if len(problems) > len(shown) else ""
-        )
-        noun = "problem" if len(problems) == 1 else "problems"
-        body = "\n".join(f"  {p}" for p in shown)
-        super().__init__(f"{source}: {len(problems)} {noun}, nothing was written:\n{body}{more}")
+__all__ = ["InputError", "UserError"]

@@ -26,9 +26,10 @@ from sqlalchemy import update
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 
+from analysis.vocabulary import PREFERENCES
 from annotate.db import read_session, retrying, session
 from annotate.errors import UserError
-from annotate.models import PREFERENCES, Annotation, Annotator, Assignment, Pair, Study
+from annotate.models import Annotation, Annotator, Assignment, Pair, Study
 
 GOLD_EVERY = 10
 

@@ -11,9 +11,10 @@ from typing import Any
 from sqlalchemy import JSON, Column, Index, Text, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
-DEFAULT_DIMENSIONS = ["correctness", "relevance", "helpfulness"]
-DEFAULT_REASONS = ["personal_fit", "general_quality", "both", "unsure"]
-PREFERENCES = ("chosen", "rejected", "tie")
+from analysis.vocabulary import DIMENSIONS, REASONS
+
+DEFAULT_DIMENSIONS = list(DIMENSIONS)
+DEFAULT_REASONS = list(REASONS)
 
 
 def utcnow() -> datetime:

@@ -45,10 +45,8 @@ def simulate(rng, *, n_pairs: int, per_pair: int, design: str, fresh: bool = Fal
     chosen rating, rejected rating, and a per-pair coin for the neutral orientation."""
     pair = np.repeat(np.arange(n_pairs), per_pair)
     n = pair.size
-    if fresh:
-        annotator = np.arange(n)  # a new annotator for every annotation
-    else:
-        annotator = np.tile(np.arange(per_pair), n_pairs)
+    # fresh: a new annotator for every annotation (the population, for the truth)
+    annotator = np.arange(n) if fresh else np.tile(np.arange(per_pair), n_pairs)
     n_people = n if fresh else per_pair
     biased = design == "panel"
     lean = rng.normal(0, LEAN_SD, n_people) if biased else np.zeros(n_people)
@@ -90,8 +88,9 @@ def statistics(data, *, n_pairs: int, bootstrap: int, seed: int, intervals: bool
     panel = Panel.of(pair, annotator, seed=seed) if intervals else None
     out = {
         "percent": percent_agreement(counts, **boot, panel=panel, own=own).as_dict(),
-        "alpha": alpha(counts, level="nominal", domain=[0, 1, 2], **boot, panel=panel, own=own)
-        .as_dict(),
+        "alpha": alpha(
+            counts, level="nominal", domain=[0, 1, 2], **boot, panel=panel, own=own
+        ).as_dict(),
         "alpha_neutral": alpha(
             neutral, level="nominal", domain=[0, 1, 2], **boot, panel=panel, own=neutral_own
         ).as_dict(),

@@ -2,6 +2,7 @@
 
     python benchmarks/bench_report.py                  # 100,000 annotations, time ratio
     python benchmarks/bench_report.py --rows 1000000   # memory run: peak RSS of the report
+    python benchmarks/bench_report.py --models 2       # with two --model files (judge, scores)
 
 Both commands run in the same session (the machine may be shared: CPU time is printed
 next to wall time, since it is less sensitive to other load) on the same generated files: an annotations CSV (five
@@ -25,7 +26,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-DIMENSIONS = ("correctness", "relevance", "helpfulness")
+from analysis.vocabulary import DIMENSIONS, PREFERENCES, SIDES, SLOTS
+
 POOL = 40
 
 BASELINE = textwrap.dedent(
@@ -84,11 +86,11 @@ def generate(directory: Path, *, rows: int, per_pair: int = 5, seed: int = 0) ->
         {
             "pair_id": np.char.add("pair-", pair.astype(str)),
             "annotator": np.char.add("annotator-", annotator.astype(str)),
-            "preference": np.array(["chosen", "rejected", "tie"])[label],
-            "chosen_position": rng.choice(["A", "B"], n),
+            "preference": np.array(PREFERENCES)[label],
+            "chosen_position": rng.choice(SLOTS, n),
         }
     )
-    for side in ("chosen", "rejected"):
+    for side in SIDES:
         for dimension in DIMENSIONS:
             base = rng.choice([2, 3, 4, 5], size=n_pairs, p=[0.1, 0.2, 0.4, 0.3])[pair]
             value = np.clip(base + rng.choice([-1, 0, 0, 0, 1], n), 1, 5).astype(float)
@@ -126,6 +128,35 @@ def generate(directory: Path, *, rows: int, per_pair: int = 5, seed: int = 0) ->
     return annotations, pairs
 
 
+def generate_models(directory: Path, *, n_pairs: int, count: int, seed: int = 1) -> list[str]:
+    """``count`` model files as --model NAME=FILE arguments, alternating the layouts a report
+    meets most: a pairwise judge (JSON Lines: id, prediction, pos_in_a, parse_failed) and a
+    reward model's scores (CSV: pair_id, score_chosen, score_rejected)."""
+    rng = np.random.default_rng(seed)
+    ids = np.char.add("pair-", np.arange(n_pairs).astype(str))
+    specs = []
+    for m in range(count):
+        if m % 2 == 0:
+            pos_in_a = rng.random(n_pairs) < 0.5
+            right = rng.random(n_pairs) < np.where(pos_in_a, 0.8, 0.65)  # prefers slot A
+            prediction = np.where(right == pos_in_a, "A", "B")
+            frame = pd.DataFrame(
+                {"id": ids, "prediction": prediction, "pos_in_a": pos_in_a,
+                 "parse_failed": rng.random(n_pairs) < 0.01}
+            )  # fmt: skip
+            path = directory / f"judge-{m}.jsonl"
+            frame.to_json(path, orient="records", lines=True)
+        else:
+            chosen = rng.normal(1.0, 1.0, n_pairs).round(3)
+            rejected = rng.normal(0.3, 1.0, n_pairs).round(3)
+            path = directory / f"rm-{m}.csv"
+            pd.DataFrame(
+                {"pair_id": ids, "score_chosen": chosen, "score_rejected": rejected}
+            ).to_csv(path, index=False)
+        specs += ["--model", f"model-{m}={path}"]
+    return specs
+
+
 def measure(command: list[str]) -> dict:
     done = subprocess.run(
         [sys.executable, "-c", WRAPPER, *command], capture_output=True, text=True, check=True
@@ -150,6 +181,12 @@ def main() -> None:
         "--repeat", type=int, default=1, help="alternate runs of both, report medians (default 1)"
     )
     parser.add_argument("--no-baseline", action="store_true", help="time only the report")
+    parser.add_argument(
+        "--models",
+        type=int,
+        default=0,
+        help="also compare this many generated model files (--model; default 0)",
+    )
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -163,6 +200,9 @@ def main() -> None:
             "--pairs", str(pairs), "--out", str(directory / "out"),
             "--bootstrap", str(args.bootstrap),
         ]  # fmt: skip
+        if args.models:
+            report_command += generate_models(directory, n_pairs=args.rows // 5, count=args.models)
+            print(f"with {args.models} models (--model)")
         baseline_command = [sys.executable, str(script), str(annotations), str(pairs)]
         reports, baselines = [], []
         for _ in range(args.repeat):

@@ -6,7 +6,6 @@ import asyncio
 import shutil
 import sqlite3
 import subprocess
-import sys
 import threading
 
 import pytest
@@ -15,17 +14,8 @@ from starlette.applications import Starlette
 
 from annotate.db import create_db_engine, get_engine
 from annotate.health import health_routes
+from tests.processes import run_annotate
 from tests.scale_helpers import make_study, run_annotators
-
-
-def _cli(*args, cwd) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "annotate.cli", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
 
 
 def _keys(url: str) -> set[tuple[int, int]]:
@@ -47,7 +37,7 @@ def test_backup_while_annotators_label(db_url, db_backend, make_db_url, tmp_path
     labelling = threading.Thread(target=run_annotators, args=(engine, annotators))
     labelling.start()
     out = tmp_path / ("copy.db" if db_backend == "sqlite" else "copy.dump")
-    done = _cli("backup", "--out", str(out), "--db", db_url, cwd=tmp_path)
+    done = run_annotate("backup", "--out", str(out), "--db", db_url, cwd=tmp_path)
     still_running = labelling.is_alive()
     labelling.join()
     assert done.returncode == 0, done.stderr
@@ -78,10 +68,10 @@ def test_backup_refuses_to_overwrite_without_force(tmp_path):
     get_engine(url)
     out = tmp_path / "exists.db"
     out.write_text("keep me")
-    done = _cli("backup", "--out", str(out), "--db", url, cwd=tmp_path)
+    done = run_annotate("backup", "--out", str(out), "--db", url, cwd=tmp_path)
     assert done.returncode != 0 and "already exists" in done.stderr
     assert out.read_text() == "keep me"
-    done = _cli("backup", "--out", str(out), "--db", url, "--force", cwd=tmp_path)
+    done = run_annotate("backup", "--out", str(out), "--db", url, "--force", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     con = sqlite3.connect(out)
     assert con.execute("SELECT version_num FROM alembic_version").fetchone()

@@ -36,6 +36,8 @@ def test_every_subcommand_has_help(capsys):
         "export",
         "report",
         "backup",
+        "migrate",
+        "configure-study",
     } <= set(names)
     for name in names:
         with pytest.raises(SystemExit) as exit_:
@@ -47,6 +49,7 @@ def test_every_subcommand_has_help(capsys):
 def test_add_annotator_prints_the_link_last(tmp_path, capsys):
     db = f"sqlite:///{tmp_path}/x.db"
     write_jsonl(tmp_path / "p.jsonl", [pair_record(1)])
+    assert main(["--db", db, "import-pairs", str(tmp_path / "p.jsonl")]) == 0
     assert main(["--db", db, "add-annotator", "alice", "--url", "http://example.org:9000"]) == 0
     last = capsys.readouterr().out.strip().splitlines()[-1]
     assert last.startswith("http://example.org:9000/?token=") and len(last) > 40
@@ -73,3 +76,54 @@ def test_a_command_starts_without_the_other_commands_libraries(tmp_path):
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
     assert len(build_parser([])._subparsers._group_actions[0].choices) >= 8
+
+
+def test_add_annotator_refuses_an_unknown_study_naming_those_there_are(tmp_path, capsys):
+    db = f"sqlite:///{tmp_path}/x.db"
+    write_jsonl(tmp_path / "p.jsonl", [pair_record(1)])
+    assert main(["--db", db, "import-pairs", str(tmp_path / "p.jsonl"), "--study", "pilot"]) == 0
+    assert main(["--db", db, "configure-study", "main-run"]) == 0
+    capsys.readouterr()
+    assert main(["--db", db, "add-annotator", "alice", "--study", "pilto"]) == 2
+    err = capsys.readouterr().err
+    assert "no study named 'pilto'" in err and "'main-run', 'pilot'" in err
+    assert err.count("\n") == 1
+    # nothing was created: no study from the typo, no account
+    assert main(["--db", db, "add-annotator", "alice", "--study", "pilot"]) == 0
+    assert main(["--db", db, "configure-study", "pilto", "--overlap", "2"]) == 0
+    assert "study 'pilto' created" in capsys.readouterr().out  # only now, on purpose
+
+
+@pytest.mark.parametrize(
+    ("value", "from_env", "expected"),
+    [
+        (
+            "mydb.db",
+            False,
+            "--db 'mydb.db' is not a database URL; for a SQLite file write sqlite:///mydb.db",
+        ),
+        ("mydb.db", True, "$ANNOTATE_DATABASE_URL 'mydb.db' is not a database URL"),
+        ("mysql://u@h/d", True, "$ANNOTATE_DATABASE_URL names an unsupported database 'mysql'"),
+        ("postgresql+pg8000://u@h/d", False, "--db: PostgreSQL URLs must use the psycopg driver"),
+    ],
+)
+def test_a_bad_database_url_names_its_source_and_the_right_form(
+    value, from_env, expected, monkeypatch, capsys
+):
+    argv = ["export", "--out", "x.csv"]
+    if from_env:
+        monkeypatch.setenv("ANNOTATE_DATABASE_URL", value)
+    else:
+        argv = ["--db", value, *argv]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert expected in err and "Traceback" not in err and err.count("\n") == 1
+
+
+def test_version(capsys):
+    from importlib.metadata import version
+
+    with pytest.raises(SystemExit) as exit_:
+        main(["--version"])
+    assert exit_.value.code == 0
+    assert capsys.readouterr().out.strip() == f"annotate {version('prefpair-annotate')}"

@@ -14,7 +14,7 @@ import pytest
 from sqlmodel import select
 
 from analysis.tables import read_table
-from annotate import console, gold, prolific
+from annotate import accounts, exports, gold, monitoring, prolific, studies, study_report, uploads
 from annotate.access import maintainer_for_identity
 from annotate.annotations import Answer, annotations_frame, submit_answer
 from annotate.assignment import history, next_assignment, skip
@@ -174,7 +174,7 @@ def test_progress_numbers_and_eta(db_url, tmp_path):
     answer(engine, c, ids["p0"], submitted_at=now - timedelta(days=1))  # beyond the target
     answer(engine, a, ids["p1"], submitted_at=now - timedelta(hours=1))
     answer(engine, a, ids["p4"], submitted_at=now - timedelta(hours=1))  # gold
-    numbers = console.study_progress(engine, study_id=study_id, now=now)
+    numbers = monitoring.study_progress(engine, study_id=study_id, now=now)
     assert (numbers.pairs, numbers.gold_pairs, numbers.target) == (4, 1, 2)
     assert numbers.complete == 1
     assert (numbers.collected, numbers.needed, numbers.remaining) == (3, 8, 5)
@@ -187,11 +187,11 @@ def test_progress_numbers_and_eta(db_url, tmp_path):
     assert numbers.eta_days == pytest.approx(5 / (4 / 3))
     assert numbers.eta_text(now).startswith("about 3.8 days")
 
-    quiet = console.study_progress(engine, study_id=study_id, now=now + timedelta(days=30))
+    quiet = monitoring.study_progress(engine, study_id=study_id, now=now + timedelta(days=30))
     assert quiet.rate_per_day is None and quiet.eta_days is None
     assert "not enough recent activity" in quiet.eta_text()
 
-    coverage = console.pair_coverage(engine, study_id=study_id).set_index("pair_id")
+    coverage = monitoring.pair_coverage(engine, study_id=study_id).set_index("pair_id")
     assert coverage.loc["p0", "annotations"] == 3 and coverage.loc["p0", "status"] == "complete"
     assert coverage.loc["p1", "status"] == "in progress"
     assert coverage.loc["p2", "status"] == "not started"
@@ -201,12 +201,12 @@ def test_progress_numbers_and_eta(db_url, tmp_path):
 def test_recent_rate_over_a_young_study_counts_at_least_a_day():
     now = datetime(2026, 1, 10, tzinfo=UTC)
     # two annotations in the last two hours of a study two hours old: over one day
-    assert console.recent_rate(2, now - timedelta(hours=2), now=now) == 2.0
+    assert monitoring.recent_rate(2, now - timedelta(hours=2), now=now) == 2.0
     # 7 in the last 7 days of a study 30 days old: over the 7 days
-    assert console.recent_rate(7, now - timedelta(days=30), now=now) == pytest.approx(1.0)
+    assert monitoring.recent_rate(7, now - timedelta(days=30), now=now) == pytest.approx(1.0)
     # 6 in a study 3 days old: over its 3 days
-    assert console.recent_rate(6, now - timedelta(days=3), now=now) == pytest.approx(2.0)
-    assert console.recent_rate(0, None, now=now) is None
+    assert monitoring.recent_rate(6, now - timedelta(days=3), now=now) == pytest.approx(2.0)
+    assert monitoring.recent_rate(0, None, now=now) is None
 
 
 # --- annotators ----------------------------------------------------------------------------
@@ -253,7 +253,11 @@ def test_outlier_flags():
     rows.append({**rows[0], "annotator": "new", "n_peer": 2, "peer_agreement": 0.0})
     rows.append({**rows[0], "annotator": "unqualified", "qualification": "failed"})
     flags = dict(
-        zip([r["annotator"] for r in rows], console.outlier_flags(pd.DataFrame(rows)), strict=True)
+        zip(
+            [r["annotator"] for r in rows],
+            monitoring.outlier_flags(pd.DataFrame(rows)),
+            strict=True,
+        )
     )
     assert flags["a"] == "" and flags["new"] == ""  # too few pairs with peers to judge
     odd = flags["odd"]
@@ -272,55 +276,55 @@ def test_outlier_flags():
 def test_invite_new_link_and_deactivation(tmp_path):
     engine = get_engine(f"sqlite:///{tmp_path}/i.db")
     study_id, _ = make_study(engine, tmp_path, n_pairs=3, overlap_target=1)
-    person, link = console.invite(
+    person, link = accounts.invite(
         engine, study_id=study_id, name="ann-x", base_url="https://label.example.org/"
     )
     assert link.startswith("https://label.example.org/?token=")
     token = link.split("=", 1)[1]
     with pytest.raises(UserError, match="already exists"):
-        console.invite(engine, study_id=study_id, name="ann-x")
+        accounts.invite(engine, study_id=study_id, name="ann-x")
     with pytest.raises(UserError, match="not an email"):
-        console.invite(engine, study_id=study_id, name="ann-y", email="nope")
+        accounts.invite(engine, study_id=study_id, name="ann-y", email="nope")
 
     first = next_assignment(engine, annotator_id=person.id)
     answer(engine, person.id, first.pair_id)
     held = next_assignment(engine, annotator_id=person.id)  # reserved, not answered
-    console.set_active(engine, annotator_id=person.id, active=False)
+    accounts.set_active(engine, annotator_id=person.id, active=False)
     with session(engine) as s:
         assert annotator_for_token(s, token) is None
         assert len(s.exec(select(Annotation)).all()) == 1  # the answer stays
         # the reservation went back: another annotator can take the pair (target 1)
         assert s.get(Pair, held.pair_id).n_assigned == 0
         assert s.get(Assignment, held.id).status == "skipped"
-    console.set_active(engine, annotator_id=person.id, active=True)
-    new = console.new_link(engine, annotator_id=person.id)
+    accounts.set_active(engine, annotator_id=person.id, active=True)
+    new = accounts.new_link(engine, annotator_id=person.id)
     with session(engine) as s:
         assert annotator_for_token(s, token) is None  # the old link no longer works
         assert annotator_for_token(s, new.split("=", 1)[1]).id == person.id
 
-    activity = console.annotator_activity(engine, study_id=study_id).set_index("annotator")
+    activity = monitoring.annotator_activity(engine, study_id=study_id).set_index("annotator")
     assert activity.loc["ann-x", "done"] == 1 and activity.loc["ann-x", "median_seconds"] == 30
 
 
 def test_studies_are_created_with_valid_names_and_options_lock(tmp_path):
     engine = get_engine(f"sqlite:///{tmp_path}/s.db")
-    study = console.create_study(
+    study = studies.create_study(
         engine, "pilot", overlap_target=4, guidelines="Hi", prolific_study_id="  "
     )
     assert (study.overlap_target, study.guidelines, study.prolific_study_id) == (4, "Hi", None)
     for bad in ("", " ", "../x", "a" * 80):
         with pytest.raises(UserError, match="study name"):
-            console.create_study(engine, bad)
+            studies.create_study(engine, bad)
     with pytest.raises(UserError, match="below its maximum"):
-        console.create_study(engine, "bad-scale", scale_min=5, scale_max=5)
-    assert console.locked_options(engine, study.id) == []
+        studies.create_study(engine, "bad-scale", scale_min=5, scale_max=5)
+    assert studies.locked_options(engine, study.id) == []
 
     study_id, [(aid, _)] = make_study(engine, tmp_path, n_pairs=1, annotators=1, study="pilot")
     answer(engine, aid, keys(engine, study_id)["p0"])
-    assert "allow_ties" in console.locked_options(engine, study_id)
+    assert "allow_ties" in studies.locked_options(engine, study_id)
     with pytest.raises(UserError, match="locked"):
-        console.save_study_options(engine, study_id, allow_ties=False)
-    console.save_study_options(engine, study_id, overlap_target=2, allow_ties=True)
+        studies.save_study_options(engine, study_id, allow_ties=False)
+    studies.save_study_options(engine, study_id, overlap_target=2, allow_ties=True)
 
 
 # --- Prolific ------------------------------------------------------------------------------
@@ -355,7 +359,7 @@ def test_prolific_entry(db_url, tmp_path):
             prolific.enter(engine, **{"pid": "P2", "study_id": "ANY", "session_id": "S", **bad})
 
     # with two Prolific studies, the link's STUDY_ID decides
-    other = console.create_study(engine, "other", allow_prolific=True, prolific_study_id="PS2")
+    other = studies.create_study(engine, "other", allow_prolific=True, prolific_study_id="PS2")
     assert (
         prolific.enter(engine, pid="P3", study_id="PS2", session_id="S3").annotator_id
         != entry.annotator_id
@@ -364,7 +368,7 @@ def test_prolific_entry(db_url, tmp_path):
         assert s.exec(select(Annotator).where(Annotator.external_id == "P3")).one().study_id == (
             other.id
         )
-    console.set_active(engine, annotator_id=entry.annotator_id, active=False)
+    accounts.set_active(engine, annotator_id=entry.annotator_id, active=False)
     with pytest.raises(UserError, match="closed"):
         prolific.enter(engine, pid="P1", study_id="ANY", session_id="S1")
 
@@ -401,7 +405,7 @@ def test_oidc_identity_maps_to_active_maintainers_by_email(tmp_path):
             {"is_logged_in": True},
         ):
             assert maintainer_for_identity(s, identity) is None, identity
-    console.set_active(engine, annotator_id=boss.id, active=False)
+    accounts.set_active(engine, annotator_id=boss.id, active=False)
     with session(engine) as s:
         assert maintainer_for_identity(s, {"is_logged_in": True, "email": "boss@lab.org"}) is None
 
@@ -417,8 +421,8 @@ def test_exports_round_trip_in_every_format(tmp_path):
         for key in ids:
             answer(engine, aid, ids[key], "tie" if key == "p2" else "chosen")
     expected = annotations_frame(engine, study="default")
-    for fmt in console.EXPORT_FORMATS:
-        data = console.export_annotations(engine, study="default", fmt=fmt)
+    for fmt in exports.EXPORT_FORMATS:
+        data = exports.export_annotations(engine, study="default", fmt=fmt)
         path = tmp_path / f"out.{fmt}"
         path.write_bytes(data)
         frame = read_table(path)
@@ -426,37 +430,37 @@ def test_exports_round_trip_in_every_format(tmp_path):
         assert frame["preference"].tolist() == expected["preference"].tolist()
         assert pd.to_numeric(frame["relevance_chosen"]).tolist() == [5] * 6
     with pytest.raises(UserError, match="unknown export format"):
-        console.export_annotations(engine, study="default", fmt="xlsx")
-    pairs = [json.loads(line) for line in io.BytesIO(console.export_pairs(engine, study="default"))]
+        exports.export_annotations(engine, study="default", fmt="xlsx")
+    pairs = [json.loads(line) for line in io.BytesIO(exports.export_pairs(engine, study="default"))]
     assert [p["id"] for p in pairs] == ["p0", "p1", "p2"]
 
 
 def test_data_version_changes_with_answers_and_gold_marks(tmp_path):
     engine = get_engine(f"sqlite:///{tmp_path}/v.db")
     study_id, [(aid, _)] = make_study(engine, tmp_path, n_pairs=2, annotators=1)
-    first = console.data_version(engine, study_id=study_id)
-    assert console.data_version(engine, study_id=study_id) == first
+    first = study_report.data_version(engine, study_id=study_id)
+    assert study_report.data_version(engine, study_id=study_id) == first
     answer(engine, aid, keys(engine, study_id)["p0"])
-    second = console.data_version(engine, study_id=study_id)
+    second = study_report.data_version(engine, study_id=study_id)
     assert second != first
     gold.set_gold(engine, study_id=study_id, pair_keys=["p1"], answer="chosen")
-    third = console.data_version(engine, study_id=study_id)
+    third = study_report.data_version(engine, study_id=study_id)
     assert third != second
     gold.set_gold(engine, study_id=study_id, pair_keys=["p1"], answer="tie")
-    assert console.data_version(engine, study_id=study_id) != third
+    assert study_report.data_version(engine, study_id=study_id) != third
 
 
 def test_upload_import_keeps_the_suffix_and_reports_problems(tmp_path):
     engine = get_engine(f"sqlite:///{tmp_path}/u.db")
-    console.create_study(engine, "up")
+    studies.create_study(engine, "up")
     good = b'{"id": "1", "question": "q", "chosen": "a", "rejected": "b"}\n'
     seen = []
-    result = console.import_upload(
+    result = uploads.import_upload(
         engine, data=good, file_name="x.JSONL", study="up", progress=seen.append
     )
     assert result.added == 1 and seen == [1]
     array = json.dumps([{"id": "2", "question": "q", "chosen": "a", "rejected": "b"}]).encode()
-    assert console.import_upload(engine, data=array, file_name="y.json", study="up").added == 1
+    assert uploads.import_upload(engine, data=array, file_name="y.json", study="up").added == 1
     with pytest.raises(UserError, match=r"\.jsonl, \.json or \.parquet"):
-        console.import_upload(engine, data=good, file_name="x.csv", study="up")
-    assert console.count_records(good + b"\n" + good, "x.jsonl") == 2
+        uploads.import_upload(engine, data=good, file_name="x.csv", study="up")
+    assert uploads.count_records(good + b"\n" + good, "x.jsonl") == 2

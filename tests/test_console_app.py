@@ -102,7 +102,15 @@ def texts(at: AppTest) -> str:
                 parts.append(element.label)
     for frame in at.dataframe:
         parts.append(frame.value.to_csv())
+    for form in at.get("bidi_component"):  # the labelling form's data (annotate/label_form.py)
+        parts.append(form.proto.json)
     return "\n".join(parts)
+
+
+def label_form(at: AppTest) -> dict | None:
+    """The data of the labelling form on the page (None when there is no form)."""
+    forms = at.get("bidi_component")
+    return json.loads(forms[0].proto.json) if forms else None
 
 
 def button(at: AppTest, label: str):
@@ -169,6 +177,8 @@ def test_create_a_study_with_its_options(db):
     at.checkbox(key="new_show_profile").uncheck()
     at.text_area(key="new_guidelines").input("Read **carefully**.")
     at.number_input(key="new_qualification_gold").set_value(2)
+    at.number_input(key="new_reservation_timeout").set_value(600)
+    at.checkbox(key="new_aspect_check").check()
     button(at, "Create study").click().run()
     assert not at.exception and not at.error
     assert "Study 'pilot' created." in texts(at)
@@ -181,6 +191,7 @@ def test_create_a_study_with_its_options(db):
     assert study.show_profile is False and study.show_narrative is True
     assert study.guidelines == "Read **carefully**."
     assert study.qualification_gold == 2
+    assert study.reservation_timeout == 600 and study.aspect_check is True
 
     # a second study of the same name is refused with a message, nothing created
     at.text_input(key="new_study_name").input("pilot")
@@ -202,18 +213,20 @@ def test_options_lock_once_the_study_has_annotations(db):
     answer(engine, annotator_id, pair_ids(engine, study_id)["p0"], "chosen")
     at = maintainer(db, "admin-studies")
     assert "options that define what an answer means are locked" in texts(at)
-    for name in ("allow_ties", "dimensions", "reasons", "scale_min", "scale_max"):
+    for name in ("allow_ties", "dimensions", "reasons", "scale_min", "scale_max", "aspect_check"):
         widget = at.get("checkbox") + at.get("multiselect") + at.get("number_input")
         match = [w for w in widget if w.key == f"{prefix}_{name}"]
         assert match and match[0].disabled, name
     # what does not change the meaning of answers can still change
     at.number_input(key=f"{prefix}_overlap_target").set_value(3)
     at.text_area(key=f"{prefix}_guidelines").input("New guidelines.")
+    at.number_input(key=f"{prefix}_reservation_timeout").set_value(900)
     button(at, "Save options").click().run()
     assert not at.error
     with session(engine) as s:
         study = s.get(Study, study_id)
         assert (study.overlap_target, study.guidelines) == (3, "New guidelines.")
+        assert study.reservation_timeout == 900
         assert study.allow_ties is False  # the locked value stayed
 
 
@@ -266,7 +279,7 @@ def test_invite_shows_a_working_link_and_deactivation_keeps_answers(db):
     assert person is not None and person.name == "new-person" and not person.is_admin
     label = as_token(token)
     assert label.title == [] or label.title[0].value != "Please sign in"
-    assert label.get("progress")  # the labelling page, with a pair
+    assert label_form(label)  # the labelling page, with a pair
 
     answer(engine, person.id, pair_ids(engine, db["study_id"])["p0"], "chosen")
     at = maintainer(db, "admin-annotators")
@@ -283,7 +296,7 @@ def test_invite_shows_a_working_link_and_deactivation_keeps_answers(db):
 
     at.selectbox(key="manage_annotator").set_value("new-person").run()
     button(at, "Reactivate").click().run()
-    assert as_token(token).get("progress")
+    assert label_form(as_token(token))
 
 
 def test_annotator_figures_and_outlier_flags(db, tmp_path):
@@ -358,7 +371,7 @@ def test_qualification_serves_gold_first_and_stops_those_who_fail(db):
     # both are first served the gold pair, unannounced (the page looks like any other pair)
     for token in (good_token, bad_token):
         at = as_token(token)
-        assert any("Question 3" in m.value for m in at.markdown)
+        assert "Question 3" in label_form(at)["question_html"]
         assert "gold" not in texts(at).lower()
     answer(engine, good, ids["p3"], "chosen")
     answer(engine, bad, ids["p3"], "rejected")
@@ -517,7 +530,7 @@ def test_prolific_entry_labelling_and_completion_code(db):
         )
     at = prolific()
     assert not at.exception
-    assert at.get("progress")[0].proto.text == "0 of 2 pairs"
+    assert label_form(at)["progress"] == {"done": 0, "total": 2}
     with session(engine) as s:
         person = s.exec(select(Annotator).where(Annotator.name.startswith("prolific:"))).one()
     assert person.external_id == "5f0c0ffee0123456789abcde"
@@ -526,7 +539,7 @@ def test_prolific_entry_labelling_and_completion_code(db):
     # the participant stays signed in when the parameters leave the address
     at.query_params.clear()
     at.run()
-    assert at.get("progress")
+    assert label_form(at)
 
     for _ in range(2):
         assignment = next_assignment(engine, annotator_id=person.id)

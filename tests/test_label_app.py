@@ -1,18 +1,29 @@
-"""The labelling page driven by Streamlit's AppTest: sign in, refused incomplete submit,
-submit, progress, go back and edit, finish."""
+"""The labelling page driven by Streamlit's AppTest: sign in, refused incomplete submit, submit,
+progress, drafts, go back and edit, every earlier answer listed, finish.
+
+The form is one component (`annotate.label_form`): AppTest runs no JavaScript, so these tests
+read the data the page gives the component and send the component's events (trigger values) as
+the browser does; tests/test_label_browser.py drives the same page in Chromium.
+"""
 
 from __future__ import annotations
+
+import json
 
 import pytest
 import streamlit as st
 from sqlmodel import select
+from streamlit.proto.WidgetStates_pb2 import WidgetStates
 from streamlit.testing.v1 import AppTest
 
+from annotate.answers import FormState
 from annotate.db import ENV_VAR, get_engine, session
+from annotate.labelling import current_item, submit
 from annotate.models import Annotation, Assignment, Study
 from tests.factories import make_study
 
 APP = "../annotate/app.py"
+DIMENSIONS = ("correctness", "relevance", "helpfulness")
 
 
 @pytest.fixture
@@ -32,34 +43,43 @@ def signed_in(token: str) -> AppTest:
     return at.run()
 
 
-def button(at: AppTest, label: str):
-    matches = [b for b in at.button if b.label == label]
-    assert matches, f"no button {label!r} in {[b.label for b in at.button]}"
-    return matches[0]
+def form_element(at: AppTest):
+    forms = at.get("bidi_component")
+    assert len(forms) == 1, f"expected the labelling form once, found {len(forms)}"
+    return forms[0].proto
 
 
-def answer_all(at: AppTest, *, slot: str, rating: int = 4, reason: str = "personal_fit") -> AppTest:
-    button(at, {"A": "Response A", "B": "Response B", "tie": "No preference"}[slot]).click().run()
-    for control in ratings(at):
-        control.set_value(rating)
-    reason_control(at).set_value(reason)
-    return at.run()
+def data(at: AppTest) -> dict:
+    """What the page gave the component for the pair on screen."""
+    return json.loads(form_element(at).json)
 
 
-def ratings(at: AppTest) -> list:
-    return [g for g in at.button_group if g.key.startswith("rate_")]
+def send(at: AppTest, event: str, value: object = True) -> AppTest:
+    """The component's `setTriggerValue(event, value)`: one message, one script run."""
+    states = WidgetStates()
+    states.CopyFrom(at._tree.get_widget_states())
+    trigger = states.widgets.add()
+    trigger.id = f"$$STREAMLIT_INTERNAL_KEY_{form_element(at).id}__events"
+    trigger.json_trigger_value = json.dumps([{"event": event, "value": value}])
+    return at._run(widget_state=states)
 
 
-def reason_control(at: AppTest):
-    return next(g for g in at.button_group if g.key.startswith("reason_"))
+def full_form(slot: str, rating: int = 4, reason: str = "personal_fit", comment: str = "") -> dict:
+    ratings = {f"{d}_{s}": rating for d in DIMENSIONS for s in ("A", "B")}
+    return {"slot": slot, "ratings": ratings, "reason": reason, "comment": comment}
+
+
+def submit_form(at: AppTest, form: dict, seconds: float = 5.0) -> AppTest:
+    return send(at, "submit", {"form": form, "seconds": seconds})
+
+
+def progress(at: AppTest) -> tuple[int, int]:
+    shown = data(at)["progress"]
+    return shown["done"], shown["total"]
 
 
 def question(at: AppTest) -> str:
-    return next(m.value for m in at.markdown if m.value.startswith("Question "))
-
-
-def progress_text(at: AppTest) -> str:
-    return at.get("progress")[0].proto.text
+    return data(at)["question_html"]
 
 
 def stored(engine) -> list[Annotation]:
@@ -67,109 +87,140 @@ def stored(engine) -> list[Annotation]:
         return s.exec(select(Annotation).order_by(Annotation.id)).all()
 
 
+def chosen_position(engine, pair_id: int, annotator_id: int) -> str:
+    with session(engine) as s:
+        return s.exec(
+            select(Assignment.chosen_position).where(
+                Assignment.pair_id == pair_id, Assignment.annotator_id == annotator_id
+            )
+        ).one()
+
+
 def test_without_a_valid_token_no_pair_is_shown(study):
-    _engine, _ = study
     for at in (AppTest.from_file(APP, default_timeout=30).run(), signed_in("not-a-token")):
         assert not at.exception
         assert at.title[0].value == "Please sign in"
-        assert not at.get("progress")
+        assert not at.get("bidi_component")
         assert "Question 0" not in str([m.value for m in at.markdown])
 
 
 def test_label_flow_end_to_end(study):
-    engine, [(_annotator_id, token), _] = study
+    engine, [(annotator_id, token), _] = study
     at = signed_in(token)
     assert not at.exception
     assert "token" not in at.query_params  # the token leaves the address bar
-    assert progress_text(at) == "0 of 3 pairs"
+    assert progress(at) == (0, 3)
+    first_question = question(at)
 
-    button(at, "Submit").click().run()
-    assert "which response this user would prefer" in at.error[0].value
+    # The server checks again what the browser checked: nothing stored, the missing named.
+    submit_form(at, {"slot": "A", "ratings": {"correctness_A": 9}, "reason": "nonsense"})
+    assert data(at)["refused"][:2] == ["rating:correctness_A", "rating:correctness_B"]
+    assert "reason:reason" in data(at)["refused"]
     assert stored(engine) == []
+    assert question(at) == first_question
 
-    answer_all(at, slot="B", rating=4)
-    at.text_area[0].input("Clear winner for this user.").run()
-    button(at, "Submit").click().run()
-    assert not at.error
-    assert progress_text(at) == "1 of 3 pairs"
+    submit_form(at, full_form("B", 4, comment="Clear winner for this user."), seconds=12.5)
+    assert not at.exception
+    assert progress(at) == (1, 3)
+    assert data(at)["flash"] == "Answer saved."
+    assert question(at) != first_question
     [first] = stored(engine)
-    with session(engine) as s:
-        position = s.exec(
-            select(Assignment.chosen_position).where(Assignment.pair_id == first.pair_id)
-        ).one()
+    position = chosen_position(engine, first.pair_id, annotator_id)
     assert first.preference == ("chosen" if position == "B" else "rejected")
+    assert first.chosen_position == position
     assert first.correctness_chosen == 4 and first.helpfulness_rejected == 4
     assert first.main_reason == "personal_fit" and first.comment == "Clear winner for this user."
-    assert first.seconds is not None and first.seconds >= 0
+    assert first.seconds == 12.5
 
-    # Keyboard-less double submit of the next pair still yields one row per pair.
-    answer_all(at, slot="A", rating=5)
-    button(at, "Submit").click().run()
+    submit_form(at, full_form("A", 5))
     assert len(stored(engine)) == 2
-    assert progress_text(at) == "2 of 3 pairs"
+    assert progress(at) == (2, 3)
 
-    # Go back and change the first answer.
-    at.selectbox(key="history_choice").set_value(first.pair_id).run()
-    button(at, "Open this pair").click().run()
-    assert "You are changing an answer" in at.info[0].value
-    assert any(b.label == "Response B" and b.proto.type == "primary" for b in at.button)
-    button(at, "No preference").click().run()
-    button(at, "Save change").click().run()
+    # Backspace: the latest answered pair, its answer preselected, nothing stored by going.
+    send(at, "back", {"form": {"slot": "B"}, "seconds": 1.0})
+    shown = data(at)
+    assert shown["editing"] and shown["initial"]["slot"] == "A"
+    assert shown["initial"]["ratings"]["correctness_A"] == 5
+    # Backspace again: the pair answered before it (the first one), in its A/B order.
+    send(at, "back", {"form": {}, "seconds": 0})
+    shown = data(at)
+    assert shown["editing"] and shown["question_html"] == first_question
+    assert shown["initial"]["slot"] == "B" and shown["initial"]["comment"] == (
+        "Clear winner for this user."
+    )
+    submit_form(at, {**full_form("tie"), "comment": "Changed my mind."})
     rows = stored(engine)
     assert len(rows) == 2
-    assert [r.preference for r in rows if r.pair_id == first.pair_id] == ["tie"]
-    assert progress_text(at) == "2 of 3 pairs"
+    assert [(r.preference, r.comment) for r in rows if r.pair_id == first.pair_id] == [
+        ("tie", "Changed my mind.")
+    ]
+    assert progress(at) == (2, 3) and data(at)["flash"] == "Your change was saved."
+    # The pair left for the earlier ones kept its draft.
+    assert data(at)["initial"]["slot"] == "B"
 
-    answer_all(at, slot="A", rating=3, reason="general_quality")
-    button(at, "Submit").click().run()
+    submit_form(at, full_form("A", 3, reason="general_quality"))
     assert len(stored(engine)) == 3
     assert "labelled every pair" in at.success[0].value
-    assert progress_text(at) == "3 of 3 pairs"
+
+
+def test_earlier_answers_list_every_pair_with_its_question_and_answer(study, tmp_path):
+    engine, _ = study
+    _, [(annotator_id, token)] = make_study(
+        engine, tmp_path, n_pairs=205, annotators=1, study="many"
+    )
+    for n in range(203):  # more than the 200 the old list reached
+        item = current_item(engine, annotator_id=annotator_id)
+        slot = "A" if n % 2 else "B"
+        form = FormState.from_draft(full_form(slot))
+        submit(engine, item=item, form=form, seconds=1.0)
+    at = signed_in(token)
+    assert data(at)["history"] is None  # loaded on demand only (key H)
+    send(at, "history")
+    listed = data(at)["history"]
+    assert len(listed) == 203
+    assert listed[0]["answer"] == "Response B" and listed[1]["answer"] == "Response A"
+    assert listed[-1]["question"].startswith("Question 0")
+    oldest = listed[-1]["pair_id"]
+    send(at, "open", oldest)
+    assert data(at)["editing"] and data(at)["question_html"].startswith("<p>Question 0")
+    send(at, "open", 10**9)  # not one of this annotator's pairs: nothing happens
+    assert data(at)["question_html"].startswith("<p>Question 0")
 
 
 def test_skip_moves_on_and_the_pair_returns_at_the_end(study):
     _engine, [(_, token), _] = study
     at = signed_in(token)
     first_question = question(at)
-    button(at, "Skip for now").click().run()
+    send(at, "skip", {"form": {}, "seconds": 1})
     assert question(at) != first_question
     for _ in range(2):
-        answer_all(at, slot="A")
-        button(at, "Submit").click().run()
+        submit_form(at, full_form("A"))
     assert question(at) == first_question
 
 
 def test_reload_keeps_the_pair_order_and_draft(study):
-    _engine, [(_annotator_id, token), _] = study
+    _engine, [(_, token), _] = study
     at = signed_in(token)
     shown = question(at)
-    button(at, "Response A").click().run()
-    ratings(at)[0].set_value(2).run()
+    send(at, "draft", {"form": {"slot": "A", "ratings": {"correctness_A": 2}}, "seconds": 3.5})
     reloaded = signed_in(token)  # a new session: nothing survives but the database
     assert question(reloaded) == shown
-    assert any(b.label == "Response A" and b.proto.type == "primary" for b in reloaded.button)
-    assert ratings(reloaded)[0].value == 2
+    initial = data(reloaded)["initial"]
+    assert initial["slot"] == "A" and initial["ratings"]["correctness_A"] == 2
+    assert initial["ratings"]["correctness_B"] is None
+    assert data(reloaded)["seconds_before"] == 3.5
 
 
 def test_time_on_item_continues_after_a_reload(study):
     engine, [(annotator_id, token), _] = study
     at = signed_in(token)
-    button(at, "Response A").click().run()  # the first change saves a draft with its seconds
+    send(at, "draft", {"form": {"slot": "A"}, "seconds": 100.0})
+    reloaded = signed_in(token)
+    assert data(reloaded)["seconds_before"] == 100.0  # the browser's clock starts there
+    submit_form(reloaded, full_form("A"), seconds=104.0)
     with session(engine) as s:
-        assignment = s.exec(
-            select(Assignment).where(
-                Assignment.annotator_id == annotator_id, Assignment.status == "active"
-            )
-        ).one()
-        assert assignment.draft["slot"] == "A" and 0 <= assignment.draft["seconds"] < 30
-        # as if the annotator had spent 100 seconds on the pair before the reload
-        assignment.draft = {**assignment.draft, "seconds": 100.0}
-        s.add(assignment)
-    reloaded = answer_all(signed_in(token), slot="A")
-    button(reloaded, "Submit").click().run()
-    with session(engine) as s:
-        stored = s.exec(select(Annotation).where(Annotation.annotator_id == annotator_id)).one()
-    assert 100 <= stored.seconds < 130
+        row = s.exec(select(Annotation).where(Annotation.annotator_id == annotator_id)).one()
+    assert row.seconds == 104.0
 
 
 def test_guidelines_come_first_and_on_demand(study):
@@ -180,11 +231,15 @@ def test_guidelines_come_first_and_on_demand(study):
         s.add(study_row)
     at = signed_in(token)
     assert at.title[0].value == "Guidelines"
-    assert not at.get("progress")
+    assert not at.get("bidi_component")
     assert "\\!\\[x\\]" in at.markdown[0].value  # inert even in guidelines
-    button(at, "Start labelling").click().run()
-    assert progress_text(at) == "0 of 3 pairs"
-    assert signed_in(token).get("progress")  # seen once: not shown again
+    at.button(key="start_labelling").click().run()
+    assert progress(at) == (0, 3)
+    # on demand inside the form, as inert HTML
+    assert data(at)["guidelines_html"] == (
+        "<p>Judge for <strong>this</strong> user. ![x](http://127.0.0.1:9/x.png)</p>"
+    )
+    assert signed_in(token).get("bidi_component")  # seen once: not shown again
 
 
 def test_no_ties_and_fewer_dimensions_when_the_study_says_so(study):
@@ -195,5 +250,21 @@ def test_no_ties_and_fewer_dimensions_when_the_study_says_so(study):
         study_row.dimensions = ["relevance"]
         s.add(study_row)
     at = signed_in(token)
-    assert "No preference" not in [b.label for b in at.button]
-    assert len(ratings(at)) == 2
+    shown = data(at)
+    assert [c[0] for c in shown["choices"]] == ["A", "B"]
+    assert [c["field"] for c in shown["order"] if c["kind"] == "rating"] == [
+        "relevance_A",
+        "relevance_B",
+    ]
+    submit_form(
+        at, {"slot": "tie", "ratings": {"relevance_A": 3, "relevance_B": 3}, "reason": "both"}
+    )
+    assert data(at)["refused"] == ["slot:slot"]
+
+
+def test_the_form_names_slots_never_chosen_or_rejected(study):
+    _engine, [(_, token), _] = study
+    at = signed_in(token)
+    assert "chosen" not in form_element(at).json.lower()
+    assert "rejected" not in form_element(at).json.lower()
+    assert "chosen" not in form_element(at).id and "rejected" not in form_element(at).id

@@ -17,7 +17,8 @@ from sqlmodel import SQLModel
 
 from annotate.db import dispose_engines, get_engine
 from annotate.errors import UserError
-from annotate.schema import MIGRATIONS, current_revisions, ensure_schema
+from annotate.schema import FIRST_RELEASE, MIGRATIONS, Mode, current_revisions, ensure_schema
+from tests.processes import run_annotate
 
 FIXTURE = Path(__file__).parent / "fixtures" / "first_release.sqlite.sql"
 TABLES = ["study", "annotator", "pair", "assignment", "annotation"]  # foreign keys first
@@ -75,7 +76,7 @@ def _first_release_db(backend: str, make_db_url, tmp_path: Path) -> str:
         return f"sqlite:///{source}"
     url = make_db_url("postgresql")
     engine = create_engine(url)
-    ensure_schema(engine, revision="0001")
+    ensure_schema(engine, mode=Mode.UPGRADE, revision="0001")
     src_engine = create_engine(f"sqlite:///{source}")
     meta = MetaData()
     meta.reflect(engine, only=TABLES)
@@ -135,7 +136,7 @@ def test_first_release_fixture_upgrades_to_head_keeping_everything(
     url = _first_release_db(db_backend, make_db_url, tmp_path)
     before = _rows(url)
     assert len(before["annotation"]) == 11
-    engine = get_engine(url)  # what every command and the app do first
+    engine = get_engine(url, schema=Mode.UPGRADE)  # what migrate, serve and demo do first
     with engine.connect() as conn:
         assert set(current_revisions(conn)) == set(_heads())
     assert _rows(url) == before
@@ -146,7 +147,7 @@ def test_upgrade_through_a_later_revision_keeps_every_annotation(db_backend, mak
     before = _rows(url)
     location = _extra_revision(tmp_path)
     engine = create_engine(url)
-    ensure_schema(engine, script_location=location)
+    ensure_schema(engine, mode=Mode.UPGRADE, script_location=location)
     with engine.connect() as conn:
         assert current_revisions(conn) == ("9001",)
         flagged = conn.execute(text("SELECT count(*) FROM annotation WHERE flagged")).scalar()
@@ -165,6 +166,10 @@ def test_database_made_before_migrations_is_recognised_as_first_release(tmp_path
     _load_first_release_sqlite(path, with_version_table=False)
     url = f"sqlite:///{path}"
     before = _rows(url)
+    done = run_annotate("export", "--study", "first", "--out", "a.csv", "--db", url, cwd=tmp_path)
+    assert "older schema (revision 0001, made before migrations" in done.stderr
+    done = run_annotate("migrate", "--db", url, cwd=tmp_path)
+    assert "upgraded from revision 0001 (made before migrations) to" in done.stdout
     engine = get_engine(url)
     with engine.connect() as conn:
         assert set(current_revisions(conn)) == set(_heads())
@@ -233,3 +238,98 @@ def _heads() -> tuple[str, ...]:
     from annotate.schema import _script
 
     return tuple(_script(None).get_heads())
+
+
+# --- who may change the schema (contract section 8) ------------------------------------------
+
+
+def _revision(url: str) -> tuple[str, ...]:
+    engine = create_engine(url)
+    with engine.connect() as conn:
+        found = current_revisions(conn)
+    engine.dispose()
+    return found
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["report", "--out", "report"],
+        ["export", "--out", "a.csv"],
+        ["import-pairs", "p.jsonl"],
+        ["configure-study", "default", "--overlap", "2"],
+    ],
+    ids=lambda c: c[0],
+)
+def test_commands_refuse_an_older_database_naming_migrate_and_leave_it_alone(
+    command, db_backend, make_db_url, tmp_path
+):
+    url = _first_release_db(db_backend, make_db_url, tmp_path)
+    (tmp_path / "p.jsonl").write_text(
+        '{"id": "n1", "question": "q", "chosen": "a", "rejected": "b"}\n'
+    )
+    before = _rows(url)
+    done = run_annotate(*command, "--db", url, cwd=tmp_path)
+    assert done.returncode != 0
+    assert "older schema" in done.stderr and "annotate migrate" in done.stderr
+    assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
+    assert _revision(url) == (FIRST_RELEASE,)
+    assert _rows(url) == before
+    assert not (tmp_path / "report").exists() and not (tmp_path / "a.csv").exists()
+
+
+def test_backup_copies_an_older_database_as_it_is(tmp_path):
+    url = _first_release_db("sqlite", None, tmp_path)
+    before = _rows(url)
+    out = tmp_path / "copy.db"
+    done = run_annotate("backup", "--out", str(out), "--db", url, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "11 annotations" in done.stdout
+    assert _revision(url) == (FIRST_RELEASE,)  # the source was not upgraded
+    assert _revision(f"sqlite:///{out}") == (FIRST_RELEASE,)  # nor the copy
+    assert _rows(f"sqlite:///{out}") == before == _rows(url)
+
+
+@pytest.mark.skipif(shutil.which("pg_dump") is None, reason="pg_dump is not installed")
+def test_backup_copies_an_older_postgresql_database_as_it_is(make_db_url, tmp_path):
+    url = _first_release_db("postgresql", make_db_url, tmp_path)
+    done = run_annotate("backup", "--out", str(tmp_path / "copy.sql"), "--db", url, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert _revision(url) == (FIRST_RELEASE,)
+    # a plain SQL script (the .sql suffix), holding the old revision
+    script = (tmp_path / "copy.sql").read_text(encoding="utf-8")
+    assert "CREATE TABLE public.alembic_version" in script and "0001" in script
+
+
+def test_migrate_upgrades_an_older_database_then_commands_run(db_backend, make_db_url, tmp_path):
+    url = _first_release_db(db_backend, make_db_url, tmp_path)
+    before = _rows(url)
+    done = run_annotate("migrate", "--db", url, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert f"upgraded from revision {FIRST_RELEASE} to {', '.join(_heads())}" in done.stdout
+    assert set(_revision(url)) == set(_heads())
+    assert _rows(url) == before
+    done = run_annotate("migrate", "--db", url, cwd=tmp_path)
+    assert done.returncode == 0 and "up to date" in done.stdout
+    done = run_annotate("export", "--study", "first", "--out", "a.csv", "--db", url, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "11 annotations" in done.stdout
+
+
+def test_commands_create_the_schema_in_an_empty_database(tmp_path):
+    url = f"sqlite:///{tmp_path / 'new.db'}"
+    done = run_annotate("export", "--out", "a.csv", "--db", url, cwd=tmp_path)
+    assert "no study named 'default'" in done.stderr  # the schema exists, the study does not
+    assert set(_revision(url)) == set(_heads())
+    done = run_annotate("migrate", "--db", f"sqlite:///{tmp_path / 'other.db'}", cwd=tmp_path)
+    assert done.returncode == 0 and "was created" in done.stdout
+
+
+def test_the_app_process_refuses_an_older_database_and_serve_upgrades_it(tmp_path):
+    url = _first_release_db("sqlite", None, tmp_path)
+    with pytest.raises(UserError, match="annotate migrate"):
+        get_engine(url)  # what the app's pages do: `annotate serve` upgraded before them
+    assert _revision(url) == (FIRST_RELEASE,)
+    get_engine(url, schema=Mode.UPGRADE)
+    assert set(_revision(url)) == set(_heads())
+    assert get_engine(url) is not None

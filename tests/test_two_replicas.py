@@ -16,7 +16,14 @@ from annotate.auth import create_annotator
 from annotate.db import get_engine, session
 from annotate.models import Annotation, Pair
 from annotate.studies import get_or_create_study, update_study_options
-from tests.browser import AppServer, browser_fixture, goto, new_page_fixture, rerun  # noqa: F401
+from tests.browser import (  # noqa: F401
+    AppServer,
+    browser_fixture,
+    goto,
+    new_page_fixture,
+    rerun,
+    wait_idle,
+)
 from tests.scale_helpers import make_study
 
 pytestmark = [pytest.mark.browser, pytest.mark.postgres, pytest.mark.slow]
@@ -30,32 +37,18 @@ def _click(locator) -> None:
         locator.click()
 
 
-def _progress(page) -> str:
-    return page.locator('[data-testid="stProgress"]').inner_text()
-
-
 def _label_one(page, slot: str) -> None:
-    """Answer the pair on screen completely with the mouse, and submit."""
+    """Answer the pair on screen completely with the keys alone, and submit."""
     from playwright.sync_api import expect
 
-    label = {"A": "Response A", "B": "Response B"}[slot]
-    _click(
-        page.locator('[data-testid="stButton"] button').filter(
-            has=page.get_by_text(label, exact=True)
-        )
-    )
-    for title in DIMENSIONS.values():
-        for side in ("A", "B"):
-            group = page.get_by_role("radiogroup", name=f"{title} of response {side}")
-            _click(group.get_by_role("radio", name="4", exact=True))
-    _click(
-        page.get_by_role("radiogroup", name="What mainly decided your choice?").get_by_role(
-            "radio", name="Personal fit", exact=False
-        )
-    )
-    before = _progress(page)
-    _click(page.get_by_role("button", name="Submit"))
-    expect(page.locator('[data-testid="stProgress"]')).not_to_have_text(before)
+    question = page.locator('[data-part="question"]:visible')  # in the labelling form
+    expect(question).to_be_visible()
+    wait_idle(page)
+    shown = question.inner_text()
+    for key in [slot.lower(), *["4"] * len(DIMENSIONS) * 2, "p", "s"]:
+        page.keyboard.press(key)
+    expect(page.get_by_text(shown, exact=True)).to_have_count(0)  # the next pair, or the end
+    wait_idle(page)
 
 
 def _sign_in(page, server, token) -> None:

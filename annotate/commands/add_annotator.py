@@ -6,12 +6,15 @@ import argparse
 
 from annotate.auth import DEFAULT_BASE_URL, create_annotator, login_link
 from annotate.commands._common import add_study_option, engine_from
-from annotate.db import session
-from annotate.studies import get_or_create_study
+from annotate.db import write
+from annotate.studies import get_study
 
 NAME = "add-annotator"
 ORDER = 20
-HELP = "Create an annotator (or a maintainer with --admin) and print their personal login link."
+HELP = (
+    "Create an annotator (or a maintainer with --admin) in an existing study and print their "
+    "personal login link."
+)
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -25,12 +28,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    with session(engine_from(args)) as s:
-        study = get_or_create_study(s, args.study)
-        annotator, token = create_annotator(
+    def work(s):
+        study = get_study(s, args.study)  # never a new study from a typo
+        return create_annotator(
             s, name=args.name, study_id=study.id, is_admin=args.admin, email=args.email
         )
-        role = "maintainer" if annotator.is_admin else "annotator"
+
+    annotator, token = write(engine_from(args), work)
+    role = "maintainer" if annotator.is_admin else "annotator"
     print(f"{role} {annotator.name!r} added to study {args.study!r}; their personal link:")
     print(login_link(token, args.url))
     return 0

@@ -24,8 +24,9 @@ from pathlib import Path
 from sqlalchemy import text
 from sqlalchemy.engine import make_url
 
-from annotate.db import get_engine, is_sqlite, reader, resolve_url
+from annotate.db import get_engine, is_sqlite, read, resolve_url
 from annotate.errors import UserError
+from annotate.schema import Mode
 
 NAME = "backup"
 ORDER = 70
@@ -38,8 +39,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def _annotation_count(url: str) -> int:
-    with reader(get_engine(url)).connect() as conn:
-        return int(conn.execute(text("SELECT count(*) FROM annotation")).scalar_one())
+    # AS_IS: an older database is copied as it is (a newer release's backup must not migrate
+    # production first); a newer one is refused, an empty one gets the schema.
+    engine = get_engine(url, schema=Mode.AS_IS)
+    return int(
+        read(engine, lambda s: s.execute(text("SELECT count(*) FROM annotation")).scalar_one())
+    )
 
 
 def backup_sqlite(url: str, out: Path) -> None:
@@ -69,21 +74,22 @@ def backup_sqlite(url: str, out: Path) -> None:
         tmp.unlink(missing_ok=True)
 
 
-def _pg_dump_command(url: str, out: Path) -> tuple[list[str], dict[str, str]]:
+def _pg_dump_command(url: str, out: Path, *, named: Path) -> tuple[list[str], dict[str, str]]:
+    """pg_dump writing to `out`, in the format that the final file name `named` asks for."""
     parsed = make_url(url)
     env = dict(os.environ)
     if parsed.password:
         env["PGPASSWORD"] = str(parsed.password)  # not on the command line, where ps shows it
     libpq = parsed.set(drivername="postgresql", password=None).render_as_string(hide_password=False)
-    fmt = "plain" if out.suffix.lower() == ".sql" else "custom"
+    fmt = "plain" if named.suffix.lower() == ".sql" else "custom"
     return ["pg_dump", f"--format={fmt}", "--no-owner", f"--file={out}", libpq], env
 
 
 def backup_postgresql(url: str, out: Path) -> None:
     partial = out.with_name(f".{out.name}.{os.getpid()}.partial")
-    command, env = _pg_dump_command(url, partial)
+    command, env = _pg_dump_command(url, partial, named=out)
     if shutil.which("pg_dump") is None:
-        hint, _ = _pg_dump_command(url, out)
+        hint, _ = _pg_dump_command(url, out, named=out)
         shown = make_url(url).set(drivername="postgresql").render_as_string()  # password hidden
         raise UserError(
             "pg_dump was not found; install the PostgreSQL client tools (the server's major "
@@ -106,7 +112,7 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"{out} already exists (use --force to replace it)")
     if not out.parent.is_dir():
         raise UserError(f"{out.parent} is not a directory")
-    count = _annotation_count(url)  # also creates or upgrades the schema, refuses newer ones
+    count = _annotation_count(url)  # also creates an empty database's schema, refuses newer ones
     if is_sqlite(url):
         backup_sqlite(url, out)
         restore = f"copy it back in place of the database file (with the app stopped): {out}"

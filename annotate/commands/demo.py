@@ -1,12 +1,17 @@
-"""annotate demo: build the demo study, print its login links and serve."""
+"""annotate demo: build the demo study, print its login links and serve.
+
+Only hashes of login tokens are stored, so the links of an earlier run cannot be printed again:
+each run issues new links for the demo accounts it finds and says that the earlier ones stopped
+working (the study, its pairs and any answers are kept).
+"""
 
 from __future__ import annotations
 
 import argparse
 
 from annotate.auth import login_link
-from annotate.commands.serve import absolute_url, add_server_options, serve
-from annotate.db import get_engine, resolve_url
+from annotate.commands.serve import add_server_options, prepare, run_server
+from annotate.db import get_engine
 from annotate.demo import DEMO_STUDY, build_demo
 
 NAME = "demo"
@@ -21,16 +26,25 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def link_host(address: str) -> str:
+    """The host for printed links: where a browser on this machine reaches the server."""
+    return "localhost" if address in ("localhost", "0.0.0.0", "::", "127.0.0.1") else address
+
+
 def run(args: argparse.Namespace) -> int:
-    url = absolute_url(resolve_url(args.db))
-    accounts = build_demo(get_engine(url))
-    base = f"http://localhost:{args.port}"
+    url = prepare(args)  # the port is checked first: no links to whatever holds it
+    demo = build_demo(get_engine(url))
+    base = f"http://{link_host(args.address)}:{args.port}"
     print(f"Demo study {DEMO_STUDY!r} is ready in {url}")
-    for name, is_admin, token in accounts:
+    if demo.reissued:
+        print(
+            "  (new links: the demo links printed by an earlier `annotate demo` on this "
+            "database no longer work; answers given with them are kept)"
+        )
+    for name, is_admin, token in demo.accounts:
         role = "maintainer (also opens /admin)" if is_admin else "annotator"
         print(f"  {name:<18} {role:<32} {login_link(token, base)}")
     if args.no_serve:
         return 0
     print("Open one of the links above in your browser. Press Ctrl+C to stop.", flush=True)
-    args.db = url
-    return serve(args)
+    return run_server(url, args)

@@ -44,15 +44,17 @@ def run(args: argparse.Namespace) -> int:
 
     from analysis.tables import load_annotations
     from annotate.annotations import import_annotation_rows
-    from annotate.db import get_engine, session
+    from annotate.db import get_engine, read
     from annotate.models import Pair
     from annotate.studies import get_study
 
-    engine = get_engine(args.db)
-    with session(engine) as s:
+    def study_and_pairs(s):
         study = get_study(s, args.study)
-        study_id, scale = study.id, (study.scale_min, study.scale_max)
-        pair_ids = set(s.exec(select(Pair.pair_key).where(Pair.study_id == study_id)).all())
+        pair_ids = set(s.exec(select(Pair.pair_key).where(Pair.study_id == study.id)).all())
+        return study.id, (study.scale_min, study.scale_max), pair_ids
+
+    engine = get_engine(args.db)
+    study_id, scale, pair_ids = read(engine, study_and_pairs)
     frame = load_annotations(args.file, scale=scale, pair_ids=pair_ids)
     written = import_annotation_rows(engine, study_id=study_id, rows=contract_rows(frame))
     print(f"{written:,} annotations imported into study {args.study!r} from {args.file}")

@@ -16,7 +16,7 @@ NAME = "report"
 ORDER = 60
 HELP = (
     "Compute the agreement and pair-validation report (report.json, report.html, pairs.csv, "
-    "annotators.csv, summary.md) from the database or from files."
+    "annotators.csv, summary.md; models.csv with --model) from the database or from files."
 )
 
 
@@ -145,6 +145,66 @@ def configure(parser: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="write the pairs whose verdict is valid here, in the pairs format",
     )
+    parser.add_argument(
+        "--model",
+        action="append",
+        default=[],
+        type=_model_spec,
+        metavar="NAME=FILE",
+        help=(
+            "compare a reward model or judge with the humans (repeatable): its judgements or "
+            "scores as JSON Lines, CSV or Parquet (pairwise: id, prediction, pos_in_a or "
+            "correct_answer, optional parse_failed; pointwise: id, label, score; or pair_id "
+            "with score_chosen and score_rejected, or with preference); adds models.csv"
+        ),
+    )
+
+
+def _with_models(report: dict, specs: list[tuple[str, str]], *, pairs, options) -> dict:
+    """The report with its models section; the files are checked before anything is written."""
+    from analysis.models import with_models
+
+    return with_models(
+        report,
+        _read_models(specs, pairs),
+        min_annotations=options.min_annotations,
+        bootstrap=options.bootstrap,
+        seed=options.seed,
+    )
+
+
+def _model_spec(text: str) -> tuple[str, str]:
+    name, sep, path = text.partition("=")
+    if not sep or not name.strip() or not path.strip():
+        raise argparse.ArgumentTypeError(f"expected NAME=FILE, got {text!r}")
+    return name.strip(), path.strip()
+
+
+def _read_models(specs: list[tuple[str, str]], pairs: pd.DataFrame) -> list:
+    """Every --model file validated against the report's pairs before anything is written;
+    the problems of all files are listed together."""
+    from analysis.model_files import ModelFileError, read_model_file
+    from annotate.errors import InputError
+
+    names = [name for name, _ in specs]
+    repeated = sorted({name for name in names if names.count(name) > 1})
+    if repeated:
+        raise UserError(f"--model names must differ; given more than once: {', '.join(repeated)}")
+    ids = pairs["pair_id"].astype(str)
+    gold = pairs["is_gold"].astype(bool) if "is_gold" in pairs else False
+    known, required = set(ids), set(ids[~gold])
+    models, failures = [], []
+    for name, path in specs:
+        try:
+            models.append(read_model_file(path, name=name, known_ids=known, required_ids=required))
+        except ModelFileError as exc:
+            failures.append(exc)
+    if len(failures) == 1:
+        raise InputError(f"--model {failures[0].source}", failures[0].problems)
+    if failures:
+        problems = [f"{exc.source}: {problem}" for exc in failures for problem in exc.problems]
+        raise InputError("--model files", problems)
+    return models
 
 
 def _from_files(args) -> tuple[pd.DataFrame, pd.DataFrame, tuple[int, int], dict]:
@@ -184,17 +244,18 @@ def _from_files(args) -> tuple[pd.DataFrame, pd.DataFrame, tuple[int, int], dict
 
 
 def _from_database(args) -> tuple[pd.DataFrame, pd.DataFrame, tuple[int, int], dict]:
-    from annotate.console import study_design, study_tables
     from annotate.db import get_engine
+    from annotate.study_report import study_tables
 
-    engine = get_engine(args.db)
-    annotations, pairs, scale = study_tables(engine, study=args.study)
-    return annotations, pairs, scale, study_design(engine, study=args.study)
+    # One snapshot; full pair content (about 100 KB a pair) only for --export-valid.
+    data = study_tables(get_engine(args.db), study=args.study, content=bool(args.export_valid))
+    return data.annotations, data.pairs, data.scale, data.design
 
 
 def run(args: argparse.Namespace) -> int:
     from analysis.report import build_report, write_report
-    from annotate.console import report_options
+    from annotate.pairs_io import write_pairs
+    from annotate.study_report import report_options
 
     if bool(args.annotations) != bool(args.pairs):
         raise UserError(
@@ -224,7 +285,11 @@ def run(args: argparse.Namespace) -> int:
     )
     report = build_report(annotations, pairs, options=options)
     export = Path(args.export_valid) if args.export_valid else None
-    paths = write_report(report, args.out, pairs=pairs, export_valid=export)
+    if args.model:
+        report = _with_models(report, args.model, pairs=pairs, options=options)
+    paths = write_report(
+        report, args.out, pairs=pairs, export_valid=export, write_pairs=write_pairs
+    )
     counts = report["counts"]
     verdicts = report["verdicts"]
     print(

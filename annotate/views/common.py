@@ -16,11 +16,6 @@ def show_guidelines(study: Study) -> None:
     st.markdown(safe_markdown(study.guidelines))
 
 
-@st.dialog("Guidelines", width="large")
-def guidelines_dialog(study: Study) -> None:
-    st.markdown(safe_markdown(study.guidelines))
-
-
 @retrying
 def mark_guidelines_seen(engine: Engine, *, annotator_id: int) -> None:
     with session(engine) as s:

@@ -4,16 +4,17 @@ import pandas as pd
 import streamlit as st
 
 from analysis.summary import fmt
-from annotate import console
+from annotate import monitoring, study_report
 from annotate.access import engine
-from annotate.views.admin.shared import page, study_report, study_report_files
+from annotate.views.admin.model_upload import model_comparison, show_models
+from annotate.views.admin.shared import page, study_report_data, study_report_files
 
 user, study = page("Agreement")
 if study is None:
     st.stop()
 
-coverage = console.pair_coverage(engine(), study_id=study.id)
-activity = console.annotator_activity(engine(), study_id=study.id)
+coverage = monitoring.pair_coverage(engine(), study_id=study.id)
+activity = monitoring.annotator_activity(engine(), study_id=study.id)
 cols = st.columns([3, 3, 1])
 categories = cols[0].multiselect(
     "Categories (none = all)",
@@ -29,7 +30,7 @@ bootstrap = cols[2].selectbox(
     "Bootstrap", [200, 1000, 2000], index=1, key="agreement_bootstrap", help="resamples"
 )
 
-report, _annotations, _pairs = study_report(
+report, _annotations, _pairs = study_report_data(
     study, categories=tuple(categories), annotators=tuple(annotators), bootstrap=bootstrap
 )
 counts = report["counts"]
@@ -52,14 +53,14 @@ cells[2].metric("Percent agreement", fmt(pref["percent_agreement"]))
 cells[3].metric("Krippendorff's alpha", fmt(pref["alpha"]["value"]))
 cells[4].metric("Label agreement", fmt(pref["label_agreement"]["value"]))
 
-for paragraph in console.report_reading(report):
+for paragraph in study_report.report_reading(report):
     st.markdown(paragraph.replace("$", r"\$"))
 
 st.subheader("Headline numbers")
-st.dataframe(console.headline_table(report), hide_index=True)
+st.dataframe(study_report.headline_table(report), hide_index=True)
 
 st.subheader("Charts")
-for title, figure in console.report_figures(report):  # each chart carries its own title
+for title, figure in study_report.report_figures(report):  # each chart carries its own title
     st.plotly_chart(figure, config={"displaylogo": False}, key=f"chart_{title}")
 
 st.subheader("Pairs")
@@ -75,7 +76,8 @@ selection = {"categories": tuple(categories), "annotators": tuple(annotators)}
 
 
 with st.container(horizontal=True):
-    for name, mime in {**console.REPORT_FILES, "valid_pairs.jsonl": "application/jsonl"}.items():
+    files = {**study_report.REPORT_FILES, "valid_pairs.jsonl": "application/jsonl"}
+    for name, mime in files.items():
         st.download_button(
             name,
             data=lambda name=name: study_report_files(study, **selection, bootstrap=bootstrap)[
@@ -87,3 +89,27 @@ with st.container(horizontal=True):
             on_click="ignore",
             icon=":material/download:",
         )
+
+st.subheader("Models against the humans")
+st.caption(
+    "Upload a reward model's or judge's output to compare it with the annotators on these "
+    "pairs: the benchmark's pairwise judgements (id, prediction, pos_in_a or correct_answer, "
+    "optional parse_failed), pointwise scores (id, label, score) or a table (pair_id with "
+    "score_chosen and score_rejected, or with preference). One file per model, named after it."
+)
+uploads = st.file_uploader(
+    "Model files (JSON Lines, CSV or Parquet)",
+    type=["jsonl", "csv", "parquet"],
+    accept_multiple_files=True,
+    key="agreement_models",
+)
+if uploads:
+    compared, problems = model_comparison(
+        report, uploads, study_pair_ids=coverage["pair_id"].astype(str).tolist()
+    )
+    if problems:
+        st.error(problems[0])
+        if problems[1:]:
+            st.code("\n".join(problems[1:]), language=None)
+    else:
+        show_models(compared)

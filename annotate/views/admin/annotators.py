@@ -2,10 +2,10 @@
 
 import streamlit as st
 
-from annotate import console, gold
+from annotate import accounts, gold, monitoring
 from annotate.access import engine
 from annotate.errors import UserError
-from annotate.views.admin.shared import base_url, page, show_error, study_report
+from annotate.views.admin.shared import base_url, page, show_error, study_report_data
 
 QUALITY_BOOTSTRAP = 0  # annotator figures need no confidence intervals
 
@@ -26,7 +26,7 @@ with (
     admin = cols[2].checkbox("Maintainer", key="invite_admin")
     if st.form_submit_button("Create and show the link", type="primary"):
         try:
-            created, link = console.invite(
+            created, link = accounts.invite(
                 engine(),
                 study_id=study.id,
                 name=name,
@@ -47,13 +47,13 @@ if result:
     )
     st.code(result[1], language=None)
 
-activity = console.annotator_activity(engine(), study_id=study.id)
+activity = monitoring.annotator_activity(engine(), study_id=study.id)
 if activity.empty:
     st.info("No annotators yet: invite one above.")
     st.stop()
 
-report, _, _ = study_report(study, bootstrap=QUALITY_BOOTSTRAP)
-table = console.annotator_quality(
+report, _, _ = study_report_data(study, bootstrap=QUALITY_BOOTSTRAP)
+table = monitoring.annotator_quality(
     activity, report["annotators"], gold.gold_accuracy(engine(), study_id=study.id)
 )
 flagged = table[(table["flags"] != "") & (table["role"] == "annotator")]
@@ -110,7 +110,7 @@ st.dataframe(
         "flags": st.column_config.TextColumn("flags", width="medium"),
     },
 )
-st.caption(f"Figures from the report (gold checks left out). Flags: {console.FLAG_RULES}")
+st.caption(f"Figures from the report (gold checks left out). Flags: {monitoring.FLAG_RULES}")
 
 st.subheader("Manage an account")
 names = table["annotator"].tolist()
@@ -122,7 +122,7 @@ if chosen is not None:
     target_id = int(row["id"])
     cols = st.columns(3)
     if cols[0].button("New link", key="manage_new_link", help="the old link stops working"):
-        link = console.new_link(engine(), annotator_id=target_id, base_url=base_url())
+        link = accounts.new_link(engine(), annotator_id=target_id, base_url=base_url())
         st.session_state["invite_result"] = (chosen, link)
         st.rerun()
     if row["active"]:
@@ -132,11 +132,11 @@ if chosen is not None:
             disabled=target_id == user.id,
             help="their link stops working; their answers stay in the study",
         ):
-            console.set_active(engine(), annotator_id=target_id, active=False)
+            accounts.set_active(engine(), annotator_id=target_id, active=False)
             st.session_state["console_flash"] = f"{chosen} deactivated; their answers are kept."
             st.rerun()
     elif cols[1].button("Reactivate", key="manage_reactivate"):
-        console.set_active(engine(), annotator_id=target_id, active=True)
+        accounts.set_active(engine(), annotator_id=target_id, active=True)
         st.session_state["console_flash"] = f"{chosen} reactivated."
         st.rerun()
 

@@ -4,7 +4,7 @@ report`)."""
 
 import streamlit as st
 
-from annotate import console
+from annotate import exports, study_report
 from annotate.access import engine
 from annotate.views.admin.shared import page, study_report_files
 
@@ -21,10 +21,10 @@ st.caption(
     "columns in every format."
 )
 with st.container(horizontal=True):
-    for fmt, mime in console.EXPORT_FORMATS.items():
+    for fmt, mime in exports.EXPORT_FORMATS.items():
         st.download_button(
             fmt.upper(),
-            data=lambda fmt=fmt: console.export_annotations(db, study=name, fmt=fmt),
+            data=lambda fmt=fmt: exports.export_annotations(db, study=name, fmt=fmt),
             file_name=f"{name}-annotations.{fmt}",
             mime=mime,
             key=f"export_annotations_{fmt}",
@@ -45,7 +45,7 @@ def _report_file(file_name: str) -> bytes:
 
 
 with st.container(horizontal=True):
-    for file_name, mime in console.REPORT_FILES.items():
+    for file_name, mime in study_report.REPORT_FILES.items():
         st.download_button(
             file_name,
             data=lambda file_name=file_name: _report_file(file_name),
@@ -64,7 +64,7 @@ st.caption(
 with st.container(horizontal=True):
     st.download_button(
         "Validated pairs",
-        data=lambda: console.export_pairs(db, study=name, valid_only=True),
+        data=lambda: exports.export_pairs(db, study=name, valid_only=True),
         file_name=f"{name}-valid-pairs.jsonl",
         mime="application/jsonl",
         key="export_valid_pairs",
@@ -74,7 +74,7 @@ with st.container(horizontal=True):
     )
     st.download_button(
         "All pairs",
-        data=lambda: console.export_pairs(db, study=name),
+        data=lambda: exports.export_pairs(db, study=name),
         file_name=f"{name}-pairs.jsonl",
         mime="application/jsonl",
         key="export_all_pairs",

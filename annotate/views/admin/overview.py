@@ -3,7 +3,7 @@
 import plotly.graph_objects as go
 import streamlit as st
 
-from annotate import console
+from annotate import monitoring, studies
 from annotate.access import engine
 from annotate.views.admin.shared import page
 
@@ -11,7 +11,7 @@ user, study = page("Progress")
 if study is None:
     st.stop()
 
-progress = console.study_progress(engine(), study_id=study.id)
+progress = monitoring.study_progress(engine(), study_id=study.id)
 cells = st.columns(4)
 cells[0].metric(
     "Pairs complete",
@@ -27,7 +27,7 @@ cells[1].metric(
 cells[2].metric(
     "Recent rate",
     "–" if progress.rate_per_day is None else f"{progress.rate_per_day:,.1f} / day",
-    help=f"Annotations of real pairs per day over the last {console.RECENT_DAYS} days.",
+    help=f"Annotations of real pairs per day over the last {monitoring.RECENT_DAYS} days.",
 )
 cells[3].metric(
     "Estimated time to finish",
@@ -55,9 +55,9 @@ else:
 
 st.subheader("All studies")
 rows = []
-for other in console.studies(engine()):
+for other in studies.studies(engine()):
     numbers = (
-        progress if other.id == study.id else console.study_progress(engine(), study_id=other.id)
+        progress if other.id == study.id else monitoring.study_progress(engine(), study_id=other.id)
     )
     rows.append(
         {

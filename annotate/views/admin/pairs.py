@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from annotate import console
+from annotate import monitoring, uploads
 from annotate.access import engine
 from annotate.errors import UserError
 from annotate.render import safe_markdown
@@ -24,7 +24,7 @@ with st.expander("Upload pairs", expanded=False):
     )
     if st.button("Import", type="primary", key="pairs_import", disabled=upload is None):
         data = upload.getvalue()
-        total = console.count_records(data, upload.name)
+        total = uploads.count_records(data, upload.name)
         bar = st.progress(0.0, text="Checking the file…")
 
         def advance(seen: int) -> None:
@@ -34,7 +34,7 @@ with st.expander("Upload pairs", expanded=False):
                 bar.progress(0.5, text=f"Checked {seen:,} records")
 
         try:
-            result = console.import_upload(
+            result = uploads.import_upload(
                 engine(),
                 data=data,
                 file_name=upload.name,
@@ -52,7 +52,7 @@ with st.expander("Upload pairs", expanded=False):
                 f"{result.unchanged:,} unchanged."
             )
 
-coverage = console.pair_coverage(engine(), study_id=study.id)
+coverage = monitoring.pair_coverage(engine(), study_id=study.id)
 st.subheader(f"{len(coverage):,} pairs")
 if coverage.empty:
     st.info("No pairs yet: upload a file above, or use `annotate import-pairs`.")
@@ -87,7 +87,7 @@ pair_id = st.selectbox(
     key="pairs_detail",
 )
 if pair_id is not None:
-    pair = console.pair_record(engine(), study_id=study.id, pair_key=pair_id)
+    pair = monitoring.pair_record(engine(), study_id=study.id, pair_key=pair_id)
     st.markdown(f"**Question** ({safe_markdown(pair.category) or 'no category'})")
     with st.container(border=True):
         st.markdown(safe_markdown(pair.question))

@@ -3,7 +3,7 @@ each annotator's accuracy on them, and the qualification rule."""
 
 import streamlit as st
 
-from annotate import console, gold
+from annotate import gold, monitoring
 from annotate.access import engine
 from annotate.errors import UserError
 from annotate.views.admin.shared import page, show_error
@@ -31,7 +31,7 @@ if study.qualification_gold:
         "(change this on the **Studies** page)."
     )
 
-coverage = console.pair_coverage(engine(), study_id=study.id)
+coverage = monitoring.pair_coverage(engine(), study_id=study.id)
 n_gold = int(coverage["gold"].sum())
 if study.qualification_gold > n_gold:
     st.warning(

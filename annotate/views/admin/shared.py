@@ -6,7 +6,7 @@ from urllib.parse import urlsplit
 
 import streamlit as st
 
-from annotate import console
+from annotate import studies, study_report
 from annotate.access import engine, require_admin
 from annotate.auth import DEFAULT_BASE_URL
 from annotate.errors import UserError
@@ -25,7 +25,7 @@ def page(title: str) -> tuple[Annotator, Study | None]:
 
 
 def pick_study() -> Study | None:
-    everything = console.studies(engine())
+    everything = studies.studies(engine())
     if not everything:
         st.info("There is no study yet. Create one on the **Studies** page.")
         return None
@@ -80,7 +80,10 @@ def db_key() -> str:
     return engine().url.render_as_string(hide_password=True)
 
 
-@st.cache_data(ttl=REPORT_TTL, max_entries=16, show_spinner=False)
+# st.cache_resource, not st.cache_data: cache_data pickles a copy of the value on every call,
+# and a report's frames are large. Callers only read what they get. The pairs frame holds
+# ids, categories and gold flags, not the pairs' text (read only for the valid pairs' file).
+@st.cache_resource(ttl=REPORT_TTL, max_entries=16, show_spinner=False)
 def cached_report(
     db: str,
     study: str,
@@ -91,7 +94,7 @@ def cached_report(
 ):
     """(report, annotations, pairs), cached per database, study, data version and filter."""
     del db, version  # only part of the cache key
-    return console.build_study_report(
+    return study_report.build_study_report(
         engine(),
         study=study,
         categories=list(categories) or None,
@@ -100,7 +103,7 @@ def cached_report(
     )
 
 
-def study_report(
+def study_report_data(
     study: Study,
     *,
     categories: tuple[str, ...] = (),
@@ -108,21 +111,21 @@ def study_report(
     bootstrap: int = 1000,
 ):
     """The (possibly cached) report for the study, computed under a status box if needed."""
-    version = console.data_version(engine(), study_id=study.id)
+    version = study_report.data_version(engine(), study_id=study.id)
     with st.spinner("Computing the report…", show_time=True):
         return cached_report(
             db_key(), study.name, version, tuple(categories), tuple(annotators), bootstrap
         )
 
 
-@st.cache_data(ttl=REPORT_TTL, max_entries=8, show_spinner=False)
+@st.cache_resource(ttl=REPORT_TTL, max_entries=8, show_spinner=False)
 def cached_report_files(
     db: str, study: str, version: tuple, categories, annotators, bootstrap: int
 ) -> dict[str, bytes]:
-    report, _annotations, pairs = cached_report(
+    report, _annotations, _pairs = cached_report(
         db, study, version, categories, annotators, bootstrap
     )
-    return console.report_files(report, pairs=pairs)
+    return study_report.report_files(report, engine=engine(), study=study)
 
 
 def study_report_files(
@@ -134,7 +137,7 @@ def study_report_files(
 ) -> dict[str, bytes]:
     """The report files of the study (or of a selection), computed once per data version and
     selection, shared by all download buttons."""
-    version = console.data_version(engine(), study_id=study.id)
+    version = study_report.data_version(engine(), study_id=study.id)
     return cached_report_files(
         db_key(), study.name, version, tuple(categories), tuple(annotators), bootstrap
     )

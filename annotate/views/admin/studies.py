@@ -3,7 +3,7 @@ annotations are locked once the study has any)."""
 
 import streamlit as st
 
-from annotate import console
+from annotate import studies
 from annotate.access import engine
 from annotate.errors import UserError
 from annotate.models import DEFAULT_DIMENSIONS, DEFAULT_REASONS, Study
@@ -34,6 +34,14 @@ def option_widgets(study: Study, *, prefix: str, locked: set[str]) -> dict:
         key=f"{prefix}_items_per_annotator",
     )
     out["items_per_annotator"] = int(quota) or None
+    out["reservation_timeout"] = st.number_input(
+        "Reservation timeout (seconds a shown pair stays reserved for an annotator who does "
+        "not answer it)",
+        min_value=1,
+        value=study.reservation_timeout,
+        step=60,
+        key=f"{prefix}_reservation_timeout",
+    )
 
     st.markdown("**What annotators are asked**")
     lock_help = LOCK_REASON if locked else None
@@ -61,6 +69,14 @@ def option_widgets(study: Study, *, prefix: str, locked: set[str]) -> dict:
         disabled="reasons" in locked,
         help=lock_help,
         key=f"{prefix}_reasons",
+    )
+    out["aspect_check"] = st.checkbox(
+        "Aspect check: a 0-2 score for how well each response covers each of the user's "
+        "rubric aspects",
+        value=study.aspect_check,
+        disabled="aspect_check" in locked,
+        help=lock_help,
+        key=f"{prefix}_aspect_check",
     )
     cols = st.columns(4)
     out["scale_min"] = cols[0].number_input(
@@ -145,7 +161,7 @@ with (
     options = option_widgets(Study(name=""), prefix="new", locked=set())
     if st.form_submit_button("Create study", type="primary"):
         try:
-            created = console.create_study(engine(), name, **options)
+            created = studies.create_study(engine(), name, **options)
         except UserError as exc:
             show_error(exc)
         else:
@@ -158,20 +174,21 @@ if flash:
     st.success(flash)
 
 if study is not None:
-    locked = set(console.locked_options(engine(), study.id))
+    locked = set(studies.locked_options(engine(), study.id))
     st.subheader(f"Options of “{study.name}”")
     if locked:
         st.info(
             "This study already has annotations, so the options that define what an answer "
-            "means are locked: ties, the rating dimensions and scale, and the main-reason "
-            "answers. Coverage, what annotators see, guidelines, qualification and Prolific "
-            "settings can still change. To change a locked option, create a new study."
+            "means are locked: ties, the rating dimensions and scale, the main-reason "
+            "answers and the aspect check. Coverage, reservations, what annotators see, "
+            "guidelines, qualification and Prolific settings can still change. To change a "
+            "locked option, create a new study."
         )
     with st.form(f"study_options_{study.id}", border=True):
         values = option_widgets(study, prefix=f"study{study.id}", locked=locked)
         if st.form_submit_button("Save options", type="primary"):
             try:
-                console.save_study_options(engine(), study.id, **values)
+                studies.save_study_options(engine(), study.id, **values)
             except UserError as exc:
                 show_error(exc)
             else:

@@ -1,4 +1,5 @@
-"""What the maintainer console shows and does, as plain functions (the pages only lay it out).
+"""Watching a study: progress and time to finish, each pair's coverage, each annotator's
+activity and the flags that make one look unusual.
 
 Numbers here ignore gold pairs unless they say otherwise: gold pairs are quality checks, not
 part of the study's coverage (see annotate/gold.py).
@@ -6,14 +7,9 @@ part of the study's coverage (see annotate/gold.py).
 
 from __future__ import annotations
 
-import hashlib
-import io
 import math
-import re
-import tempfile
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -21,32 +17,10 @@ from sqlalchemy import func
 from sqlalchemy.engine import Engine
 from sqlmodel import select
 
-from annotate import gold
-from annotate.auth import DEFAULT_BASE_URL, create_annotator, login_link, reissue_token
-from annotate.db import read_session, retrying, session
-from annotate.errors import InputError, UserError
+from annotate import db, gold
 from annotate.models import Annotation, Annotator, Assignment, Pair, Study, utcnow
-from annotate.studies import (
-    LOCKED_WHEN_ANNOTATED,
-    get_study,
-    has_annotations,
-    update_study_options,
-)
 
 RECENT_DAYS = 7
-EXPORT_FORMATS = {
-    "csv": "text/csv",
-    "jsonl": "application/jsonl",
-    "parquet": "application/vnd.apache.parquet",
-}
-REPORT_FILES = {
-    "report.json": "application/json",
-    "report.html": "text/html",
-    "pairs.csv": "text/csv",
-    "annotators.csv": "text/csv",
-    "summary.md": "text/markdown",
-}
-_STUDY_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9 _.-]{0,63}$")
 
 # Outlier rules for annotators (each needs enough items to mean something).
 MIN_ITEMS = 5
@@ -59,123 +33,11 @@ POSITION_P = 0.01
 MIN_SLOT_ITEMS = 10
 
 
-# --- studies ------------------------------------------------------------------------------
-
-
-@retrying
-def studies(engine: Engine) -> list[Study]:
-    with read_session(engine) as s:
-        return list(s.exec(select(Study).order_by(Study.name)).all())
-
-
-@retrying
-def create_study(engine: Engine, name: str, **options) -> Study:
-    """A new study with these options (the defaults otherwise)."""
-    name = (name or "").strip()
-    if not _STUDY_NAME.match(name):
-        raise UserError(
-            "a study name is 1-64 letters, digits, spaces, dots, dashes or underscores, "
-            "starting with a letter or digit"
-        )
-    with session(engine) as s:
-        if s.exec(select(Study.id).where(Study.name == name)).first() is not None:
-            raise UserError(f"a study named {name!r} already exists")
-        study = Study(name=name)
-        s.add(study)
-        s.flush()
-        if options:
-            update_study_options(s, study, **clean_options(options))
-        return study
-
-
-@retrying
-def save_study_options(engine: Engine, study_id: int, **options) -> Study:
-    """Change options; the locked ones are refused once the study has annotations."""
-    options = clean_options(options)
-    with session(engine) as s:
-        study = s.get(Study, study_id)
-        return update_study_options(s, study, **options)
-
-
-def clean_options(options: dict) -> dict:
-    out = dict(options)
-    for key in ("prolific_completion_code", "prolific_study_id"):
-        if key in out:
-            out[key] = (out[key] or "").strip() or None
-    if "dimensions" in out:
-        out["dimensions"] = list(out["dimensions"])
-    if "reasons" in out:
-        out["reasons"] = list(out["reasons"])
-    return out
-
-
-@retrying
-def locked_options(engine: Engine, study_id: int) -> list[str]:
-    """The options that can no longer change (the study has annotations), else []."""
-    with read_session(engine) as s:
-        return list(LOCKED_WHEN_ANNOTATED) if has_annotations(s, study_id) else []
-
-
-# --- annotators ---------------------------------------------------------------------------
-
-
-@retrying
-def invite(
-    engine: Engine,
-    *,
-    study_id: int,
-    name: str,
-    email: str | None = None,
-    admin: bool = False,
-    base_url: str = DEFAULT_BASE_URL,
-) -> tuple[Annotator, str]:
-    """Create an annotator (or maintainer) and return it with their personal login link."""
-    email = (email or "").strip() or None
-    if email is not None and "@" not in email:
-        raise UserError(f"{email!r} is not an email address")
-    with session(engine) as s:
-        annotator, token = create_annotator(
-            s, name=name, study_id=study_id, is_admin=admin, email=email
-        )
-        return annotator, login_link(token, base_url)
-
-
-@retrying
-def new_link(engine: Engine, *, annotator_id: int, base_url: str = DEFAULT_BASE_URL) -> str:
-    """A new personal link; the previous one stops working."""
-    with session(engine) as s:
-        annotator = s.get(Annotator, annotator_id)
-        return login_link(reissue_token(s, annotator), base_url)
-
-
-@retrying
-def set_active(engine: Engine, *, annotator_id: int, active: bool) -> None:
-    """Deactivate (their link stops working, their answers stay) or reactivate an account."""
-    with session(engine) as s:
-        annotator = s.get(Annotator, annotator_id)
-        annotator.active = active
-        s.add(annotator)
-        if not active:
-            # Open reservations go back to the pool so other annotators can take the pairs.
-            held = s.exec(
-                select(Assignment).where(
-                    Assignment.annotator_id == annotator_id, Assignment.status == "active"
-                )
-            ).all()
-            for assignment in held:
-                assignment.status = "skipped"
-                assignment.completed_at = utcnow()
-                s.add(assignment)
-                pair = s.get(Pair, assignment.pair_id)
-                pair.n_assigned = max(0, pair.n_assigned - 1)
-                s.add(pair)
-
-
-@retrying
 def annotator_activity(engine: Engine, *, study_id: int) -> pd.DataFrame:
     """One row per annotator of the study: account, progress and speed (gold included in
     `done`; `real_done` counts real pairs only)."""
-    with read_session(engine) as s:
+
+    def read(s):
         people = s.exec(
             select(Annotator).where(Annotator.study_id == study_id).order_by(Annotator.name)
         ).all()
@@ -203,6 +65,9 @@ def annotator_activity(engine: Engine, *, study_id: int) -> pd.DataFrame:
             .join(Pair, Pair.id == Annotation.pair_id)
             .where(Annotation.study_id == study_id)
         ).all()
+        return people, done, open_, rows
+
+    people, done, open_, rows = db.read(engine, read)
     answers = pd.DataFrame(rows, columns=["aid", "is_gold", "seconds", "submitted_at"])
     answers["seconds"] = pd.to_numeric(answers["seconds"], errors="coerce")
     answers["real"] = ~answers["is_gold"].astype(bool)
@@ -353,9 +218,6 @@ def outlier_flags(table: pd.DataFrame) -> list[str]:
     return flags
 
 
-# --- progress -----------------------------------------------------------------------------
-
-
 @dataclass(frozen=True)
 class StudyProgress:
     pairs: int  # real pairs (gold left out)
@@ -428,12 +290,12 @@ def _day(column, dialect: str):
     return func.date(column)  # SQLite keeps UTC wall time as text
 
 
-@retrying
 def study_progress(engine: Engine, *, study_id: int, now: datetime | None = None) -> StudyProgress:
     """The study's numbers, aggregated in the database (a few rows per pair and per day)."""
     now = now or datetime.now(UTC)
     start = now - timedelta(days=RECENT_DAYS)
-    with read_session(engine) as s:
+
+    def read(s):
         dialect = s.get_bind().dialect.name
         study = s.get(Study, study_id)
         counts = s.exec(
@@ -464,6 +326,9 @@ def study_progress(engine: Engine, *, study_id: int, now: datetime | None = None
                 func.min(Annotation.submitted_at),
             ).where(Annotation.study_id == study_id)
         ).one()
+        return study, counts, days, n_recent, first_real, annotators, started
+
+    study, counts, days, n_recent, first_real, annotators, started = db.read(engine, read)
     target = study.overlap_target
     per_pair = pd.DataFrame(counts, columns=["is_gold", "n"])
     per_pair["is_gold"] = per_pair["is_gold"].astype(bool)
@@ -497,10 +362,10 @@ def study_progress(engine: Engine, *, study_id: int, now: datetime | None = None
     )
 
 
-@retrying
 def pair_coverage(engine: Engine, *, study_id: int) -> pd.DataFrame:
     """One row per pair: id, category, gold (and expected answer), annotations vs target."""
-    with read_session(engine) as s:
+
+    def read(s):
         study = s.get(Study, study_id)
         rows = s.exec(
             select(
@@ -516,6 +381,9 @@ def pair_coverage(engine: Engine, *, study_id: int) -> pd.DataFrame:
             .group_by(Pair.id)
             .order_by(Pair.position)
         ).all()
+        return study, rows
+
+    study, rows = db.read(engine, read)
     frame = pd.DataFrame(
         rows,
         columns=["pair_id", "category", "gold", "expected", "reserved", "annotations"],
@@ -533,211 +401,10 @@ def pair_coverage(engine: Engine, *, study_id: int) -> pd.DataFrame:
     ]
 
 
-@retrying
 def pair_record(engine: Engine, *, study_id: int, pair_key: str) -> Pair | None:
-    with read_session(engine) as s:
+    def read(s):
         return s.exec(
             select(Pair).where(Pair.study_id == study_id, Pair.pair_key == pair_key)
         ).first()
 
-
-# --- report and exports -------------------------------------------------------------------
-
-
-@retrying
-def data_version(engine: Engine, *, study_id: int) -> tuple:
-    """Changes whenever the study's annotations, pairs or gold marks change (a cache key)."""
-    with read_session(engine) as s:
-        annotations = s.exec(
-            select(
-                func.count(Annotation.id),
-                func.max(Annotation.id),
-                func.max(Annotation.submitted_at),
-            ).where(Annotation.study_id == study_id)
-        ).one()
-        pairs = s.exec(
-            select(func.count(Pair.id), func.max(Pair.id)).where(Pair.study_id == study_id)
-        ).one()
-        gold_marks = s.exec(
-            select(Pair.id, Pair.gold_answer)
-            .where(Pair.study_id == study_id, Pair.is_gold == True)  # noqa: E712
-            .order_by(Pair.id)
-        ).all()
-        study = s.get(Study, study_id)
-    stamp = annotations[2].isoformat() if annotations[2] is not None else None
-    return (
-        study_id,
-        study.scale_min,
-        study.scale_max,
-        int(annotations[0]),
-        annotations[1],
-        stamp,
-        *(None if v is None else int(v) for v in pairs),
-        hashlib.sha256(repr(list(gold_marks)).encode()).hexdigest(),
-    )
-
-
-def study_tables(
-    engine: Engine,
-    *,
-    study: str,
-    categories: list[str] | None = None,
-    annotators: list[str] | None = None,
-) -> tuple[pd.DataFrame, pd.DataFrame, tuple[int, int]]:
-    """(validated annotations, pairs, scale) for the report, optionally filtered: only pairs
-    of these categories, only annotations of these annotators."""
-    from analysis.tables import validate_annotations
-    from annotate.annotations import annotations_frame, pairs_frame
-
-    with read_session(engine) as s:
-        row = get_study(s, study)
-        scale = (row.scale_min, row.scale_max)
-    pairs = pairs_frame(engine, study=study)
-    raw = annotations_frame(engine, study=study)
-    if categories:
-        pairs = pairs[pairs["category"].isin(categories)].reset_index(drop=True)
-        raw = raw[raw["pair_id"].isin(set(pairs["pair_id"]))]
-    if annotators:
-        raw = raw[raw["annotator"].isin(annotators)]
-    annotations = validate_annotations(
-        raw.reset_index(drop=True),
-        source=f"study {study!r}",
-        scale=scale,
-        pair_ids=set(pairs["pair_id"]),
-    )
-    return annotations, pairs, scale
-
-
-def study_design(engine: Engine, *, study: str) -> dict:
-    """The study's settings that shape the statistics (ReportOptions.allow_ties, .dimensions):
-    whether it offered a tie, and which quality dimensions it asked."""
-    from analysis.tables import DIMENSIONS
-
-    with read_session(engine) as s:
-        row = get_study(s, study)
-        asked = tuple(d for d in (row.dimensions or []) if d in DIMENSIONS)
-        return {"allow_ties": bool(row.allow_ties), "dimensions": asked}
-
-
-def report_options(scale: tuple[int, int], **overrides):
-    from analysis.report import ReportOptions
-
-    return ReportOptions(scale_min=scale[0], scale_max=scale[1], **overrides)
-
-
-def build_study_report(
-    engine: Engine,
-    *,
-    study: str,
-    categories: list[str] | None = None,
-    annotators: list[str] | None = None,
-    **options,
-) -> tuple[dict, pd.DataFrame, pd.DataFrame]:
-    """(report dict, annotations, pairs) for the study or the filtered part of it."""
-    from analysis.report import build_report
-
-    annotations, pairs, scale = study_tables(
-        engine, study=study, categories=categories, annotators=annotators
-    )
-    design = study_design(engine, study=study)
-    report = build_report(annotations, pairs, options=report_options(scale, **design, **options))
-    return report, annotations, pairs
-
-
-def report_files(report: dict, *, pairs: pd.DataFrame) -> dict[str, bytes]:
-    """The report files (contract section 4) and the valid pairs, as bytes by file name."""
-    from analysis.report import write_report
-
-    with tempfile.TemporaryDirectory(prefix="annotate-report-") as tmp:
-        paths = write_report(
-            report,
-            tmp,
-            pairs=pairs,
-            export_valid=Path(tmp) / "valid_pairs.jsonl",
-        )
-        return {Path(path).name: Path(path).read_bytes() for path in paths.values()}
-
-
-def export_annotations(engine: Engine, *, study: str, fmt: str) -> bytes:
-    """The study's annotations (contract section 3) as CSV, JSONL or Parquet bytes."""
-    from analysis.tables import write_table
-    from annotate.annotations import annotations_frame
-
-    if fmt not in EXPORT_FORMATS:
-        raise UserError(f"unknown export format {fmt!r}")
-    frame = annotations_frame(engine, study=study)
-    with tempfile.TemporaryDirectory(prefix="annotate-export-") as tmp:
-        path = Path(tmp) / f"annotations.{fmt}"
-        write_table(frame, path)
-        return path.read_bytes()
-
-
-def export_pairs(engine: Engine, *, study: str, valid_only: bool = False, **options) -> bytes:
-    """The study's pairs as JSON Lines in the import format (section 2), every original field
-    kept; with valid_only, only the non-gold pairs whose report verdict is `valid`."""
-    from analysis.report import write_valid_pairs
-    from annotate.annotations import pairs_frame
-    from annotate.pairs_io import write_pairs
-
-    with tempfile.TemporaryDirectory(prefix="annotate-pairs-") as tmp:
-        path = Path(tmp) / "pairs.jsonl"
-        if valid_only:
-            report, _, pairs = build_study_report(engine, study=study, **options)
-            write_valid_pairs(report, pairs, path)
-        else:
-            pairs = pairs_frame(engine, study=study)
-            write_pairs(pairs["record"].tolist(), path)
-        return path.read_bytes()
-
-
-def upload_suffix(file_name: str) -> str:
-    suffix = Path(file_name).suffix.lower()
-    if suffix not in (".jsonl", ".json", ".parquet"):
-        raise UserError(f"{file_name}: use a .jsonl, .json or .parquet file")
-    return suffix
-
-
-def import_upload(
-    engine: Engine, *, data: bytes, file_name: str, study: str, update: bool = False, progress=None
-):
-    """Import uploaded pairs bytes with the command line's all-or-nothing rules."""
-    from annotate.importer import import_pairs
-
-    suffix = upload_suffix(file_name)
-    with tempfile.TemporaryDirectory(prefix="annotate-upload-") as tmp:
-        path = Path(tmp) / f"upload{suffix}"
-        path.write_bytes(data)
-        try:
-            return import_pairs(
-                engine, path, study_name=study, update_existing=update, progress=progress
-            )
-        except InputError as exc:  # name the uploaded file, not the temporary copy
-            raise InputError(file_name, exc.problems) from None
-
-
-def count_records(data: bytes, file_name: str) -> int | None:
-    """Roughly how many records an upload holds (for a progress bar), or None if unknown."""
-    suffix = Path(file_name).suffix.lower()
-    if suffix == ".jsonl":
-        return sum(1 for line in io.BytesIO(data) if line.strip())
-    return None
-
-
-def report_figures(report: dict) -> list[tuple[str, object]]:
-    """The report's plotly charts (the same as in report.html), with a title for each."""
-    from analysis import html_report
-
-    return list(html_report.figures(report))
-
-
-def report_reading(report: dict) -> list[str]:
-    """The report's plain-language reading of its numbers (as in report.html)."""
-    from analysis import html_report
-
-    return list(html_report.reading(report))
-
-
-def headline_table(report: dict) -> pd.DataFrame:
-    from analysis.summary import HEADLINE_HEADER, headline_rows
-
-    return pd.DataFrame(headline_rows(report), columns=list(HEADLINE_HEADER))
+    return db.read(engine, read)

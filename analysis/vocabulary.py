@@ -1,0 +1,27 @@
+"""The contract's values, defined once (contract sections 3 and 6).
+
+The models, the labelling form, the wording shown to annotators, the analysis and the
+benchmarks all take these names from here; `analysis/` depends on nothing in `annotate/`, so
+they live on this side. Words shown to people for them: annotate/wording.py.
+"""
+
+from __future__ import annotations
+
+# What an annotator can prefer, as stored: the pair's two responses, or neither.
+SIDES = ("chosen", "rejected")
+TIE = "tie"
+PREFERENCES = (*SIDES, TIE)
+
+# Where a response is shown: the slots A and B (chosen_position is one of them).
+SLOTS = ("A", "B")
+
+# General-quality dimensions, each rated per response; their columns are f"{dimension}_{side}".
+DIMENSIONS = ("correctness", "relevance", "helpfulness")
+RATING_COLUMNS = [f"{dimension}_{side}" for side in SIDES for dimension in DIMENSIONS]
+DEFAULT_SCALE = (1, 5)
+
+# What mainly decided the choice.
+REASONS = ("personal_fit", "general_quality", "both", "unsure")
+
+# The aspect check's match score of a response for one rubric aspect.
+ASPECT_SCORES = (0, 1, 2)

@@ -1,0 +1,66 @@
+"""Annotator and maintainer accounts as the console manages them: invitations, new links,
+deactivation. (Tokens and their hashes: annotate/auth.py.)"""
+
+from __future__ import annotations
+
+from sqlalchemy.engine import Engine
+from sqlmodel import select
+
+from annotate import db
+from annotate.auth import DEFAULT_BASE_URL, create_annotator, login_link, reissue_token
+from annotate.db import retrying, session
+from annotate.errors import UserError
+from annotate.models import Annotator, Assignment, Pair, utcnow
+
+
+def invite(
+    engine: Engine,
+    *,
+    study_id: int,
+    name: str,
+    email: str | None = None,
+    admin: bool = False,
+    base_url: str = DEFAULT_BASE_URL,
+) -> tuple[Annotator, str]:
+    """Create an annotator (or maintainer) and return it with their personal login link."""
+    email = (email or "").strip() or None
+    if email is not None and "@" not in email:
+        raise UserError(f"{email!r} is not an email address")
+
+    def work(s) -> tuple[Annotator, str]:
+        annotator, token = create_annotator(
+            s, name=name, study_id=study_id, is_admin=admin, email=email
+        )
+        return annotator, login_link(token, base_url)
+
+    return db.write(engine, work)
+
+
+def new_link(engine: Engine, *, annotator_id: int, base_url: str = DEFAULT_BASE_URL) -> str:
+    """A new personal link; the previous one stops working."""
+    return db.write(
+        engine, lambda s: login_link(reissue_token(s, s.get(Annotator, annotator_id)), base_url)
+    )
+
+
+@retrying
+def set_active(engine: Engine, *, annotator_id: int, active: bool) -> None:
+    """Deactivate (their link stops working, their answers stay) or reactivate an account."""
+    with session(engine) as s:
+        annotator = s.get(Annotator, annotator_id)
+        annotator.active = active
+        s.add(annotator)
+        if not active:
+            # Open reservations go back to the pool so other annotators can take the pairs.
+            held = s.exec(
+                select(Assignment).where(
+                    Assignment.annotator_id == annotator_id, Assignment.status == "active"
+                )
+            ).all()
+            for assignment in held:
+                assignment.status = "skipped"
+                assignment.completed_at = utcnow()
+                s.add(assignment)
+                pair = s.get(Pair, assignment.pair_id)
+                pair.n_assigned = max(0, pair.n_assigned - 1)
+                s.add(pair)

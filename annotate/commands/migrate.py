@@ -1,0 +1,35 @@
+"""annotate migrate: upgrade the database schema explicitly (contract section 8)."""
+
+from __future__ import annotations
+
+import argparse
+
+NAME = "migrate"
+ORDER = 75
+HELP = (
+    "Create or upgrade the database schema to this version's (other commands, except serve "
+    "and demo, never upgrade an existing database). Take a backup first."
+)
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    pass
+
+
+def run(args: argparse.Namespace) -> int:
+    from annotate.db import get_engine, resolve_url
+    from annotate.schema import Mode, current_revisions, recorded_revisions
+
+    url = resolve_url(args.db)
+    before = recorded_revisions(url)
+    engine = get_engine(url, schema=Mode.UPGRADE)
+    with engine.connect() as conn:
+        after = ", ".join(current_revisions(conn))
+    shown = engine.url.render_as_string(hide_password=True)
+    if before == after:
+        print(f"the schema of {shown} is up to date (revision {after})")
+    elif not before:
+        print(f"the schema of {shown} was created (revision {after})")
+    else:
+        print(f"the schema of {shown} was upgraded from revision {before} to {after}")
+    return 0

@@ -1,0 +1,196 @@
+"""A study's agreement and validation report from the database: the data read in one snapshot,
+the report built from it, and its files, charts and reading for the console.
+
+`annotate report --db` and the console's Agreement and Exports pages use these functions.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+from sqlalchemy import func
+from sqlalchemy.engine import Engine
+from sqlmodel import select
+
+from annotate import annotations as stored
+from annotate import db
+from annotate.models import Annotation, Pair, Study
+from annotate.studies import get_study
+
+REPORT_FILES = {
+    "report.json": "application/json",
+    "report.html": "text/html",
+    "pairs.csv": "text/csv",
+    "annotators.csv": "text/csv",
+    "summary.md": "text/markdown",
+}
+
+
+@dataclass(frozen=True)
+class StudyData:
+    """What the report reads: validated annotations and the pairs, from one snapshot."""
+
+    annotations: pd.DataFrame
+    pairs: pd.DataFrame  # pair_id, category, is_gold (and record, when read with content)
+    scale: tuple[int, int]
+    # The study's settings that shape the statistics (ReportOptions.allow_ties, .dimensions):
+    # whether it offered a tie, and which quality dimensions it asked.
+    design: dict
+
+
+def study_tables(
+    engine: Engine,
+    *,
+    study: str,
+    categories: list[str] | None = None,
+    annotators: list[str] | None = None,
+    content: bool = False,
+) -> StudyData:
+    """The report's data, optionally filtered (only pairs of these categories, only
+    annotations of these annotators). The study, its pairs and its annotations are read in
+    one snapshot, so a pair imported and answered meanwhile is in all of them or in none.
+    `content` adds each pair's original record (for --export-valid); without it a pair is a
+    few bytes."""
+    from analysis.tables import DIMENSIONS, validate_annotations
+
+    def read(s) -> tuple[pd.DataFrame, pd.DataFrame, tuple[int, int], dict]:
+        row = get_study(s, study)
+        pairs = stored.pairs_frame(s, study=study, content=content)
+        raw = stored.annotations_frame(s, study=study)
+        design = {
+            "allow_ties": bool(row.allow_ties),
+            "dimensions": tuple(d for d in (row.dimensions or []) if d in DIMENSIONS),
+        }
+        return raw, pairs, (row.scale_min, row.scale_max), design
+
+    raw, pairs, scale, design = db.read(engine, read)
+    if categories:
+        pairs = pairs[pairs["category"].isin(categories)].reset_index(drop=True)
+        raw = raw[raw["pair_id"].isin(set(pairs["pair_id"]))]
+    if annotators:
+        raw = raw[raw["annotator"].isin(annotators)]
+    annotations = validate_annotations(
+        raw.reset_index(drop=True),
+        source=f"study {study!r}",
+        scale=scale,
+        pair_ids=set(pairs["pair_id"]),
+    )
+    return StudyData(annotations=annotations, pairs=pairs, scale=scale, design=design)
+
+
+def report_options(scale: tuple[int, int], **overrides):
+    from analysis.report import ReportOptions
+
+    return ReportOptions(scale_min=scale[0], scale_max=scale[1], **overrides)
+
+
+def build_study_report(
+    engine: Engine,
+    *,
+    study: str,
+    categories: list[str] | None = None,
+    annotators: list[str] | None = None,
+    content: bool = False,
+    **options,
+) -> tuple[dict, pd.DataFrame, pd.DataFrame]:
+    """(report dict, annotations, pairs) for the study or the filtered part of it."""
+    from analysis.report import build_report
+
+    data = study_tables(
+        engine, study=study, categories=categories, annotators=annotators, content=content
+    )
+    report = build_report(
+        data.annotations, data.pairs, options=report_options(data.scale, **data.design, **options)
+    )
+    return report, data.annotations, data.pairs
+
+
+def valid_pair_records(engine: Engine, *, study: str, report: dict) -> list[dict]:
+    """The original records of the report's `valid` non-gold pairs, in the study's order."""
+    from analysis.report import valid_pair_ids
+
+    valid = valid_pair_ids(report)
+
+    def read(s) -> list[dict]:
+        row = get_study(s, study)
+        pairs = s.exec(select(Pair).where(Pair.study_id == row.id).order_by(Pair.position)).all()
+        return [p.record() for p in pairs if p.pair_key in valid]
+
+    return db.read(engine, read) if valid else []
+
+
+def report_files(
+    report: dict, *, engine: Engine, study: str, valid_pairs: bool = True
+) -> dict[str, bytes]:
+    """The report files (contract section 4) and the valid pairs (valid_pairs.jsonl, their
+    records read now), as bytes by file name."""
+    from analysis.report import write_report
+    from annotate.pairs_io import write_pairs
+
+    with tempfile.TemporaryDirectory(prefix="annotate-report-") as tmp:
+        paths = write_report(report, tmp, pairs=None, export_valid=None)
+        files = {Path(path).name: Path(path).read_bytes() for path in paths.values()}
+        if valid_pairs:
+            path = Path(tmp) / "valid_pairs.jsonl"
+            write_pairs(valid_pair_records(engine, study=study, report=report), path)
+            files[path.name] = path.read_bytes()
+        return files
+
+
+def data_version(engine: Engine, *, study_id: int) -> tuple:
+    """Changes whenever the study's annotations, pairs or gold marks change (a cache key)."""
+
+    def read(s) -> tuple:
+        annotations = s.exec(
+            select(
+                func.count(Annotation.id),
+                func.max(Annotation.id),
+                func.max(Annotation.submitted_at),
+            ).where(Annotation.study_id == study_id)
+        ).one()
+        pairs = s.exec(
+            select(func.count(Pair.id), func.max(Pair.id)).where(Pair.study_id == study_id)
+        ).one()
+        gold_marks = s.exec(
+            select(Pair.id, Pair.gold_answer)
+            .where(Pair.study_id == study_id, Pair.is_gold == True)  # noqa: E712
+            .order_by(Pair.id)
+        ).all()
+        study = s.get(Study, study_id)
+        return annotations, pairs, gold_marks, (study.scale_min, study.scale_max)
+
+    annotations, pairs, gold_marks, scale = db.read(engine, read)
+    stamp = annotations[2].isoformat() if annotations[2] is not None else None
+    return (
+        study_id,
+        *scale,
+        int(annotations[0]),
+        annotations[1],
+        stamp,
+        *(None if v is None else int(v) for v in pairs),
+        hashlib.sha256(repr(list(gold_marks)).encode()).hexdigest(),
+    )
+
+
+def report_figures(report: dict) -> list[tuple[str, object]]:
+    """The report's plotly charts (the same as in report.html), with a title for each."""
+    from analysis import html_report
+
+    return list(html_report.figures(report))
+
+
+def report_reading(report: dict) -> list[str]:
+    """The report's plain-language reading of its numbers (as in report.html)."""
+    from analysis import html_report
+
+    return list(html_report.reading(report))
+
+
+def headline_table(report: dict) -> pd.DataFrame:
+    from analysis.summary import HEADLINE_HEADER, headline_rows
+
+    return pd.DataFrame(headline_rows(report), columns=list(HEADLINE_HEADER))

@@ -1,0 +1,136 @@
+"""`annotate configure-study` and the console's Studies page share one set of rules
+(annotate/studies.py): values checked, meaning-defining options locked once there are answers.
+Each rule is tested through the domain function and through the command line."""
+
+from __future__ import annotations
+
+import pytest
+from sqlmodel import select
+
+from annotate.annotations import Answer, submit_answer
+from annotate.cli import main
+from annotate.db import get_engine, session
+from annotate.errors import UserError
+from annotate.models import Pair, Study
+from annotate.studies import LOCKED_WHEN_ANNOTATED, configure_study, save_study_options
+from tests.factories import make_study
+
+
+def _study(engine, name="default") -> Study:
+    with session(engine) as s:
+        return s.exec(select(Study).where(Study.name == name)).one()
+
+
+def _answered(engine, tmp_path) -> int:
+    study_id, people = make_study(engine, tmp_path, n_pairs=2, annotators=1)
+    with session(engine) as s:
+        pair_id = s.exec(select(Pair.id).where(Pair.study_id == study_id)).first()
+    submit_answer(
+        engine,
+        annotator_id=people[0][0],
+        pair_id=pair_id,
+        answer=Answer(preference="chosen", chosen_position="A"),
+    )
+    return study_id
+
+
+def test_configure_study_creates_a_missing_study_and_sets_the_options_given(db_url):
+    engine = get_engine(db_url)
+    _, created = configure_study(
+        engine,
+        "pilot",
+        overlap_target=2,
+        allow_ties=False,
+        allow_prolific=True,
+        prolific_completion_code=" C0DE42 ",
+        reservation_timeout=600,
+        aspect_check=True,
+    )
+    assert created
+    stored = _study(engine, "pilot")
+    assert (stored.overlap_target, stored.allow_ties, stored.allow_prolific) == (2, False, True)
+    assert stored.prolific_completion_code == "C0DE42"  # trimmed, as the console does
+    assert (stored.reservation_timeout, stored.aspect_check) == (600, True)
+    # again: the same study, the other options untouched
+    _, created = configure_study(engine, "pilot", overlap_target=4)
+    assert not created
+    stored = _study(engine, "pilot")
+    assert (stored.overlap_target, stored.allow_ties, stored.reservation_timeout) == (4, False, 600)
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"overlap_target": 0}, "overlap target must be at least 1"),
+        ({"reservation_timeout": 0}, "reservation timeout must be at least 1 second"),
+        ({"prolific_completion_code": "has space"}, "is not a completion code"),
+        ({"scale_min": 5}, "minimum must be below its maximum"),
+        ({"coin": 1}, "unknown study option(s): coin"),
+    ],
+)
+def test_invalid_values_are_refused_and_nothing_is_written(db_url, options, message):
+    engine = get_engine(db_url)
+    with pytest.raises(UserError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        configure_study(engine, "pilot", **options)
+    with session(engine) as s:  # not even the study was created
+        assert s.exec(select(Study).where(Study.name == "pilot")).first() is None
+
+
+def test_meaning_options_lock_once_there_are_answers_in_both_homes(db_url, tmp_path):
+    engine = get_engine(db_url)
+    study_id = _answered(engine, tmp_path)
+    assert "aspect_check" in LOCKED_WHEN_ANNOTATED
+    for option, value in [("allow_ties", False), ("aspect_check", True), ("scale_max", 7)]:
+        with pytest.raises(UserError, match=f"locked because the study already has .*{option}"):
+            configure_study(engine, "default", **{option: value})
+        with pytest.raises(UserError, match=f"locked because the study already has .*{option}"):
+            save_study_options(engine, study_id, **{option: value})
+    # the same value again is no change, and the other options still change
+    configure_study(engine, "default", allow_ties=True, overlap_target=5, reservation_timeout=60)
+    study = _study(engine)
+    assert (study.allow_ties, study.overlap_target, study.reservation_timeout) == (True, 5, 60)
+    assert study.aspect_check is False
+
+
+def test_configure_study_on_the_command_line(tmp_path, capsys):
+    db = f"sqlite:///{tmp_path / 'x.db'}"
+    argv = ["--db", db, "configure-study", "pilot", "--overlap", "2", "--no-ties", "--prolific"]
+    argv += ["--completion-code", "C0DE42", "--reservation-timeout", "900", "--aspect-check"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("study 'pilot' created; its options:")
+    lines = dict(line.split(None, 1) for line in out.splitlines()[1:])
+    assert lines["overlap"] == "2" and lines["ties"] == "no" and lines["prolific"] == "yes"
+    assert lines["completion-code"] == "C0DE42" and lines["reservation-timeout"] == "900 s"
+    assert lines["aspect-check"] == "yes"
+    # nothing given: prints the options, changes nothing
+    assert main(["--db", db, "configure-study", "pilot"]) == 0
+    assert "study 'pilot' updated" in capsys.readouterr().out
+    assert _study(get_engine(db), "pilot").overlap_target == 2
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--overlap", "0"], "the overlap target must be at least 1"),
+        (["--reservation-timeout", "0"], "the reservation timeout must be at least 1 second"),
+        (["--completion-code", "a b"], "'a b' is not a completion code"),
+    ],
+)
+def test_the_command_line_refuses_bad_values_in_one_sentence(tmp_path, capsys, args, message):
+    db = f"sqlite:///{tmp_path / 'x.db'}"
+    assert main(["--db", db, "configure-study", "pilot", *args]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
+
+
+def test_the_command_line_refuses_locked_options_once_there_are_answers(tmp_path, capsys):
+    db = f"sqlite:///{tmp_path / 'x.db'}"
+    _answered(get_engine(db), tmp_path)
+    assert main(["--db", db, "configure-study", "default", "--aspect-check"]) == 2
+    err = capsys.readouterr().err
+    assert "locked because the study already has annotations: aspect_check" in err
+    assert main(["--db", db, "configure-study", "default", "--no-ties"]) == 2
+    assert "allow_ties" in capsys.readouterr().err
+    assert main(["--db", db, "configure-study", "default", "--overlap", "4"]) == 0
+    assert _study(get_engine(db)).overlap_target == 4

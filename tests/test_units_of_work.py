@@ -1,0 +1,88 @@
+"""The one way to open a unit of work (annotate/db.py): `db.read` and `db.write`, both retried
+as a whole on transient refusals; `read` sees one snapshot."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+from sqlalchemy.exc import OperationalError
+from sqlmodel import func, select
+
+from annotate import access, db
+from annotate.auth import create_annotator
+from annotate.db import get_engine
+from annotate.models import Study
+
+
+def _locked() -> OperationalError:
+    return OperationalError("SELECT 1", {}, sqlite3.OperationalError("database is locked"))
+
+
+def _flaky(work, failures: int):
+    calls = []
+
+    def run(s):
+        calls.append(1)
+        if len(calls) <= failures:
+            raise _locked()
+        return work(s)
+
+    return run, calls
+
+
+def test_read_and_write_are_retried_as_a_whole(db_url):
+    engine = get_engine(db_url)
+    work, calls = _flaky(lambda s: s.add(Study(name="x")) or "written", failures=2)
+    assert db.write(engine, work) == "written" and len(calls) == 3
+    work, calls = _flaky(lambda s: s.exec(select(Study.name)).all(), failures=1)
+    assert db.read(engine, work) == ["x"] and len(calls) == 2
+
+
+def test_a_failure_that_is_not_transient_is_not_retried(db_url):
+    engine = get_engine(db_url)
+    calls = []
+
+    def broken(s):
+        calls.append(1)
+        raise ValueError("a bug")
+
+    with pytest.raises(ValueError):
+        db.write(engine, broken)
+    assert calls == [1]
+
+
+def test_read_sees_one_snapshot(db_url):
+    engine = get_engine(db_url)
+    db.write(engine, lambda s: s.add(Study(name="first")))
+
+    def count_twice(s):
+        before = s.exec(select(func.count()).select_from(Study)).one()
+        db.write(engine, lambda w: w.add(Study(name="meanwhile")))  # another unit commits
+        after = s.exec(select(func.count()).select_from(Study)).one()
+        return before, after
+
+    assert db.read(engine, count_twice) == (1, 1)
+    assert db.read(engine, lambda s: s.exec(select(func.count()).select_from(Study)).one()) == 2
+
+
+def test_the_token_lookup_of_every_page_run_is_retried(tmp_path, monkeypatch):
+    url = f"sqlite:///{tmp_path / 'a.db'}"
+    monkeypatch.setenv(db.ENV_VAR, url)
+    engine = get_engine(url)
+    _, token = db.write(
+        engine, lambda s: create_annotator(s, name="alice", study_id=None, is_admin=False)
+    )
+    real = access.annotator_for_token
+    failures = []
+
+    def once_locked(s, value):
+        if not failures:
+            failures.append(1)
+            raise _locked()
+        return real(s, value)
+
+    monkeypatch.setattr(access, "annotator_for_token", once_locked)
+    access._engine_for.clear()
+    found = access._lookup(token)
+    assert found is not None and found.name == "alice" and failures == [1]
