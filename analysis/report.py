@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from analysis.agreement import alpha, gwet_ac1, neutral_orientation, percent_agreement
+from analysis.agreement import alpha, chosen_is_first, gwet_ac1, percent_agreement
 from analysis.annotators import STRAIGHT_LINING_MIN_ITEMS, annotator_table
 from analysis.conclusion import (
     LABEL_THRESHOLD,
@@ -30,7 +30,7 @@ from analysis.conclusion import (
 )
 from analysis.errors import UserError
 from analysis.frames import Coded, code, first_slot_picked
-from analysis.intervals import MIN_ANNOTATORS, MIN_INTERVAL_UNITS, MIN_UNITS, SHUFFLES, Panel
+from analysis.intervals import MIN_ANNOTATORS, MIN_INTERVAL_UNITS, MIN_UNITS, Panel
 from analysis.pairs import pair_table, verdict_counts
 from analysis.quality import dimension_summary, quality_alpha, response_counts
 from analysis.tables import DIMENSIONS, PREFERENCES, REASONS
@@ -125,11 +125,9 @@ def _preference(stats: Coded, options: ReportOptions, panel: Panel) -> dict:
     boot = {"bootstrap": options.bootstrap, "seed": options.seed, "panel": panel, "own": own}
     pa = percent_agreement(counts, **boot)
 
-    keep = (
-        np.array(
-            neutral_orientation(list(stats.pair_ids), ["chosen"] * stats.n_pairs), dtype=object
-        )
-        == "first"
+    # The neutral orientation's coin per pair: chosen is shown "first" (see neutral_orientation).
+    keep = np.fromiter(
+        (chosen_is_first(p) for p in stats.pair_ids), dtype=bool, count=stats.n_pairs
     )
     swap = np.array([1, 0, 2][:n_categories])
     neutral = np.where(keep[:, None], counts, counts[:, swap])
@@ -292,7 +290,8 @@ def _methods(options: ReportOptions, *, n_gold_pairs: int) -> dict:
                 "holds for annotators in general (like these, from the same pool): it adds how "
                 "much the value could change with other annotators, estimated by leaving one "
                 "annotator out at a time, beyond what shuffling annotators within pairs gives "
-                f"({SHUFFLES} shuffles); null below {MIN_ANNOTATORS} annotators. The headline "
+                "(8 to 20 shuffles, more with fewer annotators); null below "
+                f"{MIN_ANNOTATORS} annotators. The headline "
                 "and the label check use it"
             ),
             "too_few_units": (
