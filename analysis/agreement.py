@@ -38,20 +38,15 @@ from analysis.intervals import (
     Panel,
     SumStatistic,
     annotator_interval,
-    bca_interval,
-    bootstrap_weights,
     grouped_units,
     pair_bootstrap,
     resample_weights,
-    unit_patterns,
 )
 
 Level = Literal["nominal", "ordinal", "interval"]
 
 # Upper bound for one chunk of bootstrap weights plus its float copy (tests shrink it).
 _CHUNK_BYTES = CHUNK_BYTES
-
-__all__ = ["bca_interval", "bootstrap_weights", "unit_patterns"]
 
 
 @dataclass(frozen=True)

@@ -20,15 +20,14 @@ from analysis import agreement
 from analysis.agreement import (
     Estimate,
     alpha,
-    bootstrap_weights,
     fleiss_kappa,
     gwet_ac1,
     neutral_orientation,
     percent_agreement,
     resampled_alpha,
-    unit_patterns,
     value_counts,
 )
+from analysis.intervals import bca_interval, bootstrap_weights, unit_patterns
 from tests.published_examples import (
     ABSTRACTORS,
     DIST4CAT,
@@ -362,11 +361,11 @@ def test_bootstrap_chunking_does_not_change_the_result(monkeypatch):
 def test_ci_omitted_when_most_resamples_undefined():
     samples = np.array([0.1, np.nan, np.nan, 0.3, np.nan])
     flat = {"jackknife": np.zeros(2), "jackknife_weights": np.ones(2)}
-    ci, note = agreement.bca_interval(samples, point=0.2, resamples=5, **flat)
+    ci, note = bca_interval(samples, point=0.2, resamples=5, **flat)
     assert ci is None
     assert "3 of 5" in note
     # Half the resamples below the point and no acceleration: BCa is the percentile interval.
-    ci, note = agreement.bca_interval(np.array([0.1, np.nan, 0.3]), point=0.2, resamples=3, **flat)
+    ci, note = bca_interval(np.array([0.1, np.nan, 0.3]), point=0.2, resamples=3, **flat)
     assert ci == (pytest.approx(0.105), pytest.approx(0.295))  # linear interpolation
     assert "1 of 3" in note
 
