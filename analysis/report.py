@@ -28,6 +28,7 @@ from analysis.conclusion import (
     quality_check,
     reason_check,
 )
+from analysis.csv_cells import neutralise_frame
 from analysis.errors import UserError
 from analysis.frames import Coded, code, first_slot_picked
 from analysis.intervals import MIN_ANNOTATORS, MIN_INTERVAL_UNITS, MIN_UNITS, Panel
@@ -543,7 +544,9 @@ def write_report(
     }
     write_json(report, paths["report.json"])
     write_records_csv(report["pairs"], paths["pairs.csv"], list_columns=("flags",))
-    pd.DataFrame(report["annotators"]).to_csv(paths["annotators.csv"], index=False)
+    neutralise_frame(pd.DataFrame(report["annotators"])).to_csv(
+        paths["annotators.csv"], index=False
+    )
     paths["summary.md"].write_text(
         render_summary(report) + models_markdown(report), encoding="utf-8"
     )
@@ -592,6 +595,8 @@ def write_records_csv(records: list[dict], path: Path, *, list_columns=()) -> No
         chunk = pd.DataFrame.from_records(records[start : start + _CHUNK], columns=columns)
         for column in list_columns:
             chunk[column] = chunk[column].map(";".join)
+        # pair ids and annotator names come from imported files: no cell may be a formula
+        chunk = neutralise_frame(chunk)
         chunk.to_csv(path, index=False, mode="a" if start else "w", header=not start)
 
 

@@ -4,13 +4,13 @@ deactivation. (Tokens and their hashes: annotate/auth.py.)"""
 from __future__ import annotations
 
 from sqlalchemy.engine import Engine
-from sqlmodel import select
 
 from annotate import db
+from annotate.assignment import release_reservations
 from annotate.auth import DEFAULT_BASE_URL, create_annotator, login_link, reissue_token
 from annotate.db import retrying, session
 from annotate.errors import UserError
-from annotate.models import Annotator, Assignment, Pair, utcnow
+from annotate.models import Annotator
 
 
 def invite(
@@ -52,15 +52,4 @@ def set_active(engine: Engine, *, annotator_id: int, active: bool) -> None:
         s.add(annotator)
         if not active:
             # Open reservations go back to the pool so other annotators can take the pairs.
-            held = s.exec(
-                select(Assignment).where(
-                    Assignment.annotator_id == annotator_id, Assignment.status == "active"
-                )
-            ).all()
-            for assignment in held:
-                assignment.status = "skipped"
-                assignment.completed_at = utcnow()
-                s.add(assignment)
-                pair = s.get(Pair, assignment.pair_id)
-                pair.n_assigned = max(0, pair.n_assigned - 1)
-                s.add(pair)
+            release_reservations(s, annotator_id=annotator_id)

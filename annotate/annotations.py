@@ -3,6 +3,7 @@ double click, a rerun or a second tab can never create a second row or lose the 
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -16,11 +17,19 @@ from sqlmodel import Session, select
 
 from analysis.tables import ANSWER_COLUMNS, COLUMNS, RATING_COLUMNS
 from analysis.vocabulary import SIDES, SLOTS, TIE
-from annotate import gold, sqlite_engine
+from annotate import sqlite_engine
 from annotate.assignment import ensure_assignment, next_assignment, reserve_next
+from annotate.assignment_rules import (
+    AccountClosed,
+    AssignmentRow,
+    Coins,
+    NeedsFullRules,
+    StudyRules,
+    choose_next,
+)
 from annotate.db import read_session, retrying, session, transaction
 from annotate.models import Annotation, Annotator, Assignment, Pair, utcnow
-from annotate.queue_sql import ANSWER_FIELDS, AssignmentRow, Cursor, StudyRules
+from annotate.queue_sql import ANSWER_FIELDS, Cursor
 from annotate.studies import get_study
 
 
@@ -98,9 +107,12 @@ def _upsert(s: Session, rows: list[dict]) -> None:
 
 def _store_answer(conn: Connection, *, annotator_id: int, pair_id: int, values: dict) -> StudyRules:
     """Inside the caller's write transaction: upsert the answer and close the annotator's
-    assignment for the pair (repairing it when there was none open); the study's rules."""
+    assignment for the pair (repairing it when there was none open); the study's rules.
+    A deactivated annotator's answer is refused (AccountClosed)."""
     cursor = Cursor(conn)
     study = cursor.study_of(annotator_id=annotator_id, submitting=pair_id)
+    if not study.annotator_active:
+        raise AccountClosed
     keys = {"study_id": study.id, "annotator_id": annotator_id, "pair_id": pair_id}
     if not cursor.store_answer(**keys, values=values, now=utcnow()):
         _repair_assignment(conn, **keys)
@@ -108,8 +120,8 @@ def _store_answer(conn: Connection, *, annotator_id: int, pair_id: int, values: 
 
 
 def _repair_assignment(conn: Connection, *, study_id: int, annotator_id: int, pair_id: int):
-    """An answer for a pair without an open assignment (a skipped pair, a stale tab): make
-    sure the assignment exists and is done."""
+    """An answer for a pair without an open assignment (a skipped pair, a stale tab, an
+    expired reservation): make sure the assignment exists and is done."""
     with Session(bind=conn) as s:
         assignment = ensure_assignment(
             s, study_id=study_id, pair_id=pair_id, annotator_id=annotator_id
@@ -130,6 +142,21 @@ def submit_answer(engine: Engine, *, annotator_id: int, pair_id: int, answer: An
         _store_answer(conn, annotator_id=annotator_id, pair_id=pair_id, values=values)
 
 
+# The keyed coins of each annotator's study, for PostgreSQL's submit function (which gets the
+# padded keys from here): a study's coin_secret is made with the study and never changes.
+_coins: weakref.WeakKeyDictionary[Engine, dict[int, Coins]] = weakref.WeakKeyDictionary()
+
+
+def _coins_of(engine: Engine, cursor: Cursor, annotator_id: int) -> Coins | None:
+    known = _coins.setdefault(engine, {})
+    coins = known.get(annotator_id)
+    if coins is None:
+        coins = cursor.coins_of(annotator_id=annotator_id)
+        if coins is not None:
+            known[annotator_id] = coins
+    return coins
+
+
 @retrying
 def submit_and_next(
     engine: Engine, *, annotator_id: int, pair_id: int, answer: Answer
@@ -137,24 +164,10 @@ def submit_and_next(
     """The labelling step in one commit: store the answer as submit_answer does and reserve
     the annotator's next pair as next_assignment would (returned; None when nothing is left).
     Safe to re-run: the upsert and the close are idempotent, and a re-run finds the pair the
-    first run reserved still open."""
+    first run reserved still open. Every path applies assignment_rules; the fast ones hand
+    over to the full rules when they meet a rare case."""
     values = {**answer.values(), "source": "app"}
-    done = False
-    if engine.dialect.name == "postgresql":
-        # the common case in one round trip (migration 0003's function); when it did
-        # nothing, the full rules below run instead
-        with Cursor.autocommit(engine) as cursor:
-            done, reserved = cursor.submit_in_one_call(
-                pair_id=pair_id,
-                annotator_id=annotator_id,
-                values=values,
-                now=utcnow(),
-                gold_every=gold.GOLD_EVERY,
-            )
-    elif sqlite_engine.has_write_transaction(engine):
-        done, reserved = _submit_common_sqlite(
-            engine, annotator_id=annotator_id, pair_id=pair_id, values=values
-        )
+    done, reserved = _submit_fast(engine, annotator_id=annotator_id, pair_id=pair_id, values=values)
     if done:  # the answer is committed; with no pair reserved, the full rules pick one
         return reserved or next_assignment(engine, annotator_id=annotator_id)
     with transaction(engine) as conn:
@@ -162,17 +175,34 @@ def submit_and_next(
         return reserve_next(conn, study=study, annotator_id=annotator_id)
 
 
-class _FullRules(Exception):
-    """The common case does not apply: roll back, the full rules decide."""
+def _submit_fast(
+    engine: Engine, *, annotator_id: int, pair_id: int, values: dict
+) -> tuple[bool, AssignmentRow | None]:
+    """The common case of a Submit without SQLAlchemy: (True, the pair reserved or None)
+    once committed, (False, None) when nothing was done and the full rules must run."""
+    if engine.dialect.name == "postgresql":
+        # one round trip (the generated submit function)
+        with Cursor.autocommit(engine) as cursor:
+            coins = _coins_of(engine, cursor, annotator_id)
+            if coins is None:
+                return False, None
+            return cursor.submit_in_one_call(
+                pair_id=pair_id, annotator_id=annotator_id, values=values, now=utcnow(), coins=coins
+            )
+    if sqlite_engine.has_write_transaction(engine):
+        return _submit_common_sqlite(
+            engine, annotator_id=annotator_id, pair_id=pair_id, values=values
+        )
+    return False, None
 
 
 def _submit_common_sqlite(
     engine: Engine, *, annotator_id: int, pair_id: int, values: dict
 ) -> tuple[bool, AssignmentRow | None]:
-    """SQLite's counterpart of PostgreSQL's submit function (migration 0003), under the same
-    rules, on the driver's connection (sqlite_engine.write_transaction). Returns (True, the
-    pair reserved, or None when the full rules must pick it) once committed; (False, None)
-    when it rolled back and nothing was done."""
+    """SQLite's common Submit on the driver's connection (sqlite_engine.write_transaction):
+    the answer stored and assignment_rules.choose_next applied to the driver's Cursor, whose
+    rare operations raise NeedsFullRules (as PostgreSQL's function returns no pair). Returns (True, the pair reserved or None) once
+    committed; (False, None) when it rolled back and nothing was done."""
     now = utcnow()
     try:
         with sqlite_engine.write_transaction(engine) as driver:
@@ -180,26 +210,23 @@ def _submit_common_sqlite(
             try:
                 study = cursor.study_of(annotator_id=annotator_id, submitting=pair_id)
             except LookupError:
-                raise _FullRules from None
+                raise NeedsFullRules from None
+            if not study.annotator_active:
+                raise NeedsFullRules  # the full rules refuse it
             keys = {"study_id": study.id, "annotator_id": annotator_id, "pair_id": pair_id}
             if not cursor.store_answer(**keys, values=values, now=now):
-                raise _FullRules  # no open assignment: a stale tab or a re-run
-            quota = study.items_per_annotator
-            if (
-                study.active_id is not None
-                or (study.qualification_gold or 0) > 0
-                or (quota is not None and cursor.done_count(annotator_id=annotator_id) >= quota)
-            ):
-                return True, None
-            reserved = cursor.reserve_and_assign(study=study, annotator_id=annotator_id, now=now)
-            if (
-                reserved is not None
-                and gold.gold_due(annotator_id=annotator_id, key=reserved.pair_id)
-                and cursor.has_gold(study_id=study.id)
-            ):
-                raise _FullRules  # a gold pair comes first
+                raise NeedsFullRules  # no open assignment: a stale tab or a re-run
+            # The answer is kept whatever the rules need; a rare case rolls back only what
+            # they did, and next_assignment's full rules pick the pair after the commit.
+            driver.execute("SAVEPOINT rules")
+            try:
+                reserved = choose_next(cursor, study=study, annotator_id=annotator_id, now=now)
+            except NeedsFullRules:
+                driver.execute("ROLLBACK TO rules")
+                reserved = None
+            driver.execute("RELEASE rules")
             return True, reserved
-    except _FullRules:
+    except NeedsFullRules:
         return False, None
 
 
@@ -346,13 +373,7 @@ def _import_annotation_rows(engine: Engine, *, study_id: int, rows: list[dict]) 
                     "study_id": study_id,
                     "pair_id": pair_ids[row["pair_id"]],
                     "annotator_id": annotators[row["annotator"]],
-                    "preference": row["preference"],
-                    "chosen_position": row.get("chosen_position"),
-                    **{c: row.get(c) for c in RATING_COLUMNS},
-                    "main_reason": row.get("main_reason"),
-                    "comment": row.get("comment"),
-                    "seconds": row.get("seconds"),
-                    "submitted_at": row.get("submitted_at"),
+                    **{c: row.get(c) for c in ANSWER_COLUMNS},
                     "source": "import",
                 }
             )

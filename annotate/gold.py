@@ -1,6 +1,6 @@
 """Gold checks: pairs with an expected answer, mixed into every annotator's queue unannounced.
 
-Rules (the queue in annotate/assignment.py follows them):
+Rules (the queue in annotate/assignment_rules.py follows them):
 - A gold pair is shown to every annotator of the study at most once. It never counts against
   the overlap target: gold pairs are served whatever their number of reservations, and real
   pairs' coverage ignores them. The report leaves gold annotations out of every statistic.
@@ -8,16 +8,18 @@ Rules (the queue in annotate/assignment.py follows them):
   only. Their first N gold answers decide: all N as expected = qualified, real pairs follow;
   any of them wrong = not qualified, nothing more is served. A study with fewer than N gold
   pairs cannot qualify anyone, which the console warns about.
-- After qualification (or without it), a gold pair comes up at random positions, on average
-  once every GOLD_EVERY pairs, while the annotator still has real pairs to do and gold pairs
-  they have not seen.
+- After qualification (or without it), a gold pair comes up at random positions of the
+  annotator's queue (a coin keyed with the study's secret per position), on average once every
+  GOLD_EVERY pairs, while the annotator still has real pairs to do and gold pairs they have not
+  seen. The progress count includes the gold checks still to come, so it does not move when one
+  is shown.
+- The first answer to a gold pair is final: a second tab's submit does not replace it.
 - Accuracy: share of an annotator's gold answers equal to the expected answer. Answered gold
   pairs are left out of the annotator's "go back" history, so the first answer stays.
 """
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -27,11 +29,10 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 
 from analysis.vocabulary import PREFERENCES
+from annotate.assignment_rules import GOLD_EVERY  # noqa: F401  (the console shows the rate)
 from annotate.db import read_session, retrying, session
 from annotate.errors import UserError
 from annotate.models import Annotation, Annotator, Assignment, Pair, Study
-
-GOLD_EVERY = 10
 
 NONE = "none"  # the study asks for no qualification
 PENDING = "pending"
@@ -48,13 +49,6 @@ class Qualification:
     @property
     def serves_real_pairs(self) -> bool:
         return self.state in (NONE, PASSED)
-
-
-def gold_due(*, annotator_id: int, key: int, every: int = GOLD_EVERY) -> bool:
-    """A stable coin, true about once in `every`: whether a gold pair comes before the real
-    pair `key` (the pair the queue would serve next), for this annotator. Costs no query."""
-    digest = hashlib.sha256(f"gold:{annotator_id}:{key}".encode()).digest()
-    return int.from_bytes(digest[:4], "big") % every == 0
 
 
 def _gold_answers(s: Session, where) -> list[tuple[int, str, str | None, bool]]:

@@ -8,7 +8,7 @@ import secrets
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import JSON, Column, Index, Text, UniqueConstraint
+from sqlalchemy import JSON, Column, Index, Text, UniqueConstraint, text
 from sqlmodel import Field, SQLModel
 
 from analysis.vocabulary import DIMENSIONS, REASONS
@@ -111,6 +111,14 @@ class Assignment(SQLModel, table=True):
     __table_args__ = (
         UniqueConstraint("study_id", "pair_id", "annotator_id", name="uq_assignment"),
         Index("ix_assignment_annotator", "annotator_id", "status", "assigned_at"),
+        # open reservations by study and age (expiry, "come back at"): migration 0005_storage
+        Index(
+            "ix_assignment_open",
+            "study_id",
+            "assigned_at",
+            sqlite_where=text("status = 'active'"),
+            postgresql_where=text("status = 'active'"),
+        ),
     )
     id: int | None = Field(default=None, primary_key=True)
     study_id: int = Field(foreign_key="study.id")

@@ -1,13 +1,18 @@
-"""The labelling step's hot statements, as plain SQL run on the driver's cursor.
+"""The labelling step's statements, as plain SQL run on the driver's cursor, and PostgreSQL's
+submit function generated from them.
 
 Every Submit stores an answer, closes the annotator's assignment and reserves the next pair,
 and the page that follows reads that pair. Through SQLAlchemy each of those statements costs
 several times what SQLite or a local PostgreSQL spends running it (benchmarks/README.md), so
 the common path runs them here: written once with %(name)s parameters, translated to :name for
-sqlite3, inside the caller's SQLAlchemy transaction (same connection, same commit, same
-retries). On PostgreSQL the common Submit is one call of a server-side function (migration
-0003), committed in the same round trip. The rare paths (gold pairs, skipped pairs, repairs)
-stay on SQLAlchemy.
+sqlite3, inside the caller's transaction (same connection, same commit, same retries).
+
+The rules that decide which statement runs are in annotate/assignment_rules.py. `Cursor` is
+the fast Queue for them: the common operations here, the rare ones (gold pairs, skipped pairs,
+expired reservations) raise NeedsFullRules so that the caller runs the full rules
+(annotate/assignment.py). On PostgreSQL the common Submit is one call of a server-side
+function, built below from the same fragments and the one list of answer columns, and
+installed (replaced) by annotate/schema.py under the migration lock.
 """
 
 from __future__ import annotations
@@ -17,86 +22,72 @@ import json
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, NamedTuple
+from typing import Any
 
+from sqlalchemy import JSON
+from sqlalchemy.dialects import postgresql
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.pool import PoolProxiedConnection
 
 from analysis.tables import ANSWER_COLUMNS
+from annotate.assignment_rules import (
+    ASSIGNMENT_COLUMNS,
+    GOLD_EVERY,
+    AssignmentRow,
+    Coins,
+    NeedsFullRules,
+    StudyRules,
+    ab_coin_sql,
+    gold_coin_sql,
+)
+from annotate.models import Annotation
 from annotate.sqlite_engine import readers as sqlite_readers
 
-ASSIGNMENT_COLUMNS = (
-    "id",
-    "study_id",
-    "pair_id",
-    "annotator_id",
-    "chosen_position",
-    "status",
-    "assigned_at",
-    "completed_at",
-    "draft",
-)
 # An annotation row's answer: the contract's answer columns (its two keys are ids here), plus
-# where the answer came from.
+# where the answer came from. Every submit path derives its columns from this list.
 ANSWER_FIELDS = (*ANSWER_COLUMNS, "source")
+_JSON_FIELDS = frozenset(
+    name for name in ANSWER_FIELDS if isinstance(Annotation.__table__.c[name].type, JSON)
+)
 
 
-@dataclass(frozen=True)
-class AssignmentRow:
-    """A read-only copy of an assignment row: which pair an annotator holds, in which A/B
-    order, with the draft answers saved so far."""
-
-    id: int
-    study_id: int
-    pair_id: int
-    annotator_id: int
-    chosen_position: str
-    status: str
-    assigned_at: datetime
-    completed_at: datetime | None = None
-    draft: dict[str, Any] | None = None
-
-    @classmethod
-    def of(cls, assignment) -> AssignmentRow:
-        """From an ORM Assignment (the rare paths)."""
-        return cls(**{name: getattr(assignment, name) for name in ASSIGNMENT_COLUMNS})
-
-
-class StudyRules(NamedTuple):
-    """What the queue needs of the annotator's study, and the annotator's open assignment
-    other than the pair being submitted (active_id)."""
-
-    id: int
-    overlap_target: int
-    items_per_annotator: int | None
-    qualification_gold: int | None
-    active_id: int | None
+def _upsert_sql(answer_fields: tuple[str, ...]) -> str:
+    """One row per (study, pair, annotator): a later answer replaces the earlier one, except
+    for a gold pair, whose first answer is final (qualification and accuracy count it; a
+    second tab must not replace a failed answer)."""
+    return (
+        f"INSERT INTO annotation (study_id, pair_id, annotator_id, {', '.join(answer_fields)})"
+        f" VALUES (%(study)s, %(pair)s, %(annotator)s, "
+        f"{', '.join(f'%({name})s' for name in answer_fields)})"
+        " ON CONFLICT (study_id, pair_id, annotator_id) DO UPDATE SET "
+        + ", ".join(f"{name} = excluded.{name}" for name in answer_fields)
+        + " WHERE NOT EXISTS (SELECT 1 FROM pair g WHERE g.id = excluded.pair_id"
+        " AND g.is_gold = TRUE)"
+    )
 
 
 _ASSIGNMENT_SELECT = f"SELECT {', '.join(ASSIGNMENT_COLUMNS)} FROM assignment"
 _TEXTS = {
+    # StudyRules, in its field order
     "study_of": """
         SELECT study.id, study.overlap_target, study.items_per_annotator,
-               study.qualification_gold,
+               study.qualification_gold, study.reservation_timeout, study.coin_secret,
+               annotator.active AS annotator_active,
                (SELECT a.id FROM assignment a
                  WHERE a.annotator_id = %(annotator)s AND a.status = 'active'
                    AND a.pair_id != %(closing)s
                  ORDER BY a.assigned_at, a.id LIMIT 1) AS active_id
           FROM study JOIN annotator ON annotator.study_id = study.id
          WHERE annotator.id = %(annotator)s""",
+    "coin_secret": """
+        SELECT study.coin_secret FROM study JOIN annotator ON annotator.study_id = study.id
+         WHERE annotator.id = %(annotator)s""",
     "close": """
         UPDATE assignment SET status = 'done', completed_at = %(now)s
          WHERE annotator_id = %(annotator)s AND pair_id = %(pair)s AND status = 'active'""",
-    "upsert": (
-        f"INSERT INTO annotation (study_id, pair_id, annotator_id, {', '.join(ANSWER_FIELDS)})"
-        f" VALUES (%(study)s, %(pair)s, %(annotator)s, "
-        f"{', '.join(f'%({name})s' for name in ANSWER_FIELDS)})"
-        " ON CONFLICT (study_id, pair_id, annotator_id) DO UPDATE SET "
-        + ", ".join(f"{name} = excluded.{name}" for name in ANSWER_FIELDS)
-    ),
+    "upsert": _upsert_sql(ANSWER_FIELDS),
     # The least-covered real pair with room that this annotator has not been given, picked
     # and reserved in one conditional UPDATE (never above the overlap target). {lock} is
     # PostgreSQL's SKIP LOCKED: many annotators want the same least-covered pair; each takes
@@ -117,8 +108,8 @@ _TEXTS = {
     "insert_assignment": """
         INSERT INTO assignment (study_id, pair_id, annotator_id, chosen_position, status,
                                 assigned_at, completed_at, draft)
-        VALUES (%(study_id)s, %(pair_id)s, %(annotator_id)s, %(chosen_position)s,
-                %(status)s, %(assigned_at)s, NULL, NULL)
+        VALUES (%(study)s, %(new_pair)s, %(annotator)s, %(new_position)s,
+                'active', %(now)s, NULL, NULL)
         RETURNING id""",
     "active": _ASSIGNMENT_SELECT + " WHERE annotator_id = %(annotator)s AND status = 'active'"
     " ORDER BY assigned_at, id LIMIT 1",
@@ -126,50 +117,183 @@ _TEXTS = {
     "has_gold": "SELECT 1 FROM pair WHERE study_id = %(study)s AND is_gold = TRUE LIMIT 1",
     "done_count": """
         SELECT count(*) FROM assignment WHERE annotator_id = %(annotator)s AND status = 'done'""",
+    # the annotator's position in their queue: every pair given so far (the gold coin's key)
+    "given_count": "SELECT count(*) FROM assignment WHERE annotator_id = %(annotator)s",
+    "unassign": "DELETE FROM assignment WHERE id = %(id)s",
+    "release": "UPDATE pair SET n_assigned = n_assigned - 1 WHERE id = %(pair)s AND n_assigned > 0",
 }
 # PostgreSQL only (SQLite has no UPDATE inside WITH, and its statements cost no round trip):
-# each pair of statements above that follow one another, as one statement (data-modifying
-# WITH), one round trip less each.
+# the close and the upsert as one statement (data-modifying WITH), one round trip less. (Both
+# run whatever the SELECT reads; the upsert of a gold pair's second answer returns no row.)
 _TEXTS["close_and_upsert"] = (
     "WITH closed AS ("
     + _TEXTS["close"]
-    + " RETURNING 1) "
+    + " RETURNING 1), stored AS ("
     + _TEXTS["upsert"]
-    + " RETURNING (SELECT count(*) FROM closed)"
+    + " RETURNING 1) SELECT count(*) FROM closed"
 )
-# chosen_position_for in SQL: the first byte of sha256("study:pair:annotator"), odd -> A.
-_COIN = (
-    "CASE WHEN get_byte(sha256(convert_to(CAST(%(study)s AS text) || ':' || CAST(picked.id AS"
-    " text) || ':' || CAST(%(annotator)s AS text), 'UTF8')), 0) & 1 = 1 THEN 'A' ELSE 'B' END"
-)
-_TEXTS["reserve_and_assign"] = (
-    "WITH picked AS (" + _TEXTS["reserve_first"] + ") "
-    "INSERT INTO assignment (study_id, pair_id, annotator_id, chosen_position, status,"
-    " assigned_at, completed_at, draft)"
-    f" SELECT %(study)s, picked.id, %(annotator)s, {_COIN}, 'active', %(now)s, NULL, NULL"
-    " FROM picked RETURNING id, study_id, pair_id, chosen_position"
-)
-# PostgreSQL: the common Submit in one call of the server-side function made by migration 0003
-# (commits in the same round trip); SQLSTATE AN001 means "apply the full rules".
-_TEXTS["submit_function"] = (
-    "SELECT * FROM annotate_submit_and_next("
-    "%(annotator)s, %(pair)s, %(now)s::timestamp, %(gold_every)s, "
-    + ", ".join(
-        f"%({name})s::timestamp" if name == "submitted_at" else f"%({name})s"
-        for name in ANSWER_FIELDS
-    )
-    + ")"
-)
-_TEXTS["unassign"] = "DELETE FROM assignment WHERE id = %(id)s"
-_TEXTS["release"] = "UPDATE pair SET n_assigned = n_assigned - 1 WHERE id = %(pair)s"
 _LOCKS = {"sqlite": "", "postgresql": "FOR NO KEY UPDATE OF p SKIP LOCKED"}
 FULL_RULES = "AN001"  # raised by annotate_submit_and_next: it did nothing, apply the full rules
 
 
-def chosen_position_for(*, study_id: int, pair_id: int, annotator_id: int) -> str:
-    """Deterministic, balanced coin: same annotator and pair, same order on every reload."""
-    digest = hashlib.sha256(f"{study_id}:{pair_id}:{annotator_id}".encode()).digest()
-    return "A" if digest[0] & 1 else "B"
+# --- PostgreSQL's submit function, generated -------------------------------------------------
+FUNCTION = "annotate_submit_and_next"
+
+
+def _pg_type(name: str) -> str:
+    return Annotation.__table__.c[name].type.compile(dialect=postgresql.dialect())
+
+
+def _plpgsql(text: str, names: dict[str, str]) -> str:
+    """A fragment with its %(name)s parameters replaced by PL/pgSQL expressions."""
+    text = text.replace("{lock}", _LOCKS["postgresql"])
+    return re.sub(r"%\((\w+)\)s", lambda m: names[m.group(1)], text)
+
+
+def submit_function_sql(answer_fields: tuple[str, ...] = ANSWER_FIELDS) -> str:
+    """CREATE FUNCTION annotate_submit_and_next: the common Submit in one call (one round trip,
+    committed with it in autocommit), the rules of assignment_rules.reserve_next for the
+    common case, built from this module's fragments:
+
+    - no open assignment for the submitted pair (a stale tab, a re-run after a lost
+      acknowledgement), an unknown or deactivated annotator, or a gold pair due in a study
+      that has gold pairs: it raises SQLSTATE AN001 and changes nothing; the app then applies
+      the full rules;
+    - another open assignment, the quota reached or a qualification to pass: the answer is
+      stored and no pair is reserved (new_id is null); the app applies the full rules in a
+      second transaction, as next_assignment does;
+    - otherwise the least-covered real pair with room is reserved and assigned, with the A/B
+      coin of Coins.chosen_position (the padded HMAC keys come from the app).
+    """
+    rule_names = {
+        "annotator": "p_annotator",
+        "pair": "p_pair",
+        "closing": "p_pair",
+        "now": "p_now",
+        "study": "rules.id",
+        "target": "rules.overlap_target",
+        "new_pair": "v_pair",
+        "new_position": "v_position",
+    }
+    assert not rule_names.keys() & set(answer_fields), "an answer column named like a parameter"
+    names = {**rule_names, **{name: f"p_{name}" for name in answer_fields}}
+    fragments = {
+        key: _plpgsql(text, names)
+        for key, text in {**_TEXTS, "upsert": _upsert_sql(answer_fields)}.items()
+        if key
+        in (
+            "study_of",
+            "close",
+            "upsert",
+            "reserve_first",
+            "insert_assignment",
+            "has_gold",
+            "done_count",
+            "given_count",
+        )
+    }
+    coin_keys = {"inner": "p_coin_inner", "outer": "p_coin_outer"}
+    ab_coin = ab_coin_sql(pair="v_pair", annotator="p_annotator", **coin_keys)
+    gold_coin = gold_coin_sql(
+        every="p_gold_every", annotator="p_annotator", position="v_given", **coin_keys
+    )
+    answer_args = ", ".join(f"p_{name} {_pg_type(name)}" for name in answer_fields)
+    return f"""
+CREATE FUNCTION {FUNCTION}(
+    p_annotator integer, p_pair integer, p_now timestamp with time zone,
+    p_gold_every integer, p_coin_inner bytea, p_coin_outer bytea, {answer_args})
+RETURNS TABLE (new_id integer, new_study integer, new_pair integer, new_position varchar)
+LANGUAGE plpgsql AS $fn$
+#variable_conflict use_column
+DECLARE
+    rules record;
+    closed integer;
+    v_id integer;
+    v_pair integer;
+    v_position varchar;
+    v_given bigint;
+BEGIN
+    SELECT * INTO rules FROM ({fragments["study_of"]}) AS r;
+    IF NOT FOUND OR NOT rules.annotator_active THEN
+        RAISE EXCEPTION 'no such active annotator' USING ERRCODE = '{FULL_RULES}';
+    END IF;
+    {fragments["close"]};
+    GET DIAGNOSTICS closed = ROW_COUNT;
+    IF closed = 0 THEN
+        RAISE EXCEPTION 'no open assignment' USING ERRCODE = '{FULL_RULES}';
+    END IF;
+    {fragments["upsert"]};
+    IF rules.active_id IS NULL
+       AND COALESCE(rules.qualification_gold, 0) = 0
+       AND (rules.items_per_annotator IS NULL
+            OR ({fragments["done_count"]}) < rules.items_per_annotator) THEN
+        {fragments["reserve_first"]} INTO v_pair;
+        IF v_pair IS NOT NULL THEN
+            v_position := {ab_coin};
+            {fragments["insert_assignment"]} INTO v_id;
+            IF EXISTS ({fragments["has_gold"]}) THEN
+                v_given := ({fragments["given_count"]});
+                IF {gold_coin} THEN
+                    RAISE EXCEPTION 'gold pair due' USING ERRCODE = '{FULL_RULES}';
+                END IF;
+            END IF;
+        END IF;
+    END IF;
+    RETURN QUERY SELECT v_id, rules.id, v_pair, v_position;
+END
+$fn$"""
+
+
+def _function_call(answer_fields: tuple[str, ...] = ANSWER_FIELDS) -> str:
+    args = ", ".join(f"CAST(%({name})s AS {_pg_type(name)})" for name in answer_fields)
+    return (
+        f"SELECT * FROM {FUNCTION}(%(annotator)s, %(pair)s, %(now)s, %(gold_every)s,"
+        f" %(coin_inner)s, %(coin_outer)s, {args})"
+    )
+
+
+_TEXTS["submit_function"] = _function_call()
+_FUNCTION_SQL = submit_function_sql()
+_FUNCTION_VERSION = "annotate " + hashlib.sha256(_FUNCTION_SQL.encode()).hexdigest()[:16]
+_FUNCTION_COMMENT = f"""
+    SELECT obj_description(p.oid, 'pg_proc') FROM pg_proc p
+     WHERE p.proname = '{FUNCTION}' AND p.pronamespace = current_schema()::regnamespace"""
+# Every version of the function (migration 0003's included), whatever its arguments: CREATE OR
+# REPLACE with another argument list would add an overload instead of replacing it.
+_DROP_FUNCTIONS = f"""
+DO $drop$
+DECLARE f regprocedure;
+BEGIN
+    FOR f IN SELECT p.oid::regprocedure FROM pg_proc p
+              WHERE p.proname = '{FUNCTION}'
+                AND p.pronamespace = current_schema()::regnamespace LOOP
+        EXECUTE 'DROP FUNCTION ' || f;
+    END LOOP;
+END
+$drop$"""
+
+
+def functions_installed(conn: Connection) -> bool:
+    """Whether the database holds this code's version of the server-side functions (always
+    true on SQLite, which has none)."""
+    if conn.dialect.name != "postgresql":
+        return True
+    comments = conn.exec_driver_sql(_FUNCTION_COMMENT).scalars().all()
+    return comments == [_FUNCTION_VERSION]
+
+
+def install_functions(conn: Connection) -> None:
+    """Replace the server-side functions with this code's version (PostgreSQL; nothing on
+    SQLite). Run under the migration lock, in the upgrade's transaction (annotate/schema.py),
+    after the migrations: they are derived from the current tables, not frozen in one."""
+    if functions_installed(conn):
+        return
+    for statement in (
+        _DROP_FUNCTIONS,
+        _FUNCTION_SQL,
+        f"COMMENT ON FUNCTION {FUNCTION} IS '{_FUNCTION_VERSION}'",
+    ):
+        conn.exec_driver_sql(statement.replace("%", "%%"))  # no parameters: % is SQL's
 
 
 def _translate(dialect: str, text: str) -> str:
@@ -280,15 +404,28 @@ class Cursor:
         row = self._run("study_of", keys, fetch=True)
         if row is None:
             raise LookupError(f"no annotator with id {annotator_id}")
-        return StudyRules(*row)
+        values = StudyRules(*row)
+        return values._replace(annotator_active=bool(values.annotator_active))
+
+    def coins_of(self, *, annotator_id: int) -> Coins | None:
+        """The keyed coins of the annotator's study (None: no such annotator)."""
+        row = self._run("coin_secret", {"annotator": annotator_id}, fetch=True)
+        return None if row is None else Coins(row[0])
+
+    def _answer_params(self, values: dict) -> dict:
+        params = {name: values.get(name) for name in ANSWER_FIELDS}
+        params["submitted_at"] = self._time(params["submitted_at"])
+        for name in _JSON_FIELDS:
+            if params[name] is not None:
+                params[name] = json.dumps(params[name])
+        return params
 
     def store_answer(
         self, *, study_id: int, pair_id: int, annotator_id: int, values: dict, now: datetime
     ) -> bool:
         """Upsert the answer and mark the annotator's open assignment for this pair done.
         False if there was no open assignment (the caller repairs that)."""
-        params = {name: values[name] for name in ANSWER_FIELDS}
-        params["submitted_at"] = self._time(params["submitted_at"])
+        params = self._answer_params(values)
         params.update(study=study_id, pair=pair_id, annotator=annotator_id, now=self._time(now))
         if self.dialect == "postgresql":
             return self._run("close_and_upsert", params, fetch=True)[0] == 1
@@ -297,42 +434,46 @@ class Cursor:
         return closed
 
     def submit_in_one_call(
-        self, *, pair_id: int, annotator_id: int, values: dict, now: datetime, gold_every: int
+        self, *, pair_id: int, annotator_id: int, values: dict, now: datetime, coins: Coins
     ) -> tuple[bool, AssignmentRow | None]:
         """PostgreSQL, on an autocommit connection: store the answer, close the assignment and
-        reserve the next pair under the common rules, committed in one round trip (migration
-        0003's function). Returns whether it was done and the new assignment (None: no pair
-        was reserved, the full rules decide); (False, None) when nothing was done and the
-        full rules must run instead (no open assignment for the pair, a gold pair due)."""
-        params = {name: values[name] for name in ANSWER_FIELDS}
-        params.update(annotator=annotator_id, pair=pair_id, now=now, gold_every=gold_every)
+        reserve the next pair under the common rules, committed in one round trip (the
+        generated function, submit_function_sql). Returns whether it was done and the new
+        assignment (None: no pair was reserved, the full rules decide); (False, None) when
+        nothing was done and the full rules must run instead."""
+        params = self._answer_params(values)
+        params.update(
+            annotator=annotator_id,
+            pair=pair_id,
+            now=now,
+            gold_every=GOLD_EVERY,
+            coin_inner=coins.inner,
+            coin_outer=coins.outer,
+        )
         try:
             row = self._run("submit_function", params, fetch=True)
         except DBAPIError as exc:
-            if getattr(exc.orig, "sqlstate", None) == FULL_RULES:
+            # AN001: the function says so; 42883: no such function (yet), e.g. a replica of
+            # another release replaced it: the full rules do the same work
+            if getattr(exc.orig, "sqlstate", None) in (FULL_RULES, "42883"):
                 return False, None
             raise
         if row[0] is None:
             return True, None
         return True, _reserved(row, annotator_id=annotator_id, now=now)
 
-    def reserve_and_assign(
+    # --- the Queue of assignment_rules: the common operations ---------------------------
+
+    def reserve_least_covered(
         self, *, study: StudyRules, annotator_id: int, now: datetime
     ) -> AssignmentRow | None:
         """Reserve the least-covered open pair for this annotator and give it to them (None
-        when no pair has room)."""
+        when no pair has room, or on PostgreSQL none that nobody is reserving right now)."""
         keys = {"study": study.id, "target": study.overlap_target, "annotator": annotator_id}
-        if self.dialect == "postgresql":
-            row = self._run("reserve_and_assign", {**keys, "now": now}, fetch=True)
-            if row is None:
-                return None
-            return _reserved(row, annotator_id=annotator_id, now=now)
         row = self._run("reserve_first", keys, fetch=True)
-        return (
-            None
-            if row is None
-            else self.assign(study=study, pair_id=row[0], annotator_id=annotator_id, now=now)
-        )
+        if row is None:
+            return None
+        return self.assign(study=study, pair_id=row[0], annotator_id=annotator_id, now=now)
 
     def assign(
         self, *, study: StudyRules, pair_id: int, annotator_id: int, now: datetime
@@ -342,18 +483,22 @@ class Cursor:
             "study_id": study.id,
             "pair_id": pair_id,
             "annotator_id": annotator_id,
-            "chosen_position": chosen_position_for(
-                study_id=study.id, pair_id=pair_id, annotator_id=annotator_id
+            "chosen_position": study.coins.chosen_position(
+                pair_id=pair_id, annotator_id=annotator_id
             ),
-            "status": "active",
-            "assigned_at": now,
         }
-        params = {**values, "assigned_at": self._time(now)}
+        params = {
+            "study": study.id,
+            "new_pair": pair_id,
+            "annotator": annotator_id,
+            "new_position": values["chosen_position"],
+            "now": self._time(now),
+        }
         (new_id,) = self._run("insert_assignment", params, fetch=True)
-        return AssignmentRow(id=new_id, **values)
+        return AssignmentRow(id=new_id, status="active", assigned_at=now, **values)
 
     def unassign(self, assignment: AssignmentRow) -> None:
-        """Undo reserve_and_assign in the same transaction: the pair goes back."""
+        """Undo a reservation in the same transaction: the pair goes back."""
         self._run("unassign", {"id": assignment.id})
         self._run("release", {"pair": assignment.pair_id})
 
@@ -368,3 +513,26 @@ class Cursor:
 
     def done_count(self, *, annotator_id: int) -> int:
         return self._run("done_count", {"annotator": annotator_id}, fetch=True)[0]
+
+    def given_count(self, *, annotator_id: int) -> int:
+        return self._run("given_count", {"annotator": annotator_id}, fetch=True)[0]
+
+    # --- the rare operations: the full rules (assignment.FullQueue) ---------------------
+
+    def qualification_state(self, **_) -> str:
+        raise NeedsFullRules
+
+    def serve_gold(self, **_) -> AssignmentRow | None:
+        raise NeedsFullRules
+
+    def open_candidates(self, **_) -> list[int]:
+        raise NeedsFullRules
+
+    def reserve_pair(self, **_) -> AssignmentRow | None:
+        raise NeedsFullRules
+
+    def reopen_skipped(self, **_) -> AssignmentRow | None:
+        raise NeedsFullRules
+
+    def release_expired(self, **_) -> int:
+        raise NeedsFullRules

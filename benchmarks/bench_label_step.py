@@ -148,20 +148,14 @@ def build(url: str, *, pairs: int, annotators: int, per_annotator: int, overlap:
     return token
 
 
-def button(at, label):
-    return next(b for b in at.button if b.label == label)
-
-
 def step(at) -> float:
-    """Answer the current pair and time Submit -> next pair rendered."""
-    button(at, "Response A").click().run()
-    # Ratings and the main reason are button groups (keys rate_... and reason_...)
-    for control in at.button_group:
-        control.set_value("personal_fit" if control.key.startswith("reason_") else 4)
-    submit = button(at, "Submit")
-    submit.click()
+    """Answer the current pair and time Submit -> next pair rendered. The page is one
+    component: a Submit is one event carrying the whole form, sent as the browser sends it
+    (the app tests' helper), so the timed run is the Submit's own."""
+    from tests.test_label_app import full_form, submit_form
+
     started = time.perf_counter()
-    at.run()
+    submit_form(at, full_form("A"))
     elapsed = time.perf_counter() - started
     if at.exception or at.error:
         raise RuntimeError(f"step failed: {at.exception or at.error}")

@@ -11,12 +11,12 @@ from sqlmodel import select
 
 from annotate.annotations import Answer, submit_answer
 from annotate.assignment import (
-    chosen_position_for,
     history,
     next_assignment,
     progress,
     skip,
 )
+from annotate.assignment_rules import Coins
 from annotate.db import get_engine, session
 from annotate.models import Annotation, Assignment, Pair
 from tests.factories import make_study
@@ -86,20 +86,19 @@ def test_open_pair_is_served_again_until_answered(engine, tmp_path):
 
 
 def test_ab_order_is_deterministic_and_balanced():
+    coins = Coins("0f" * 16)
     positions = [
-        chosen_position_for(study_id=1, pair_id=p, annotator_id=a)
-        for p in range(200)
-        for a in range(5)
+        coins.chosen_position(pair_id=p, annotator_id=a) for p in range(200) for a in range(5)
     ]
     assert positions == [
-        chosen_position_for(study_id=1, pair_id=p, annotator_id=a)
+        Coins("0f" * 16).chosen_position(pair_id=p, annotator_id=a)
         for p in range(200)
         for a in range(5)
     ]
     share_a = positions.count("A") / len(positions)
     assert 0.45 < share_a < 0.55
     # Not the same for every annotator of one pair: order is per annotator and pair.
-    assert len({chosen_position_for(study_id=1, pair_id=7, annotator_id=a) for a in range(20)}) == 2
+    assert len({coins.chosen_position(pair_id=7, annotator_id=a) for a in range(20)}) == 2
 
 
 def test_skip_releases_the_pair_and_returns_it_last(engine, tmp_path):

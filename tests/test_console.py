@@ -14,7 +14,17 @@ import pytest
 from sqlmodel import select
 
 from analysis.tables import read_table
-from annotate import accounts, exports, gold, monitoring, prolific, studies, study_report, uploads
+from annotate import (
+    accounts,
+    assignment_rules,
+    exports,
+    gold,
+    monitoring,
+    prolific,
+    studies,
+    study_report,
+    uploads,
+)
 from annotate.access import maintainer_for_identity
 from annotate.annotations import Answer, annotations_frame, submit_answer
 from annotate.assignment import history, next_assignment, skip
@@ -68,7 +78,7 @@ def test_gold_pairs_are_served_to_everyone_once_outside_the_overlap_target(
 ):
     engine = get_engine(db_url)
     # the coin (tested below) always says "gold now": every annotator meets both gold pairs
-    monkeypatch.setattr(gold, "gold_due", lambda **_: True)
+    monkeypatch.setattr(assignment_rules, "gold_due", lambda *_, **__: True)
     study_id, people = make_study(engine, tmp_path, n_pairs=30, annotators=3, overlap_target=1)
     gold.set_gold(engine, study_id=study_id, pair_keys=["p5", "p6"], answer="chosen")
     served = {aid: [] for aid, _ in people}
@@ -95,9 +105,10 @@ def test_gold_pairs_are_served_to_everyone_once_outside_the_overlap_target(
 
 
 def test_gold_due_is_a_stable_coin_of_the_right_rate():
-    draws = [gold.gold_due(annotator_id=a, key=n) for a in range(50) for n in range(100)]
+    coins = assignment_rules.Coins("5e" * 16)
+    draws = [coins.gold_due(annotator_id=a, position=n) for a in range(50) for n in range(100)]
     assert 0.07 < sum(draws) / len(draws) < 0.13
-    assert gold.gold_due(annotator_id=3, key=7) == gold.gold_due(annotator_id=3, key=7)
+    assert coins.gold_due(annotator_id=3, position=7) == coins.gold_due(annotator_id=3, position=7)
 
 
 def test_qualification_gold_first_then_real_pairs_or_nothing(db_url, tmp_path):

@@ -115,7 +115,7 @@ def test_a_submit_interrupted_mid_transaction_rolls_back_and_is_retried(tmp_path
     engine = get_engine(f"sqlite:///{tmp_path / 'retry.db'}")
     _, [annotator] = make_study(engine, tmp_path, n_pairs=3, n_annotators=1, overlap=1)
     first = next_assignment(engine, annotator_id=annotator)
-    real = Cursor.reserve_and_assign
+    real = Cursor.reserve_least_covered
     failures = []
 
     def locked_once(self, **kwargs):
@@ -124,7 +124,7 @@ def test_a_submit_interrupted_mid_transaction_rolls_back_and_is_retried(tmp_path
             raise OperationalError("BEGIN", {}, Exception("database is locked"))
         return real(self, **kwargs)
 
-    monkeypatch.setattr(Cursor, "reserve_and_assign", locked_once)
+    monkeypatch.setattr(Cursor, "reserve_least_covered", locked_once)
     answer = Answer(preference="tie", chosen_position=None, comment="once")
     following = submit_and_next(
         engine, annotator_id=annotator, pair_id=first.pair_id, answer=answer

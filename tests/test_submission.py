@@ -15,7 +15,8 @@ from annotate.annotations import (
     submit_answer,
 )
 from annotate.answers import FormState, missing_answers, to_answer
-from annotate.assignment import chosen_position_for, next_assignment
+from annotate.assignment import next_assignment
+from annotate.assignment_rules import Coins
 from annotate.db import get_engine, session
 from annotate.models import Annotation, Assignment, Pair, Study
 from tests.factories import make_study
@@ -166,17 +167,19 @@ def label_through_submit_and_next(engine, annotator_id: int) -> list:
 
 
 def test_submit_and_next_keeps_the_quota_and_the_ab_coin(engine, tmp_path):
-    # PostgreSQL reserves the next pair in SQL (queue_sql), SQLite in Python: both must give
-    # the same A/B order as chosen_position_for and stop at the quota.
+    # PostgreSQL reserves the next pair in SQL (the generated function), SQLite in Python: both
+    # must give the same A/B order as the study's keyed coin and stop at the quota.
     study_id, [(a, _), (b, _)] = make_study(
         engine, tmp_path, n_pairs=40, annotators=2, overlap_target=2, items_per_annotator=25
     )
     served = label_through_submit_and_next(engine, a)
     assert len(served) == 25 and len({s.pair_id for s in served}) == 25
     served += label_through_submit_and_next(engine, b)
+    with session(engine) as s:
+        coins = Coins(s.get(Study, study_id).coin_secret)
     for item in served:
-        assert item.chosen_position == chosen_position_for(
-            study_id=study_id, pair_id=item.pair_id, annotator_id=item.annotator_id
+        assert item.chosen_position == coins.chosen_position(
+            pair_id=item.pair_id, annotator_id=item.annotator_id
         )
     with session(engine) as s:
         stored = s.exec(select(Assignment)).all()
@@ -205,9 +208,9 @@ def test_submit_from_a_stale_tab_returns_the_pair_already_open(engine, tmp_path)
 
 
 def test_the_common_submit_does_not_run_the_full_rules(engine, tmp_path, monkeypatch):
-    """PostgreSQL's common Submit is migration 0003's function, SQLite's the same rules on the
-    driver's connection (annotations._submit_common_sqlite); the full rules in Python are only
-    their fallback."""
+    """PostgreSQL's common Submit is the generated function, SQLite's the same rules on the
+    driver's connection (annotations._submit_common_sqlite); the full rules on SQLAlchemy are
+    only their fallback."""
     import annotate.annotations as annotations
 
     full_rules = []
@@ -225,6 +228,7 @@ def test_submit_and_next_puts_gold_first_when_the_coin_says_so(engine, tmp_path)
     """With the real coin: a real pair served after a Submit never had gold due while gold was
     left to show (PostgreSQL decides that in SQL, SQLite in Python), and gold does come."""
     from annotate import gold
+    from annotate.assignment_rules import gold_due
 
     study_id, [(a, _)] = make_study(engine, tmp_path, n_pairs=60, annotators=1)
     gold.set_gold(engine, study_id=study_id, pair_keys=["p5", "p6"], answer="chosen")
@@ -232,9 +236,12 @@ def test_submit_and_next_puts_gold_first_when_the_coin_says_so(engine, tmp_path)
         gold_ids = set(s.exec(select(Pair.id).where(Pair.is_gold == True)).all())  # noqa: E712
     served = label_through_submit_and_next(engine, a)
     assert len(served) == 60 and {x.pair_id for x in served} >= gold_ids
+    with session(engine) as s:
+        coins = Coins(s.get(Study, study_id).coin_secret)
     shown_gold = 0
-    for item in served[1:]:  # the first came from next_assignment, the rest from a Submit
+    # the n-th pair served is position n of the annotator's queue
+    for position, item in enumerate(served, start=1):
         if item.pair_id in gold_ids:
             shown_gold += 1
         elif shown_gold < len(gold_ids):
-            assert not gold.gold_due(annotator_id=a, key=item.pair_id), item
+            assert not gold_due(coins, annotator_id=a, position=position), item

@@ -7,7 +7,8 @@ import streamlit as st
 
 from annotate.access import engine, require_user
 from annotate.answers import FormState, missing_questions
-from annotate.assignment import progress, skip
+from annotate.assignment import progress, queue_status, skip
+from annotate.assignment_rules import AccountClosed
 from annotate.earlier_answers import earlier_answers, previous_pair
 from annotate.label_form import event_value, form_data, label_form
 from annotate.labelling import Item, current_item, draft_seconds, load_study, save_draft, submit
@@ -66,7 +67,10 @@ def _on_event(name: str, *, key: str, item: Item, study: Study, user: Annotator)
         if missing:
             st.session_state[REFUSED_KEY] = missing
             return
-        submit(engine(), item=item, form=form, seconds=_seconds(payload))
+        try:
+            submit(engine(), item=item, form=form, seconds=_seconds(payload))
+        except AccountClosed:
+            return  # nothing saved; the rerun's sign-in check shows the page for a closed account
         st.session_state["flash"] = "Your change was saved." if item.editing else "Answer saved."
         st.session_state.pop(EDIT_KEY, None)
         st.session_state.pop(REFUSED_KEY, None)
@@ -102,8 +106,17 @@ def _on_event(name: str, *, key: str, item: Item, study: Study, user: Annotator)
 
 
 def _finished(user: Annotator, study: Study) -> None:
-    st.success("You have labelled every pair available to you. Thank you!")
-    finished_extras(user, study)
+    status = queue_status(engine(), annotator_id=user.id)
+    if status.busy_until is not None:  # no completion code while pairs may come back
+        st.info(
+            "Every pair left is being labelled by someone else right now. Please come back "
+            f"after {status.busy_until:%H:%M} UTC: pairs nobody answers come back then."
+        )
+    elif status.answered == 0:
+        st.info("There is no pair for you to label in this study.")
+    else:
+        st.success("You have labelled every pair available to you. Thank you!")
+        finished_extras(user, study)
     done = earlier_answers(engine(), annotator_id=user.id)
     if not done:
         return

@@ -1,0 +1,223 @@
+"""One scripted labelling scenario through every path that applies the queue's rules
+(annotate/assignment_rules.py): the full rules in Python, SQLite's common Submit on the
+driver's connection and PostgreSQL's generated submit function. Every path, on both databases,
+must serve the same sequence of (pair, A/B order).
+
+The scenario meets every rule: gold due mid-queue (after a Submit), a skipped pair coming back
+last, a stale tab, a deactivation (its open tab refused), a reservation that expires and goes
+to someone else while its holder's late answer is kept, the quota, and qualification (passed,
+and failed with a second tab that cannot replace the first answer).
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from sqlmodel import select
+
+from annotate import accounts, annotations, gold
+from annotate.annotations import Answer, submit_and_next
+from annotate.assignment import next_assignment, skip
+from annotate.assignment_rules import AccountClosed, Coins
+from annotate.db import get_engine, session
+from annotate.models import Annotation, Assignment, Pair, Study, utcnow
+from tests.db_backends import require_postgres
+from tests.factories import make_study
+
+MAIN, QUAL = "main", "qual"
+
+
+def _secret() -> str:
+    """A coin secret under which the first main annotator (id 1) meets a gold check at the
+    third pair of their queue (after two Submits), not before: the scenario is then the same
+    whatever the random secret of a new study would have been."""
+    for n in range(10_000):
+        coins = Coins(f"parity-{n}")
+        due = [coins.gold_due(annotator_id=1, position=p) for p in range(1, 6)]
+        if due[:3] == [False, False, True] and not any(due[3:]):
+            return f"parity-{n}"
+    raise AssertionError("no secret found")
+
+
+def _setup(engine, tmp_path) -> dict[str, int]:
+    main_id, main_people = make_study(
+        engine,
+        tmp_path,
+        n_pairs=9,
+        annotators=4,
+        study=MAIN,
+        overlap_target=2,
+        reservation_timeout=600,
+    )
+    qual_id, qual_people = make_study(
+        engine,
+        tmp_path,
+        n_pairs=5,
+        annotators=2,
+        study=QUAL,
+        overlap_target=2,
+        qualification_gold=1,
+        items_per_annotator=3,
+    )
+    gold.set_gold(engine, study_id=main_id, pair_keys=["p6", "p7", "p8"], answer="chosen")
+    gold.set_gold(engine, study_id=qual_id, pair_keys=["p4"], answer="chosen")
+    with session(engine) as s:
+        for study_id in (main_id, qual_id):
+            s.get(Study, study_id).coin_secret = _secret()
+    names = [f"m{i}" for i in range(4)] + ["q0", "q1"]
+    ids = [a for a, _ in main_people + qual_people]
+    assert ids == [1, 2, 3, 4, 5, 6]  # the coin's key: the same ids on every database
+    return dict(zip(names, ids, strict=True))
+
+
+class Script:
+    """Runs the scenario's actions and records what each one served."""
+
+    def __init__(self, engine, people: dict[str, int]):
+        self.engine = engine
+        self.people = people
+        self.log: list[tuple] = []
+        self.current: dict[str, int] = {}
+
+    def _record(self, action: str, who: str, row) -> None:
+        if row is None:
+            self.log.append((action, who, None))
+            self.current.pop(who, None)
+            return
+        with session(self.engine) as s:
+            key = s.get(Pair, row.pair_id).pair_key
+        self.log.append((action, who, key, row.chosen_position))
+        self.current[who] = row.pair_id
+
+    def serve(self, who: str) -> None:
+        self._record("serve", who, next_assignment(self.engine, annotator_id=self.people[who]))
+
+    def pair_id(self, key: str, study: str) -> int:
+        with session(self.engine) as s:
+            return s.exec(
+                select(Pair.id).join(Study).where(Pair.pair_key == key, Study.name == study)
+            ).one()
+
+    def submit(self, who: str, *, pair: int | None = None, preference="chosen") -> None:
+        pair_id = pair if pair is not None else self.current[who]
+        answer = Answer(preference=preference, chosen_position="A", comment=f"{who} {pair_id}")
+        try:
+            row = submit_and_next(
+                self.engine, annotator_id=self.people[who], pair_id=pair_id, answer=answer
+            )
+        except AccountClosed:
+            self.log.append(("submit", who, "refused: account closed"))
+            return
+        self._record("submit", who, row)
+
+    def skip(self, who: str) -> None:
+        skip(self.engine, annotator_id=self.people[who], pair_id=self.current.pop(who))
+        self.log.append(("skip", who))
+
+    def until_done(self, who: str) -> None:
+        while who in self.current:
+            self.submit(who)
+            assert len(self.log) < 200
+
+
+def run_scenario(engine, tmp_path) -> list[tuple]:
+    people = _setup(engine, tmp_path)
+    run = Script(engine, people)
+    # main study: gold due at m0's third pair, after two Submits
+    run.serve("m0")
+    run.submit("m0")
+    run.submit("m0")  # the gold check (the coin), then
+    run.submit("m0")
+    skipped = run.current["m0"]
+    run.skip("m0")  # comes back after everything else
+    run.serve("m0")
+    # a stale tab: m0 answers a pair it was never given while holding another
+    run.submit("m0", pair=run.pair_id("p5", MAIN))
+    run.until_done("m0")
+    # m1 labels one pair, is deactivated holding the next: the open tab cannot submit it
+    run.serve("m1")
+    run.submit("m1")
+    accounts.set_active(engine, annotator_id=people["m1"], active=False)
+    run.submit("m1")
+    run.serve("m1")
+    # m2's reservation expires; m3 gets that pair once nothing else is left
+    run.serve("m2")
+    held_by_m2 = run.current["m2"]
+    with session(engine) as s:
+        for assignment in s.exec(
+            select(Assignment).where(
+                Assignment.annotator_id == people["m2"], Assignment.status == "active"
+            )
+        ).all():
+            assignment.assigned_at = utcnow() - timedelta(seconds=601)
+            s.add(assignment)
+    run.serve("m3")
+    run.until_done("m3")
+    run.submit("m2", pair=held_by_m2)  # the late answer is kept
+    run.until_done("m2")
+    # qualification study: q0 passes and meets the quota; q1 fails, a second tab changes nothing
+    run.serve("q0")
+    run.until_done("q0")
+    run.serve("q1")
+    gold_pair = run.current["q1"]
+    run.submit("q1", preference="rejected")
+    run.submit("q1", pair=gold_pair, preference="chosen")
+    run.serve("q1")
+    with session(engine) as s:
+        answers = {
+            (a.annotator_id, a.pair_id): a.preference for a in s.exec(select(Annotation)).all()
+        }
+        n_assigned = sorted(s.exec(select(Pair.pair_key, Pair.study_id, Pair.n_assigned)).all())
+        keys = {p.id: p.pair_key for p in s.exec(select(Pair)).all()}
+    run.log.append(("m0 skipped", keys[skipped]))
+    run.log.append(("m2 held", keys[held_by_m2]))
+    run.log.append(("q1 gold answer", answers[(people["q1"], gold_pair)]))
+    run.log.append(("q1", gold.qualification_of(engine, annotator_id=people["q1"]).state))
+    run.log.append(("m2's late answer kept", (people["m2"], held_by_m2) in answers))
+    run.log.append(("n_assigned", n_assigned))
+    return run.log
+
+
+def _full_rules_only(monkeypatch) -> None:
+    monkeypatch.setattr(annotations, "_submit_fast", lambda *_, **__: (False, None))
+
+
+def _run(backend: str, path: str, make_db_url, tmp_path, monkeypatch) -> list[tuple]:
+    if backend == "postgresql":
+        require_postgres()
+    if path == "full rules":
+        _full_rules_only(monkeypatch)
+    engine = get_engine(make_db_url(backend))
+    return run_scenario(engine, tmp_path)
+
+
+def test_every_path_serves_the_same_sequence(make_db_url, tmp_path, monkeypatch):
+    logs = {}
+    for backend, path in [
+        ("sqlite", "full rules"),
+        ("sqlite", "driver connection"),
+        ("postgresql", "full rules"),
+        ("postgresql", "submit function"),
+    ]:
+        workdir = tmp_path / backend / path.replace(" ", "-")
+        workdir.mkdir(parents=True)
+        with monkeypatch.context() as patch:
+            logs[backend, path] = _run(backend, path, make_db_url, workdir, patch)
+    reference = logs["sqlite", "full rules"]
+    for key, log in logs.items():
+        assert log == reference, key
+    facts = dict(entry for entry in reference if len(entry) == 2)
+    served = [entry for entry in reference if len(entry) == 4]
+    m0 = [entry[2] for entry in served if entry[1] == "m0"]
+    # gold came third (after two Submits), real pairs around it
+    assert m0[2] in ("p6", "p7", "p8") and m0[0] not in ("p6", "p7", "p8")
+    # the skipped pair came back after every other real pair
+    assert [k for k in m0 if k not in ("p6", "p7", "p8")][-1] == facts["m0 skipped"]
+    assert ("submit", "m1", "refused: account closed") in reference
+    assert ("serve", "m1", None) in reference
+    # m3 was served m2's expired reservation; m2's late answer was kept
+    assert facts["m2 held"] in [entry[2] for entry in served if entry[1] == "m3"]
+    assert facts["m2's late answer kept"] is True
+    assert facts["q1 gold answer"] == "rejected" and facts["q1"] == "failed"
+    q0 = [entry for entry in served if entry[1] == "q0"]
+    assert q0[0][2] == "p4" and len(q0) == 3  # the qualification check first, then the quota
