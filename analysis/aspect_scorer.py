@@ -25,10 +25,18 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from analysis.agreement import percentile_ci
 from analysis.aspect_scores import SIDES, AspectValueError, score
-from analysis.aspects import Scores, gap_correlation, pair_bootstrap_alpha, unit_means
+from analysis.aspects import (
+    Scores,
+    gap_correlation,
+    layout_alpha,
+    pair_layout,
+    percentile_interval,
+    too_few_for_an_interval,
+    unit_means,
+)
 from analysis.errors import InputError, UserError
+from analysis.intervals import MIN_INTERVAL_UNITS
 
 SUFFIXES = (".jsonl", ".csv", ".parquet")
 REQUIRED = ("id", "response", "scores")
@@ -184,36 +192,40 @@ def auc(scores: np.ndarray, positive: np.ndarray, *, bootstrap: int, seed: int) 
         out["note"] = "undefined: needs pairs of both outcomes"
         return out
     out["value"] = float(point)
-    if bootstrap > 0:
+    if len(scores) < MIN_INTERVAL_UNITS:
+        out["note"] = too_few_for_an_interval(len(scores))
+    elif bootstrap > 0:
         rng = np.random.Generator(np.random.PCG64(seed))
         n = len(scores)
         samples = np.empty(bootstrap)
         for b in range(bootstrap):
             idx = rng.integers(0, n, size=n)
             samples[b] = value(scores[idx], positive[idx])
-        ci, note = percentile_ci(samples, resamples=bootstrap)
-        out["ci95"] = None if ci is None else list(ci)
+        ci, note = percentile_interval(samples, resamples=bootstrap)
+        out["ci95"] = ci
         if note:
             out["note"] = note
     return out
 
 
-def _two_coder_alpha(units: pd.DataFrame, *, bootstrap: int, seed: int) -> dict:
-    """Ordinal alpha of scorer vs human mean, one unit per row, resampling pairs."""
+def _two_coder_alpha(units: pd.DataFrame, *, n_pairs: int, bootstrap: int, seed: int) -> dict:
+    """Ordinal alpha of scorer vs human mean, two coders per (pair, aspect, response) unit on
+    the ordered values that occur, resampling pairs (the scorer is one coder: no
+    annotator-aware interval)."""
     domain = np.unique(np.concatenate([units["scorer"], units["human"]]))
-    counts = np.zeros((len(units), len(domain)), dtype=np.int64)
-    rows = np.arange(len(units))
-    np.add.at(counts, (rows, np.searchsorted(domain, units["scorer"])), 1)
-    np.add.at(counts, (rows, np.searchsorted(domain, units["human"])), 1)
-    estimate = pair_bootstrap_alpha(
-        counts,
-        units["pair"].to_numpy(),
-        level="ordinal",
-        domain=[float(v) for v in domain],
-        bootstrap=bootstrap,
-        seed=seed,
+    n = len(units)
+    two = Scores(
+        pair=np.tile(units["pair"].to_numpy(), 2),
+        aspect=np.tile(units["aspect"].to_numpy(), 2),
+        side=np.tile(units["side"].to_numpy(), 2),
+        score=np.zeros(2 * n, dtype=np.int64),
+        annotator=np.repeat(np.array(["scorer", "humans"], dtype=object), n),
     )
-    return estimate.as_dict()
+    code = np.searchsorted(domain, np.concatenate([units["scorer"], units["human"]]))
+    by_pair, _, _, _, parts = pair_layout(two, n_pairs, n_values=len(domain), code=code)
+    return layout_alpha(
+        by_pair, parts=parts, domain=[float(v) for v in domain], bootstrap=bootstrap, seed=seed
+    ).as_dict()
 
 
 def compare_with_scorer(
@@ -241,12 +253,12 @@ def compare_with_scorer(
         }
         return out
     boot = {"bootstrap": bootstrap, "seed": seed}
-    out["agreement"] = _two_coder_alpha(units, **boot)
+    out["agreement"] = _two_coder_alpha(units, n_pairs=len(pair_ids), **boot)
     out["by_aspect"] = [
         {
             "aspect": int(a) + 1,
             "n_pairs": int(part["pair"].nunique()),
-            "agreement": _two_coder_alpha(part, **boot),
+            "agreement": _two_coder_alpha(part.assign(aspect=0), n_pairs=len(pair_ids), **boot),
         }
         for a, part in units.groupby("aspect", sort=True)
     ]

@@ -115,8 +115,9 @@ def aspect_markdown(report: dict) -> list[str]:
         "",
         f"Pairs whose chosen response does not cover the aspects clearly better "
         f"(`rubric_not_reflected`): {verdicts.get('rubric_not_reflected', 0):,}. "
-        f"Conclusion check `aspects` passed: "
-        f"{fmt(report['conclusion']['checks']['aspects']['passed'])}.",
+        f"Conclusion check `aspects`: "
+        f"{report['conclusion']['checks']['aspects']['outcome']} (threshold "
+        f"{report['conclusion']['checks']['aspects']['threshold']}).",
         "",
     ]
     rows = _disagreements(report)

@@ -21,16 +21,10 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-# (the coincidence helpers are agreement.py's own: one home for alpha's formulas)
-from analysis.agreement import (
-    Estimate,
-    _alpha_from_coincidences,
-    _unit_coincidences,
-    bootstrap_weights,
-    percentile_ci,
-)
+from analysis.agreement import Estimate, alpha_statistic, estimate
 from analysis.aspect_scores import SCORES, SIDES
-from analysis.conclusion import SIGNIFICANCE
+from analysis.conclusion import LABEL_THRESHOLD, _check, _compare
+from analysis.intervals import MIN_INTERVAL_UNITS, Panel
 from analysis.validity import label_agreement
 
 VERDICT = "rubric_not_reflected"
@@ -171,138 +165,151 @@ def verdict_counts(counts: dict[str, int], table: pd.DataFrame) -> dict[str, int
 # --- agreement -------------------------------------------------------------------------------
 
 
-def _unit_counts(scores: Scores) -> tuple[np.ndarray, np.ndarray]:
-    """Units (pair, aspect, side) x 3 score counts, and each unit's pair."""
-    frame = pd.DataFrame(
-        {"pair": scores.pair, "aspect": scores.aspect, "side": scores.side, "score": scores.score}
-    )
-    unit = frame.groupby(["pair", "aspect", "side"], sort=True).ngroup().to_numpy()
-    counts = np.zeros((unit.max() + 1 if len(unit) else 0, len(SCORES)), dtype=np.int64)
-    np.add.at(counts, (unit, scores.score), 1)
-    unit_pair = np.zeros(len(counts), dtype=np.int64)
-    unit_pair[unit] = scores.pair
-    return counts, unit_pair
+def pair_layout(scores: Scores, n_pairs: int, *, n_values: int, code: np.ndarray):
+    """(pairs x parts*n_values counts, annotations x parts*n_values own counts, each
+    annotation's pair, each annotation's annotator, parts): a pair is one row holding its
+    (aspect, response) units side by side, so that a drawn pair brings all of them and leaving
+    an annotator out removes all its scores (analysis.intervals)."""
+    parts = 2 * (int(scores.aspect.max()) + 1 if not scores.empty else 1)
+    column = (scores.aspect * 2 + scores.side) * n_values + code
+    by_pair = np.zeros((n_pairs, parts * n_values), dtype=np.int64)
+    np.add.at(by_pair, (scores.pair, column), 1)
+    keys = pd.DataFrame({"pair": scores.pair, "annotator": scores.annotator.astype(str)})
+    annotation = keys.groupby(["pair", "annotator"], sort=True).ngroup().to_numpy()
+    n_annotations = int(annotation.max()) + 1 if len(annotation) else 0
+    own = np.zeros((n_annotations, parts * n_values), dtype=np.int64)
+    np.add.at(own, (annotation, column), 1)
+    first = keys.groupby(["pair", "annotator"], sort=True).head(1).index.to_numpy()
+    order = np.argsort(annotation[first], kind="stable")
+    rows = first[order]
+    return by_pair, own, scores.pair[rows], scores.annotator[rows].astype(str), parts
 
 
-def pair_bootstrap_alpha(
-    counts: np.ndarray,
-    unit_pair: np.ndarray,
+def layout_alpha(
+    by_pair: np.ndarray,
     *,
-    level: str,
+    parts: int,
     domain: list,
     bootstrap: int,
     seed: int,
+    panel: Panel | None = None,
+    own: np.ndarray | None = None,
 ) -> Estimate:
-    """Krippendorff's alpha over the units, with a percentile interval resampling pairs.
-
-    Every unit of a drawn pair comes along, so a resample's coincidences are the pairs'
-    summed unit coincidences weighted by how often each pair was drawn: the units are summed
-    per pair once, identical pairs grouped, and the resamples drawn over the groups (the
-    multinomial of analysis.agreement, exactly the distribution of drawing pairs)."""
-    pairable = counts.sum(axis=1) >= 2
-    if not pairable.any():
-        return Estimate(value=None, note=_NO_UNIT)
-    contributions = _unit_coincidences(counts[pairable])
-    _, pair_of_unit = np.unique(unit_pair[pairable], return_inverse=True)
-    per_pair = np.zeros((pair_of_unit.max() + 1, contributions.shape[1]))
-    np.add.at(per_pair, pair_of_unit, contributions)
-    patterns, frequencies = np.unique(per_pair, axis=0, return_counts=True)
-
-    def alphas(weights: np.ndarray) -> np.ndarray:
-        return _alpha_from_coincidences(weights @ patterns, level=level, domain=domain)
-
-    point = alphas(frequencies[None, :].astype(np.float64))[0]
-    if not np.isfinite(point):
-        return Estimate(value=None, note=_NO_VARIATION)
-    if bootstrap <= 0:
-        return Estimate(value=float(point))
-    samples = np.concatenate(
-        [
-            alphas(w.astype(np.float64))
-            for w in bootstrap_weights(frequencies, resamples=bootstrap, seed=seed)
-        ]
+    """Ordinal alpha over the (pair, aspect, response) units of a pair layout, with the
+    report's intervals: BCa over pairs, and with ``panel`` the annotator-aware one."""
+    width = len(domain)
+    pairable = (by_pair.reshape(len(by_pair), parts, width).sum(axis=2) >= 2).any(axis=1)
+    return estimate(
+        alpha_statistic(level="ordinal", domain=domain, parts=parts),
+        by_pair,
+        resampled=pairable,
+        pairable=pairable,
+        undefined_note=_NO_VARIATION,
+        bootstrap=bootstrap,
+        seed=seed,
+        panel=panel,
+        own=own,
     )
-    ci, note = percentile_ci(samples, resamples=bootstrap)
-    return Estimate(value=float(point), ci95=ci, note=note)
 
 
-def score_agreement(scores: Scores, *, bootstrap: int, seed: int) -> dict:
+def human_alpha(scores: Scores, n_pairs: int, *, bootstrap: int, seed: int) -> Estimate:
+    """Ordinal alpha of the annotators' scores on 0..2, with both intervals."""
+    if scores.empty:
+        return Estimate(value=None, note=_NO_UNIT)
+    by_pair, own, unit, annotator, parts = pair_layout(
+        scores, n_pairs, n_values=len(SCORES), code=scores.score - SCORES[0]
+    )
+    panel = Panel.of(unit, annotator, seed=seed)
+    return layout_alpha(
+        by_pair,
+        parts=parts,
+        domain=list(SCORES),
+        bootstrap=bootstrap,
+        seed=seed,
+        panel=panel,
+        own=own,
+    )
+
+
+def score_agreement(scores: Scores, n_pairs: int, *, bootstrap: int, seed: int) -> dict:
     """Ordinal alpha of the human scores, overall and per aspect position (aspect 1 of every
     pair's rubric, aspect 2, ...), units (pair, aspect, response)."""
-    counts, unit_pair = _unit_counts(scores)
-    overall = pair_bootstrap_alpha(
-        counts, unit_pair, level="ordinal", domain=list(SCORES), bootstrap=bootstrap, seed=seed
-    )
+    overall = human_alpha(scores, n_pairs, bootstrap=bootstrap, seed=seed)
     by_aspect = []
     for a in range(int(scores.aspect.max()) + 1 if not scores.empty else 0):
         part = scores.subset(scores.aspect == a)
-        c, p = _unit_counts(part)
-        estimate = pair_bootstrap_alpha(
-            c, p, level="ordinal", domain=list(SCORES), bootstrap=bootstrap, seed=seed
-        )
+        part = Scores(part.pair, np.zeros_like(part.aspect), part.side, part.score, part.annotator)
+        estimate_a = human_alpha(part, n_pairs, bootstrap=bootstrap, seed=seed)
         by_aspect.append(
             {
                 "aspect": a + 1,
                 "n_pairs": len(np.unique(part.pair)),
                 "chosen_mean": float(part.score[part.side == 0].mean()),
                 "rejected_mean": float(part.score[part.side == 1].mean()),
-                "agreement": estimate.as_dict(),
+                "agreement": estimate_a.as_dict(),
             }
         )
     return {"agreement": overall.as_dict(), "by_aspect": by_aspect}
 
 
+def too_few_for_an_interval(n: int) -> str:
+    return f"interval omitted: {n} pairs, fewer than {MIN_INTERVAL_UNITS}"
+
+
+def percentile_interval(samples: np.ndarray, *, resamples: int) -> tuple[list | None, str | None]:
+    """95% percentile interval of the defined resamples of a statistic that is not a sum over
+    pairs (AUC, a rank correlation), with a note on dropped ones."""
+    defined = samples[np.isfinite(samples)]
+    dropped = resamples - defined.size
+    if defined.size * 2 < resamples:
+        return None, (
+            f"bootstrap interval omitted: the statistic is undefined in {dropped} of "
+            f"{resamples} resamples"
+        )
+    lo, hi = np.percentile(defined, (2.5, 97.5))
+    note = f"{dropped} of {resamples} bootstrap resamples were undefined and dropped"
+    return [float(lo), float(hi)], note if dropped else None
+
+
 # --- the fourth conclusion check -------------------------------------------------------------
 
 
-def aspects_check(gaps: np.ndarray, *, gap_threshold: float) -> dict:
-    """Do humans confirm the pairs' construction? The share of scored pairs whose chosen
-    response covers the aspects clearly better (gap >= gap_threshold) must be above 1/2, exact
-    one-sided binomial p < SIGNIFICANCE (the unit is the pair, as for label agreement).
+# The label check's bar, for the same reason: confirmed pairs outnumber the others 3 to 2.
+ASPECT_THRESHOLD = LABEL_THRESHOLD
 
-    Shape of every conclusion check: {passed, value, ci95, threshold, n, note}. No scored pair
-    fails with a note: the absence of evidence never passes.
-    """
+
+def aspects_check(
+    gaps: np.ndarray, *, gap_threshold: float, threshold: float = ASPECT_THRESHOLD
+) -> dict:
+    """Do humans confirm the pairs' construction? The share of scored pairs whose chosen
+    response covers the aspects clearly better (gap >= gap_threshold), its exact 95% interval
+    (the unit is the pair, as for label agreement) compared with ``threshold`` like every
+    conclusion check (analysis.conclusion): passed when the interval lies above it, failed
+    when at or below it, else insufficient. No scored pair is insufficient, never passed."""
     gaps = np.asarray(gaps, dtype=np.float64)
     gaps = gaps[~np.isnan(gaps)]
     share = label_agreement(["chosen" if g >= gap_threshold else "rejected" for g in gaps])
-    p = share["p_value"]
-    check = {
-        "passed": p is not None and p < SIGNIFICANCE,
-        "value": share["value"],
-        "ci95": share["ci95"],
-        "threshold": 0.5,
-        "n": share["n"],
-        "k": share["k"],
-        "p_value": p,
-        "gap_threshold": gap_threshold,
-        "rule": (
-            f"share of aspect-scored pairs whose chosen response covers the rubric aspects "
-            f"clearly better (mean gap >= {gap_threshold} match-score points) > 1/2, one-sided "
-            f"exact p < {SIGNIFICANCE}"
-        ),
-        "note": None,
-    }
-    if p is None:
-        check["note"] = "fails: no pair with enough annotations has aspect scores"
-    elif not check["passed"]:
-        check["note"] = (
-            f"fails: {share['k']} of {share['n']} pairs confirmed, not significantly more than half"
-        )
-    return check
-
-
-def add_check(conclusion: dict, check: dict) -> dict:
-    """The conclusion with the aspects check among its checks; a failed check makes the
-    conclusion fail too (every check is required)."""
-    conclusion = {**conclusion, "checks": {**conclusion["checks"], "aspects": check}}
-    if not check["passed"]:
-        conclusion["personal_preference_main_factor"] = False
-        if conclusion.get("status") == "supported":
-            conclusion["status"] = (
-                "insufficient_evidence" if check["value"] is None else "not_supported"
-            )
-    return conclusion
+    rule = (
+        f"lower end of the exact 95% interval of the share of aspect-scored pairs whose chosen "
+        f"response covers the rubric aspects clearly better (mean gap >= {gap_threshold:g} "
+        f"match-score points) above {threshold}"
+    )
+    note = None if share["n"] else "no pair with enough annotations has aspect scores"
+    outcome = _compare(share["ci95"], threshold) if share["n"] else "insufficient"
+    if share["n"] and outcome != "passed":
+        note = f"{share['k']} of {share['n']} pairs confirmed"
+    return _check(
+        outcome,
+        value=share["value"],
+        ci95=share["ci95"],
+        threshold=threshold,
+        n=share["n"],
+        rule=rule,
+        note=note,
+        k=share["k"],
+        p_value=share["p_value"],
+        gap_threshold=gap_threshold,
+    )
 
 
 # --- the section of the report ---------------------------------------------------------------
@@ -323,7 +330,7 @@ def aspects_section(
     rejected = coverage["aspects_rejected_coverage"].to_numpy(dtype=np.float64)[counted]
     gaps = chosen - rejected
     n = int(counted.sum())
-    agreement = score_agreement(scores, bootstrap=bootstrap, seed=seed)
+    agreement = score_agreement(scores, len(coverage), bootstrap=bootstrap, seed=seed)
     out = {
         "chosen_coverage": float(chosen.mean()) if n else None,
         "rejected_coverage": float(rejected.mean()) if n else None,
@@ -354,15 +361,17 @@ def gap_correlation(x: np.ndarray, y: np.ndarray, *, bootstrap: int, seed: int) 
         }
     value = float(stats.spearmanr(x, y).statistic)
     out = {"value": value, "ci95": None, "n": n}
-    if bootstrap > 0:
+    if n < MIN_INTERVAL_UNITS:
+        out["note"] = too_few_for_an_interval(n)
+    elif bootstrap > 0:
         rng = np.random.Generator(np.random.PCG64(seed))
         samples = np.full(bootstrap, np.nan)
         for b in range(bootstrap):
             idx = rng.integers(0, n, size=n)
             if np.ptp(x[idx]) and np.ptp(y[idx]):
                 samples[b] = stats.spearmanr(x[idx], y[idx]).statistic
-        ci, note = percentile_ci(samples, resamples=bootstrap)
-        out["ci95"] = None if ci is None else list(ci)
+        ci, note = percentile_interval(samples, resamples=bootstrap)
+        out["ci95"] = ci
         if note:
             out["note"] = note
     return out

@@ -203,14 +203,15 @@ def example_a_rows() -> list[dict]:
 
 
 def test_score_agreement_reproduces_krippendorff_example_a():
-    # Ordinal alpha equals nominal alpha on two values; published: 0.095.
+    # Ordinal alpha equals nominal alpha on two values; published: 0.095. Five pairs are too
+    # few for an interval (analysis.intervals.MIN_INTERVAL_UNITS): null, with a note.
     report = report_of(example_a_rows(), {f"p{k}": 1 for k in range(5)}, bootstrap=200)
     agreement = report["aspects"]["agreement"]
     assert round(agreement["value"], 3) == 0.095
-    assert agreement["ci95"][0] <= agreement["value"] <= agreement["ci95"][1]
-    assert report["aspects"]["by_aspect"][0]["agreement"]["value"] == pytest.approx(
-        agreement["value"]
-    )
+    assert agreement["ci95"] is None and agreement["note"]
+    assert agreement["ci95_annotators"] is None and agreement["ci95_annotators_note"]
+    by_aspect = report["aspects"]["by_aspect"][0]["agreement"]["value"]
+    assert by_aspect == pytest.approx(agreement["value"])
 
 
 def test_score_agreement_matches_the_krippendorff_package_on_three_values():
@@ -239,31 +240,43 @@ def test_score_agreement_matches_the_krippendorff_package_on_three_values():
 
 
 def test_aspects_check_by_hand():
-    # 2 of 3 confirmed: one-sided exact p = P(X >= 2 | 3, 1/2) = 4/8
+    # 2 of 3 confirmed: exact interval [0.094, 0.992] straddles 0.6: insufficient
     check = aspect_check.aspects_check(np.array([1.0, 0.0, 0.5]), gap_threshold=0.5)
     assert check["value"] == pytest.approx(2 / 3) and check["n"] == 3
-    assert check["p_value"] == pytest.approx(0.5)
-    assert check["passed"] is False and check["threshold"] == 0.5
-    assert set(check) >= {"passed", "value", "ci95", "threshold", "n", "note"}
-    # 6 of 6: p = 1/64; Clopper-Pearson lower bound 0.025 ** (1/6)
-    check = aspect_check.aspects_check(np.full(6, 2.0), gap_threshold=0.5)
-    assert check["p_value"] == pytest.approx(1 / 64)
-    assert check["ci95"][0] == pytest.approx(0.025 ** (1 / 6)) and check["ci95"][1] == 1.0
-    assert check["passed"] is True and check["note"] is None
-    # no evidence fails, with a note
+    assert check["p_value"] == pytest.approx(0.5)  # P(X >= 2 | 3, 1/2) = 4/8
+    assert check["outcome"] == "insufficient" and check["passed"] is False
+    assert check["threshold"] == 0.6
+    assert set(check) >= {"passed", "outcome", "value", "ci95", "threshold", "n", "rule", "note"}
+    # 20 of 20: Clopper-Pearson lower bound 0.025 ** (1/20) = 0.832 > 0.6: passed
+    check = aspect_check.aspects_check(np.full(20, 2.0), gap_threshold=0.5)
+    assert check["ci95"][0] == pytest.approx(0.025 ** (1 / 20)) and check["ci95"][1] == 1.0
+    assert check["outcome"] == "passed" and check["passed"] is True and check["note"] is None
+    # 0 of 10: upper bound 1 - 0.025 ** (1/10) = 0.308 <= 0.6: failed (evidence against)
+    check = aspect_check.aspects_check(np.zeros(10), gap_threshold=0.5)
+    assert check["ci95"][1] == pytest.approx(1 - 0.025 ** (1 / 10))
+    assert check["outcome"] == "failed"
+    # no evidence is insufficient, with a note, never passed
     check = aspect_check.aspects_check(np.array([np.nan]), gap_threshold=0.5)
-    assert check["passed"] is False and check["value"] is None and check["n"] == 0
-    assert check["note"].startswith("fails:")
+    assert check["outcome"] == "insufficient" and check["value"] is None and check["n"] == 0
+    assert check["note"]
 
 
 def test_the_fourth_check_is_in_the_conclusion_and_can_fail_it():
     report = report_of(VERDICT_ROWS, VERDICT_COUNTS)
     check = report["conclusion"]["checks"]["aspects"]
-    # confirmed: p1, p3 of p1..p4 (p4's gap 0): 2 of 4, p = 11/16
+    # confirmed: p1, p3 of p1..p4 (p4's gap 0): 2 of 4, p = 11/16, interval straddles 0.6
     assert check["n"] == 4 and check["value"] == pytest.approx(0.5)
     assert check["p_value"] == pytest.approx(11 / 16)
-    assert check["passed"] is False
+    assert check["outcome"] == "insufficient"
+    assert list(report["conclusion"]["checks"]) == ["label", "quality", "reason", "aspects"]
     assert report["conclusion"]["personal_preference_main_factor"] is False
+    # a failing aspect check alone makes the conclusion not supported
+    failing = report_of(
+        [scored(f"q{k}", a, "chosen", [(1, 1)]) for k in range(12) for a in ("a", "b")],
+        {f"q{k}": 1 for k in range(12)},
+    )
+    assert failing["conclusion"]["checks"]["aspects"]["outcome"] == "failed"
+    assert failing["conclusion"]["status"] == "not_supported"
 
 
 # --- humans against the automatic scorer -----------------------------------------------------
