@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from analysis.tables import DIMENSIONS
+from analysis.vocabulary import PREFERENCES
 
 
 def fmt(value, digits: int = 3) -> str:
@@ -62,7 +63,7 @@ def headline_rows(report: dict) -> list[tuple[str, str, str, str, str]]:
             f"{pref['n_pairable_pairs']:,} pairs with >= 2 annotations",
         ),
         (
-            f"Krippendorff's alpha, nominal ({'/'.join(pref.get('categories', ['chosen', 'rejected', 'tie']))})",
+            f"Krippendorff's alpha, nominal ({'/'.join(pref.get('categories', PREFERENCES))})",
             *_estimate(pref["alpha"]),
         ),
         ("Krippendorff's alpha, nominal, neutral orientation", *_estimate(pref["alpha_neutral"])),
