@@ -23,6 +23,7 @@ from analysis.summary import (
     headline_rows,
 )
 from analysis.tables import DIMENSIONS
+from analysis.vocabulary import PREFERENCES
 
 RELIABLE, TENTATIVE = 0.800, 0.667
 _CHOSEN, _REJECTED = "#1b7837", "#b2182b"
@@ -58,7 +59,7 @@ def _alpha_chart(report: dict) -> dict:
     pref = report["preference"]
     items = [
         (
-            f"preference alpha ({'/'.join(pref.get('categories', ['chosen', 'rejected', 'tie']))})",
+            f"preference alpha ({'/'.join(pref.get('categories', PREFERENCES))})",
             pref["alpha"],
         ),
         ("preference alpha (neutral orientation)", pref["alpha_neutral"]),
