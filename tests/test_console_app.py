@@ -614,3 +614,19 @@ def test_without_auth_configured_a_login_claim_is_ignored(db):
     at.run()
     at = open_page(at, "admin")
     assert at.title[0].value == "Please sign in"
+
+
+def test_annotator_names_show_inert_in_the_console(db):
+    # Names come from maintainers and from imported annotation files; shown as markdown, a
+    # name made an image request from the maintainer's browser.
+    name = "![x](http://127.0.0.1:9/x.png) ann"
+    at = maintainer(db, "admin-annotators")
+    at.text_input(key="invite_name").input(name)
+    button(at, "Create and show the link").click().run()
+    assert not at.error
+    shown = at.success[0].value
+    assert "![x](" not in shown
+    assert "\\!\\[x\\]" in shown  # escaped: read as the characters typed
+    at.selectbox(key="manage_annotator").set_value(name).run()
+    button(at, "Deactivate").click().run()
+    assert all("![x](" not in t.value for t in at.toast)
