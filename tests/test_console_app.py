@@ -630,3 +630,14 @@ def test_annotator_names_show_inert_in_the_console(db):
     at.selectbox(key="manage_annotator").set_value(name).run()
     button(at, "Deactivate").click().run()
     assert all("![x](" not in t.value for t in at.toast)
+
+
+def test_saving_a_studys_options_says_so_where_the_button_is(db):
+    # "Save options" ends a long form; its confirmation was an alert at the top of the page,
+    # off screen for the maintainer who had scrolled down to the button. A toast shows in view.
+    prefix = f"study{db['study_id']}"
+    at = maintainer(db, "admin-studies")
+    at.number_input(key=f"{prefix}_reservation_timeout").set_value(900)
+    button(at, "Save options").click().run()
+    assert not at.error
+    assert [t.value for t in at.toast] == ["Options saved."]
