@@ -291,3 +291,6 @@ def test_a_finished_annotator_and_one_reading_the_guidelines_can_sign_out(study)
     assert "labelled every pair" in at.success[0].value
     assert not at.get("bidi_component")
     assert sign_out_links(at)
+    # The saved toast's icon is one of Streamlit's bundled symbols: an emoji showed as an empty
+    # box in browsers without an emoji font (Debian's Chromium among them).
+    assert [t.icon for t in at.toast] == [":material/check_circle:"]

@@ -161,7 +161,7 @@ def main() -> None:
     if item is None:
         st.session_state.pop(EDIT_KEY, None)
         if flash:
-            st.toast(flash, icon="✅")
+            st.toast(flash, icon=":material/check_circle:")
         _finished(user, study)
         return
     done_total = progress(engine(), annotator_id=user.id)
