@@ -8,46 +8,75 @@ every observed-agreement term.
 A statistic that is undefined on the data comes back as ``Estimate(value=None, note=...)``; these
 functions never raise on data and never report 0 or 1 in place of an undefined value.
 
-Bootstrap intervals resample units with replacement (never coincidence pairs, whose bootstrap is
-too narrow; see /work/shared/notes/statistics.md). Units with identical count rows contribute
+Bootstrap intervals resample units with replacement, never coincidence pairs, whose bootstrap
+is too narrow (Gwet 2015; Zapf et al. 2016). Units with identical count rows contribute
 identically, so they are grouped first and resampled through a multinomial over the distinct
 rows: by the aggregation property of the multinomial this has exactly the distribution of
 resampling single units, and it makes 1,000 resamples of 100,000 units a matter of milliseconds.
+The intervals are BCa; with a :class:`~analysis.intervals.Panel` an interval that also treats
+the annotators as a sample comes along (``analysis.intervals`` explains both).
+
+Fewer than ``MIN_UNITS`` units with two or more ratings give a null value with a note, fewer
+than ``MIN_INTERVAL_UNITS`` a null interval with a note.
 """
 
 from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
 import pandas as pd
 
+from analysis.intervals import (
+    CHUNK_BYTES,
+    MIN_INTERVAL_UNITS,
+    MIN_UNITS,
+    Panel,
+    SumStatistic,
+    annotator_interval,
+    grouped_units,
+    pair_bootstrap,
+    resample_weights,
+)
+
 Level = Literal["nominal", "ordinal", "interval"]
 
-# Upper bound for one chunk of bootstrap weights plus its float copy.
-_CHUNK_BYTES = 200 * 1024**2
-_PERCENTILES = (2.5, 97.5)
+# Upper bound for one chunk of bootstrap weights plus its float copy (tests shrink it).
+_CHUNK_BYTES = CHUNK_BYTES
 
 
 @dataclass(frozen=True)
 class Estimate:
+    """A value with its pair-bootstrap interval and, when ``with_annotators``, the interval
+    that also treats the annotators as a sample (``ci95_annotators``, with its own note)."""
+
     value: float | None
     ci95: tuple[float, float] | None = None
     note: str | None = None
+    ci95_annotators: tuple[float, float] | None = None
+    annotators_note: str | None = None
+    with_annotators: bool = False
 
     def as_dict(self) -> dict:
-        out: dict = {"value": _json_float(self.value), "ci95": None}
-        if self.ci95 is not None:
-            lo, hi = (_json_float(b) for b in self.ci95)
-            if lo is not None and hi is not None:
-                out["ci95"] = [lo, hi]
+        out: dict = {"value": _json_float(self.value), "ci95": _json_interval(self.ci95)}
         if self.note is not None:
             out["note"] = self.note
+        if self.with_annotators:
+            out["ci95_annotators"] = _json_interval(self.ci95_annotators)
+            if self.annotators_note is not None:
+                out["ci95_annotators_note"] = self.annotators_note
         return out
+
+
+def _json_interval(ci) -> list[float] | None:
+    if ci is None:
+        return None
+    lo, hi = (_json_float(b) for b in ci)
+    return [lo, hi] if lo is not None and hi is not None else None
 
 
 def _json_float(x: float | None) -> float | None:
@@ -114,64 +143,90 @@ def _as_counts(counts: np.ndarray) -> np.ndarray:
 
 
 # --------------------------------------------------------------------------------------------
-# Bootstrap machinery
+# Point, pair-bootstrap and annotator intervals of a sum statistic
 
 
-def unit_patterns(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Distinct count rows and how many units have each one."""
-    counts = _as_counts(counts)
-    if counts.shape[0] == 0:
-        return counts, np.zeros(0, dtype=np.int64)
-    patterns, frequencies = np.unique(counts, axis=0, return_counts=True)
-    return patterns, frequencies
+def estimate(
+    statistic: SumStatistic,
+    counts: np.ndarray,
+    *,
+    resampled: np.ndarray,
+    undefined_note: str,
+    bootstrap: int,
+    seed: int,
+    min_units: int = MIN_UNITS,
+    panel: Panel | None = None,
+    own: np.ndarray | None = None,
+    bounds: tuple[float | None, float | None] = (None, 1.0),
+    pairable: np.ndarray | None = None,
+) -> Estimate:
+    """Value, BCa interval and (with ``panel``) annotator-aware interval of ``statistic``.
 
-
-def bootstrap_weights(
-    frequencies: np.ndarray, *, resamples: int, seed: int
-) -> Iterator[np.ndarray]:
-    """Chunks of resample weights: row b says how often each unit pattern is drawn.
-
-    Drawing ``sum(frequencies)`` units with replacement and counting them per pattern is a
-    multinomial with probabilities ``frequencies / sum(frequencies)``. Chunks keep the weight
-    matrix under about 200 MB whatever the number of patterns.
+    ``resampled`` marks the units the pair bootstrap draws (those that enter the statistic),
+    ``pairable`` those with two or more ratings (default: row sums of ``counts``).
+    ``counts`` holds every unit in ``panel.unit``'s numbering; ``own`` is each annotation's
+    row of counts (see :func:`analysis.intervals.annotator_interval`).
     """
-    frequencies = np.asarray(frequencies, dtype=np.int64)
-    total = int(frequencies.sum())
-    rng = np.random.Generator(np.random.PCG64(seed))
-    pvals = frequencies / total
-    rows = max(1, _CHUNK_BYTES // (16 * len(frequencies)))
-    for start in range(0, resamples, rows):
-        yield rng.multinomial(total, pvals, size=min(rows, resamples - start))
+    with_annotators = panel is not None
 
-
-def percentile_ci(samples: np.ndarray, *, resamples: int) -> tuple[tuple | None, str | None]:
-    """95% percentile interval of the defined resamples, with a note on dropped ones."""
-    defined = samples[np.isfinite(samples)]
-    dropped = resamples - defined.size
-    if defined.size * 2 < resamples:
-        return None, (
-            f"bootstrap interval omitted: the statistic is undefined in {dropped} of "
-            f"{resamples} resamples"
+    def _undefined(note: str) -> Estimate:
+        return Estimate(
+            value=None,
+            note=note,
+            with_annotators=with_annotators,
+            annotators_note=note if with_annotators else None,
         )
-    lo, hi = np.percentile(defined, _PERCENTILES)
-    note = None
-    if dropped:
-        note = f"{dropped} of {resamples} bootstrap resamples were undefined and dropped"
-    return (float(lo), float(hi)), note
 
-
-def _bootstrap(statistic, frequencies: np.ndarray, *, resamples: int, seed: int):
-    """Percentile interval of ``statistic(weights)`` (a vector per chunk) over all resamples."""
-    chunks = [
-        statistic(w.astype(np.float64))
-        for w in bootstrap_weights(frequencies, resamples=resamples, seed=seed)
-    ]
-    return percentile_ci(np.concatenate(chunks), resamples=resamples)
-
-
-def _join_notes(*notes: str | None) -> str | None:
-    kept = [n for n in notes if n]
-    return "; ".join(kept) if kept else None
+    pairable = int(((counts.sum(axis=1) >= 2) if pairable is None else pairable).sum())
+    if pairable == 0:
+        return _undefined("undefined: no unit has two or more ratings")
+    if pairable < min_units:
+        return _undefined(
+            f"undefined: {pairable} unit(s) with two or more ratings; at least {min_units} "
+            "are needed for a value that is not 0 or 1 by construction"
+        )
+    patterns, frequencies, inverse = grouped_units(counts[resampled])
+    sums = frequencies.astype(np.float64) @ statistic.features(patterns)
+    point = float(statistic.finish(sums[None, :])[0])
+    if not np.isfinite(point):
+        return _undefined(undefined_note)
+    if bootstrap <= 0:
+        return Estimate(
+            value=point,
+            with_annotators=with_annotators,
+            annotators_note="no intervals (--bootstrap 0)" if with_annotators else None,
+        )
+    if pairable < MIN_INTERVAL_UNITS:
+        note = (
+            f"interval omitted: {pairable} units with two or more ratings, fewer than "
+            f"{MIN_INTERVAL_UNITS}"
+        )
+        return Estimate(
+            value=point,
+            note=note,
+            with_annotators=with_annotators,
+            annotators_note=note if with_annotators else None,
+        )
+    weights = resample_weights(
+        frequencies, inverse, resamples=bootstrap, seed=seed, chunk_bytes=_CHUNK_BYTES
+    )
+    pair = pair_bootstrap(
+        statistic, patterns, frequencies, point=point, resamples=bootstrap, weights=weights
+    )
+    out = Estimate(value=point, ci95=pair.ci95, note=pair.note)
+    if not with_annotators:
+        return out
+    ci, note = annotator_interval(
+        statistic, counts, own, panel=panel, point=point, pair=pair, bounds=bounds
+    )
+    return Estimate(
+        value=point,
+        ci95=pair.ci95,
+        note=pair.note,
+        ci95_annotators=ci,
+        annotators_note=note,
+        with_annotators=True,
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -236,6 +291,20 @@ def _alpha_from_coincidences(
     return alphas
 
 
+def alpha_statistic(*, level: Level, domain: Sequence, parts: int = 1) -> SumStatistic:
+    """Alpha as a sum statistic. With ``parts`` > 1 a unit's counts row holds that many units
+    side by side (quality: a pair's chosen and rejected response), resampled together."""
+    width = len(domain)
+
+    def features(counts: np.ndarray) -> np.ndarray:
+        return sum(_unit_coincidences(counts[:, k * width : (k + 1) * width]) for k in range(parts))
+
+    return SumStatistic(
+        features=features,
+        finish=lambda sums: _alpha_from_coincidences(sums, level=level, domain=domain),
+    )
+
+
 def resampled_alpha(
     counts: np.ndarray, weights: np.ndarray, *, level: Level, domain: Sequence
 ) -> np.ndarray:
@@ -248,6 +317,9 @@ def resampled_alpha(
     return _alpha_from_coincidences(summed, level=level, domain=domain)
 
 
+_NO_VARIATION = "undefined: every rating has the same value (no variation)"
+
+
 def alpha(
     counts: np.ndarray,
     *,
@@ -255,34 +327,32 @@ def alpha(
     domain: Sequence,
     bootstrap: int = 0,
     seed: int = 0,
+    min_units: int = MIN_UNITS,
+    panel: Panel | None = None,
+    own: np.ndarray | None = None,
 ) -> Estimate:
-    """Krippendorff's alpha with an optional unit-bootstrap 95% percentile interval.
+    """Krippendorff's alpha with an optional unit-bootstrap 95% BCa interval.
 
     The point value equals ``krippendorff.alpha(value_counts=counts, value_domain=domain,
-    level_of_measurement=level)`` wherever that is defined. Only units with two or more ratings
-    are resampled: the others carry no information about agreement.
+    level_of_measurement=level)`` wherever that is defined and there are ``min_units`` units
+    with two or more ratings. Only such units are resampled: the others carry no information
+    about agreement.
     """
     counts = _as_counts(counts)
     if counts.shape[1] != len(domain):
         raise ValueError(f"counts has {counts.shape[1]} columns but the domain has {len(domain)}")
-    pairable = counts[counts.sum(axis=1) >= 2]
-    if pairable.shape[0] == 0:
-        return _undefined("undefined: no unit has two or more ratings")
-
-    patterns, frequencies = unit_patterns(pairable)
-    point = resampled_alpha(patterns, frequencies[None, :], level=level, domain=domain)[0]
-    if not np.isfinite(point):
-        return _undefined("undefined: every rating has the same value (no variation)")
-    if bootstrap <= 0:
-        return Estimate(value=float(point))
-
-    ci, note = _bootstrap(
-        lambda w: resampled_alpha(patterns, w, level=level, domain=domain),
-        frequencies,
-        resamples=bootstrap,
+    return estimate(
+        alpha_statistic(level=level, domain=domain),
+        counts,
+        resampled=counts.sum(axis=1) >= 2,
+        undefined_note=_NO_VARIATION,
+        bootstrap=bootstrap,
         seed=seed,
+        min_units=min_units,
+        panel=panel,
+        own=own,
+        bounds=(None, 1.0),
     )
-    return Estimate(value=float(point), ci95=ci, note=note)
 
 
 # --------------------------------------------------------------------------------------------
@@ -302,28 +372,67 @@ def _unit_agreement(counts: np.ndarray) -> np.ndarray:
     return shares
 
 
-def percent_agreement(counts: np.ndarray, *, bootstrap: int = 0, seed: int = 0) -> Estimate:
+def _percent_features(counts: np.ndarray) -> np.ndarray:
+    shares = _unit_agreement(counts)
+    pairable = ~np.isnan(shares)
+    return np.column_stack([np.where(pairable, shares, 0.0), pairable.astype(np.float64)])
+
+
+PERCENT_AGREEMENT = SumStatistic(
+    features=_percent_features,
+    finish=lambda sums: _ratio(sums[:, 0], sums[:, 1]),
+)
+
+
+def _ratio(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = numerator / denominator
+    out[~(denominator > 0)] = np.nan
+    return out
+
+
+def percent_agreement(
+    counts: np.ndarray,
+    *,
+    bootstrap: int = 0,
+    seed: int = 0,
+    min_units: int = MIN_UNITS,
+    panel: Panel | None = None,
+    own: np.ndarray | None = None,
+) -> Estimate:
     """Mean over units with two or more ratings of the share of agreeing rater pairs.
 
     Every column (including a tie) is its own category.
     """
     counts = _as_counts(counts)
-    pairable = counts[counts.sum(axis=1) >= 2]
-    if pairable.shape[0] == 0:
-        return _undefined("undefined: no unit has two or more ratings")
-    patterns, frequencies = unit_patterns(pairable)
-    shares = _unit_agreement(patterns)
-    value = float(shares @ frequencies / frequencies.sum())
-    if bootstrap <= 0:
-        return Estimate(value=value)
-    ci, note = _bootstrap(
-        lambda w: (w @ shares) / w.sum(axis=1), frequencies, resamples=bootstrap, seed=seed
+    return estimate(
+        PERCENT_AGREEMENT,
+        counts,
+        resampled=counts.sum(axis=1) >= 2,
+        undefined_note="undefined: no unit has two or more ratings",
+        bootstrap=bootstrap,
+        seed=seed,
+        min_units=min_units,
+        panel=panel,
+        own=own,
+        bounds=(0.0, 1.0),
     )
-    return Estimate(value=value, ci95=ci, note=note)
 
 
-def _ac1_from_weights(patterns: np.ndarray, weights: np.ndarray) -> np.ndarray:
-    """AC1 for each row of unit-pattern weights; NaN where undefined.
+def _ac1_features(counts: np.ndarray) -> np.ndarray:
+    """Per unit: agreement share (pairable units), pairable, n_uk / m_u and rated (m_u >= 1)."""
+    counts = counts.astype(np.float64)
+    m = counts.sum(axis=1)
+    pairable = m >= 2
+    rated = m >= 1
+    shares = np.nan_to_num(_unit_agreement(counts)) * pairable
+    with np.errstate(divide="ignore", invalid="ignore"):
+        classified = np.where(rated[:, None], counts / np.maximum(m, 1)[:, None], 0.0)
+    return np.column_stack([shares, pairable, classified, rated]).astype(np.float64)
+
+
+def _ac1_finish(sums: np.ndarray) -> np.ndarray:
+    """AC1 from summed features; NaN where undefined.
 
     Gwet (2008), Handbook of Inter-Rater Reliability (4th ed.), irrCAC ``gwet.ac1.raw``:
     pa over units with >= 2 ratings; pi_k = mean over units with >= 1 rating of n_uk / m_u;
@@ -331,43 +440,51 @@ def _ac1_from_weights(patterns: np.ndarray, weights: np.ndarray) -> np.ndarray:
     irrCAC writes pe as sum(weights) * sum_k pi_k (1 - pi_k) / (Q (Q - 1)); for AC1 the weights
     are the identity, so sum(weights) = Q. Dropping that factor would shrink pe Q-fold.
     """
-    n_categories = patterns.shape[1]
-    m = patterns.sum(axis=1).astype(np.float64)
-    pairable = m >= 2
-    shares = np.nan_to_num(_unit_agreement(patterns))
+    n_categories = sums.shape[1] - 3
     with np.errstate(divide="ignore", invalid="ignore"):
-        pa = (weights @ (shares * pairable)) / (weights @ pairable)
-        pi = (weights @ (patterns / m[:, None])) / weights.sum(axis=1)[:, None]
+        pa = sums[:, 0] / sums[:, 1]
+        pi = sums[:, 2 : 2 + n_categories] / sums[:, -1:]
         pe = (pi * (1 - pi)).sum(axis=1) / (n_categories - 1)
         ac1 = (pa - pe) / (1 - pe)
     ac1[~np.isfinite(ac1) | (pe >= 1)] = np.nan
     return ac1
 
 
-def gwet_ac1(counts: np.ndarray, *, bootstrap: int = 0, seed: int = 0) -> Estimate:
+AC1 = SumStatistic(features=_ac1_features, finish=_ac1_finish)
+
+
+def gwet_ac1(
+    counts: np.ndarray,
+    *,
+    bootstrap: int = 0,
+    seed: int = 0,
+    min_units: int = MIN_UNITS,
+    panel: Panel | None = None,
+    own: np.ndarray | None = None,
+) -> Estimate:
     """Gwet's AC1 for any number of raters per unit (missing ratings allowed).
 
-    Q is the number of columns of ``counts`` (the whole domain, used or not), as in irrCAC
-    with ``categ.labels`` given. With no variation at all AC1 is 1 (pe = 0): that is the
-    coefficient's definition, not a convention added here. The bootstrap resamples units with
-    at least one rating, since those all enter pi_k.
+    Q is the number of columns of ``counts``: the categories the study offers, used or not, as
+    in irrCAC with ``categ.labels`` given. A study without ties has two (chosen, rejected):
+    a third, impossible category would shrink the chance term. With no variation at all AC1 is
+    1 (pe = 0): that is the coefficient's definition, not a convention added here. The
+    bootstrap resamples units with at least one rating, since those all enter pi_k.
     """
     counts = _as_counts(counts)
     if counts.shape[1] < 2:
         return _undefined("undefined: AC1 needs at least two categories")
-    rated = counts[counts.sum(axis=1) >= 1]
-    if not (rated.sum(axis=1) >= 2).any():
-        return _undefined("undefined: no unit has two or more ratings")
-    patterns, frequencies = unit_patterns(rated)
-    point = _ac1_from_weights(patterns, frequencies[None, :].astype(np.float64))[0]
-    if not np.isfinite(point):
-        return _undefined("undefined: chance agreement is 1")
-    if bootstrap <= 0:
-        return Estimate(value=float(point))
-    ci, note = _bootstrap(
-        lambda w: _ac1_from_weights(patterns, w), frequencies, resamples=bootstrap, seed=seed
+    return estimate(
+        AC1,
+        counts,
+        resampled=counts.sum(axis=1) >= 1,
+        undefined_note="undefined: chance agreement is 1",
+        bootstrap=bootstrap,
+        seed=seed,
+        min_units=min_units,
+        panel=panel,
+        own=own,
+        bounds=(None, 1.0),
     )
-    return Estimate(value=float(point), ci95=ci, note=note)
 
 
 def fleiss_kappa(counts: np.ndarray) -> Estimate:

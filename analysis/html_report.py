@@ -10,7 +10,17 @@ import html
 
 import plotly.io as pio
 
-from analysis.summary import fmt, fmt_p, headline_rows
+from analysis.summary import (
+    CHECK_HEADER,
+    HEADLINE_HEADER,
+    INTERVALS_IN_WORDS,
+    OUTCOME_WORDS,
+    STATUS_WORDS,
+    check_rows,
+    fmt,
+    fmt_p,
+    headline_rows,
+)
 from analysis.tables import DIMENSIONS
 
 RELIABLE, TENTATIVE = 0.800, 0.667
@@ -46,7 +56,10 @@ def _dotted_line(*, x=None, y=None, label: str) -> tuple[dict, dict]:
 def _alpha_chart(report: dict) -> dict:
     pref = report["preference"]
     items = [
-        ("preference alpha (chosen/rejected/tie)", pref["alpha"]),
+        (
+            f"preference alpha ({'/'.join(pref.get('categories', ['chosen', 'rejected', 'tie']))})",
+            pref["alpha"],
+        ),
         ("preference alpha (neutral orientation)", pref["alpha_neutral"]),
         ("preference AC1", pref["ac1"]),
         *[(f"quality alpha: {d}", report["quality"][d]["alpha"]) for d in DIMENSIONS],
@@ -56,7 +69,7 @@ def _alpha_chart(report: dict) -> dict:
         names.append(name)
         value = estimate["value"]
         values.append(value)
-        ci = estimate["ci95"]
+        ci = estimate.get("ci95_annotators") or estimate["ci95"]
         plus.append(ci[1] - value if ci and value is not None else 0)
         minus.append(value - ci[0] if ci and value is not None else 0)
         notes.append(_e(estimate.get("note", "")))
@@ -76,7 +89,8 @@ def _alpha_chart(report: dict) -> dict:
         [trace],
         {
             "title": {
-                "text": "Agreement per question, with 95% bootstrap intervals (pairs resampled)"
+                "text": "Agreement per question, with 95% intervals for annotators in general "
+                "(these annotators only where there are fewer than three)"
             },
             "xaxis": {"title": {"text": "coefficient"}},
             "yaxis": {"autorange": "reversed"},
@@ -298,22 +312,19 @@ def reading(report: dict) -> list[str]:
             )
         )
     conclusion = report["conclusion"]
-    checks = conclusion["checks"]
-    verdict = (
-        "Personal preference was the main factor that separated the pairs: "
-        if conclusion["personal_preference_main_factor"]
-        else "The data do not show that personal preference was the main factor: "
-    )
+    verdict = {
+        "supported": "Personal preference was the main factor that separated the pairs: ",
+        "not_supported": "The data speak against personal preference as the main factor: ",
+        "insufficient_evidence": "The data are too few to say whether personal preference "
+        "was the main factor: ",
+    }.get(conclusion.get("status"), "")
     parts = [
-        f"label agreement {'is' if checks['label_agreement']['passed'] else 'is not'} "
-        f"significantly above one half ({fmt(checks['label_agreement']['value'])}, p "
-        f"{fmt_p(checks['label_agreement']['p_value'])})",
-        f"quality {'is' if checks['equal_quality']['passed'] else 'is not'} shown equivalent "
-        "on every rated dimension",
-        f"personal fit {'is' if checks['main_reason']['passed'] else 'is not'} the most "
-        "frequent stated reason",
+        f"the {name} check {OUTCOME_WORDS.get(check.get('outcome'), '')}"
+        + (f" ({check['note']})" if check.get("note") else "")
+        for name, check in conclusion["checks"].items()
     ]
     paragraphs.append(verdict + "; ".join(parts) + ".")
+    paragraphs.append(INTERVALS_IN_WORDS)
     return paragraphs
 
 
@@ -361,6 +372,7 @@ def render_html(report: dict) -> str:
     ]
     counts = report["counts"]
     main = report["conclusion"]["personal_preference_main_factor"]
+    status = report["conclusion"].get("status")
     boot = report["methods"]["bootstrap"]
     parts = [
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
@@ -371,12 +383,16 @@ def render_html(report: dict) -> str:
         f"{counts['annotations']:,} annotations; {counts['gold_pairs']:,} gold pairs left out "
         "of the statistics.</p>",
         f"<p class='verdict {'yes' if main else 'no'}'>Personal preference the main "
-        f"discriminating factor: <b>{'yes' if main else 'no'}</b></p>",
+        f"discriminating factor: <b>{'yes' if main else 'no'}</b> "
+        f"({_e(STATUS_WORDS.get(status, status))})</p>",
+        "<h2>Conclusion checks</h2>",
+        _table(check_rows(report), CHECK_HEADER),
         "<h2>Reading the results</h2>",
         *[f"<p>{_e(p)}</p>" for p in reading(report)],
         "<h2>Headline numbers</h2>",
-        _table(headline_rows(report), ("statistic", "value", "95% interval", "n / note")),
-        f"<p>Intervals: 95% percentile bootstrap over pairs, {boot['resamples']:,} resamples, "
+        _table(headline_rows(report), HEADLINE_HEADER),
+        f"<p>{_e(INTERVALS_IN_WORDS)}</p>",
+        f"<p>Intervals: 95% BCa bootstrap over pairs, {boot['resamples']:,} resamples, "
         f"seed {boot['seed']}. Reference values for alpha (Krippendorff 2004): >= {RELIABLE:.3f} "
         f"reliable, {TENTATIVE:.3f}-{RELIABLE:.3f} tentative conclusions only.</p>",
         "<h2>Charts</h2>",

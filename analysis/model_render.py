@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from analysis.csv_cells import neutralise_frame
 from analysis.summary import fmt, fmt_ci, fmt_p
 
 MODEL_HEADER = (
@@ -278,15 +279,9 @@ def models_frame(report: dict) -> pd.DataFrame:
 
 
 def models_csv_bytes(report: dict) -> bytes:
-    # Model names are user text: a leading =, +, - or @ must not become a spreadsheet formula.
-    frame = models_frame(report)
-    frame["name"] = frame["name"].map(_inert_cell)
-    return frame.to_csv(index=False).encode("utf-8")
+    # Model names are user text: no cell may become a spreadsheet formula (csv_cells).
+    return neutralise_frame(models_frame(report)).to_csv(index=False).encode("utf-8")
 
 
 def write_models_csv(report: dict, path: Path) -> None:
     path.write_bytes(models_csv_bytes(report))
-
-
-def _inert_cell(text: str) -> str:
-    return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text

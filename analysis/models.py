@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from analysis.agreement import bootstrap_weights
+from analysis.intervals import bootstrap_weights
 from analysis.model_files import CHOSEN, FAILED, PICKS, REJECTED, TIE, ModelJudgements
 
 # Credit of each pick (indexed by the codes of analysis.model_files.PICKS).

@@ -16,15 +16,30 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from analysis.agreement import alpha, gwet_ac1, neutral_orientation, percent_agreement
+from analysis.agreement import alpha, chosen_is_first, gwet_ac1, percent_agreement
 from analysis.annotators import STRAIGHT_LINING_MIN_ITEMS, annotator_table
-from analysis.conclusion import SIGNIFICANCE, conclusion
+from analysis.conclusion import (
+    LABEL_THRESHOLD,
+    MIN_RATED_PAIRS,
+    MIN_REASONS,
+    SIGNIFICANCE,
+    conclude,
+    label_check,
+    quality_check,
+    reason_check,
+)
+from analysis.csv_cells import neutralise_frame
 from analysis.errors import UserError
 from analysis.frames import Coded, code, first_slot_picked
+from analysis.intervals import MIN_ANNOTATORS, MIN_INTERVAL_UNITS, MIN_UNITS, Panel
 from analysis.pairs import pair_table, verdict_counts
 from analysis.quality import dimension_summary, quality_alpha, response_counts
 from analysis.tables import DIMENSIONS, PREFERENCES, REASONS
-from analysis.validity import label_agreement, position_bias
+from analysis.validity import exact_proportion, label_share, position_bias
+
+# The default margin is half a point on the default 1-5 scale; other scales keep the same
+# share of their range.
+MARGIN_PER_SCALE_POINT = 0.5 / 4
 
 
 @dataclass(frozen=True)
@@ -34,13 +49,32 @@ class ReportOptions:
     min_annotations: int = 2
     quality_threshold: float = 3.0
     pair_gap: float = 1.0
-    equivalence_margin: float = 0.5
+    equivalence_margin: float | None = None  # None: MARGIN_PER_SCALE_POINT of the scale's range
     scale_min: int = 1
     scale_max: int = 5
+    label_threshold: float = LABEL_THRESHOLD
+    min_rated_pairs: int = MIN_RATED_PAIRS
+    min_reasons: int = MIN_REASONS
+    allow_ties: bool = True  # the study's design: without ties chance agreement has 2 categories
+    dimensions: tuple[str, ...] | None = None  # the dimensions the study asks; None: all
 
     @property
     def domain(self) -> list[int]:
         return list(range(self.scale_min, self.scale_max + 1))
+
+    @property
+    def margin(self) -> float:
+        if self.equivalence_margin is not None:
+            return self.equivalence_margin
+        return MARGIN_PER_SCALE_POINT * (self.scale_max - self.scale_min)
+
+    @property
+    def asked_dimensions(self) -> list[str]:
+        return list(DIMENSIONS if self.dimensions is None else self.dimensions)
+
+    @property
+    def categories(self) -> tuple[str, ...]:
+        return PREFERENCES if self.allow_ties else PREFERENCES[:2]
 
 
 # --- inputs --------------------------------------------------------------------------------
@@ -74,38 +108,59 @@ def _bare(value: float | None, note: str | None, name: str) -> dict:
     return out
 
 
-def _preference(stats: Coded, table: pd.DataFrame, options: ReportOptions) -> dict:
-    counts = stats.per_pair(stats.preference, len(PREFERENCES))
-    boot = {"bootstrap": options.bootstrap, "seed": options.seed}
+def _one_hot(codes: np.ndarray, width: int, *, offset: int = 0, out=None) -> np.ndarray:
+    """Each annotation's own counts row: 1 at ``offset + code`` (nothing where code < 0)."""
+    own = np.zeros((codes.size, width), dtype=np.int64) if out is None else out
+    given = codes >= 0
+    own[np.flatnonzero(given), offset + codes[given]] = 1
+    return own
+
+
+def _preference(stats: Coded, options: ReportOptions, panel: Panel) -> dict:
+    n_categories = len(options.categories)
+    if not options.allow_ties and (stats.preference == 2).any():
+        raise ValueError("the study allows no ties, but some annotations are ties")
+    full = stats.per_pair(stats.preference, len(PREFERENCES))
+    counts = full[:, :n_categories]
+    own = _one_hot(stats.preference, n_categories)
+    boot = {"bootstrap": options.bootstrap, "seed": options.seed, "panel": panel, "own": own}
     pa = percent_agreement(counts, **boot)
 
-    keep = (
-        np.array(
-            neutral_orientation(list(stats.pair_ids), ["chosen"] * stats.n_pairs), dtype=object
-        )
-        == "first"
+    # The neutral orientation's coin per pair: chosen is shown "first" (see neutral_orientation).
+    keep = np.fromiter(
+        (chosen_is_first(p) for p in stats.pair_ids), dtype=bool, count=stats.n_pairs
     )
-    neutral = np.column_stack(
-        [
-            np.where(keep, counts[:, 0], counts[:, 1]),
-            np.where(keep, counts[:, 1], counts[:, 0]),
-            counts[:, 2],
-        ]
-    )
+    swap = np.array([1, 0, 2][:n_categories])
+    neutral = np.where(keep[:, None], counts, counts[:, swap])
+    flipped = ~keep[stats.pair]
+    neutral_own = np.where(flipped[:, None], own[:, swap], own)
     n_annotations = len(stats.pair)
     ties = int((stats.preference == 2).sum())
     counted, first = first_slot_picked(stats.annotations)
-    decided = table[(~table["is_gold"]) & (table["n_annotations"] >= options.min_annotations)]
+    labels = {
+        "min_annotations": options.min_annotations,
+        "panel": panel,
+        "own": _one_hot(stats.preference, len(PREFERENCES)),
+    }
 
     out = {}
     out.update(_bare(pa.value, pa.note, "percent_agreement"))
-    out["percent_agreement_ci95"] = pa.as_dict()["ci95"]
-    out["alpha"] = alpha(counts, level="nominal", domain=list(PREFERENCES), **boot).as_dict()
+    pa_dict = pa.as_dict()
+    out["percent_agreement_ci95"] = pa_dict["ci95"]
+    out["percent_agreement_ci95_annotators"] = pa_dict.get("ci95_annotators")
+    if "ci95_annotators_note" in pa_dict:
+        out["percent_agreement_ci95_annotators_note"] = pa_dict["ci95_annotators_note"]
+    out["categories"] = list(options.categories)
+    out["alpha"] = alpha(counts, level="nominal", domain=list(options.categories), **boot).as_dict()
     out["alpha_neutral"] = alpha(
-        neutral, level="nominal", domain=["first", "second", "tie"], **boot
+        neutral,
+        level="nominal",
+        domain=["first", "second", "tie"][:n_categories],
+        **{**boot, "own": neutral_own},
     ).as_dict()
     out["ac1"] = gwet_ac1(counts, **boot).as_dict()
-    out["label_agreement"] = label_agreement(decided["majority"].tolist())
+    out["label_agreement"] = label_share(full, decided_only=True, **labels)
+    out["label_confirmed"] = label_share(full, decided_only=False, **labels)
     out.update(
         _bare(
             ties / n_annotations if n_annotations else None,
@@ -116,18 +171,34 @@ def _preference(stats: Coded, table: pd.DataFrame, options: ReportOptions) -> di
     out["n_ties"] = ties
     out["n_annotations"] = n_annotations
     out["n_pairable_pairs"] = int((counts.sum(axis=1) >= 2).sum())
+    out["n_annotators"] = panel.n_annotators
     out["position_bias"] = position_bias(first_slot_picks=int(first.sum()), n=int(counted.sum()))
     return out
 
 
-def _quality(stats: Coded, options: ReportOptions) -> dict:
+def _rating_codes(stats: Coded, column: str, lo: int) -> np.ndarray:
+    values = stats.rating(column)
+    return np.where(np.isnan(values), -1, values - lo).astype(np.int64)
+
+
+def _quality(stats: Coded, options: ReportOptions, panel: Panel) -> dict:
     out = {}
     pairs_with_annotations = np.bincount(stats.pair, minlength=stats.n_pairs) > 0
+    width = len(options.domain)
     for dimension in DIMENSIONS:
         counts = response_counts(stats, dimension, options.domain)
+        own = np.zeros((len(stats.pair), 2 * width), dtype=np.int64)
+        for k, side in enumerate(("chosen", "rejected")):
+            codes = _rating_codes(stats, f"{dimension}_{side}", options.scale_min)
+            _one_hot(codes, 2 * width, offset=k * width, out=own)
         section = {
             "alpha": quality_alpha(
-                counts, domain=options.domain, bootstrap=options.bootstrap, seed=options.seed
+                counts,
+                domain=options.domain,
+                bootstrap=options.bootstrap,
+                seed=options.seed,
+                panel=panel,
+                own=own,
             )
         }
         chosen = stats.pair_mean(f"{dimension}_chosen")[pairs_with_annotations]
@@ -136,10 +207,11 @@ def _quality(stats: Coded, options: ReportOptions) -> dict:
             dimension_summary(
                 chosen,
                 rejected,
-                margin=options.equivalence_margin,
+                margin=options.margin,
                 threshold=options.quality_threshold,
             )
         )
+        section["asked"] = dimension in options.asked_dimensions
         section["rating_counts"] = {
             side: dict(
                 zip(
@@ -162,6 +234,7 @@ def _main_reason(stats: Coded) -> tuple[dict, dict]:
     out = {**shares, "n": n, "counts": dict(zip(REASONS, counts.tolist(), strict=True))}
     if not n:
         out["note"] = "undefined: no annotation gave a main reason"
+    out["by_pair"] = _reasons_by_pair(stats)
 
     cross = np.zeros((len(REASONS), len(PREFERENCES)), dtype=np.int64)
     np.add.at(cross, (stats.reason[given], stats.preference[given]), 1)
@@ -178,13 +251,30 @@ def _main_reason(stats: Coded) -> tuple[dict, dict]:
     return out, by_choice
 
 
+def _reasons_by_pair(stats: Coded) -> dict:
+    """Pairs in which personal fit (alone or with quality) was stated more often than general
+    quality, among the pairs where the two counts differ: pairs, not annotations, are the
+    independent units (annotations of one pair share its responses)."""
+    per_pair = stats.per_pair(stats.reason, len(REASONS))
+    personal = per_pair[:, REASONS.index("personal_fit")] + per_pair[:, REASONS.index("both")]
+    general = per_pair[:, REASONS.index("general_quality")]
+    differ = personal != general
+    out = exact_proportion(
+        int((personal > general).sum()),
+        int(differ.sum()),
+        undefined="no pair where personal fit and general quality were stated unequally often",
+    )
+    out["pairs_general_more"] = int((general > personal).sum())
+    return out
+
+
 def _methods(options: ReportOptions, *, n_gold_pairs: int) -> dict:
     return {
         "bootstrap": {
             "resamples": options.bootstrap,
             "seed": options.seed,
             "unit": "pair",
-            "interval": "95% percentile interval of the resampled statistic",
+            "interval": "95% BCa (bias-corrected and accelerated) interval of the resampled statistic",
             "detail": (
                 "pairs are drawn with replacement (never coincidence pairs); for quality alpha "
                 "both responses of a drawn pair come along. Resamples where a statistic is "
@@ -192,13 +282,35 @@ def _methods(options: ReportOptions, *, n_gold_pairs: int) -> dict:
                 "more than half are undefined."
             ),
         },
+        "intervals": {
+            "ci95": (
+                "holds for these annotators: it says how much the value could change with "
+                "other pairs rated by the same people"
+            ),
+            "ci95_annotators": (
+                "holds for annotators in general (like these, from the same pool): it adds how "
+                "much the value could change with other annotators, estimated by leaving one "
+                "annotator out at a time, beyond what shuffling annotators within pairs gives "
+                "(8 to 20 shuffles, more with fewer annotators); null below "
+                f"{MIN_ANNOTATORS} annotators. The headline "
+                "and the label check use it"
+            ),
+            "too_few_units": (
+                f"an agreement statistic needs {MIN_UNITS} pairs with two or more annotations "
+                f"(with fewer it is 0 or 1 by construction) and its interval {MIN_INTERVAL_UNITS}"
+            ),
+        },
         "ties": {
             "percent_agreement": "a tie is a third label; two annotators agree when their labels are equal",
             "alpha": "nominal over chosen/rejected/tie: a tie is its own category",
             "alpha_neutral": "nominal over first/second/tie: a tie is its own category",
-            "ac1": "three categories chosen/rejected/tie",
+            "ac1": (
+                "the study's categories: chosen/rejected/tie, or chosen/rejected in a study "
+                "without ties (an impossible third category would halve the chance term)"
+            ),
             "tie_rate": "ties / all annotations of non-gold pairs",
             "label_agreement": "over decided pairs only: pairs whose strict majority is chosen or rejected; tie majorities and pairs without a majority are left out",
+            "label_confirmed": "over all pairs with enough annotations: a tie majority or no majority counts as not confirming",
             "position_bias": "ties pick no slot and are left out",
             "annotator_label_agreement": "share of chosen among the annotator's chosen/rejected answers; ties left out",
             "peer_agreement": "a tie is a label like any other",
@@ -215,13 +327,25 @@ def _methods(options: ReportOptions, *, n_gold_pairs: int) -> dict:
         ),
         "label_agreement": (
             f"unit = pair: pairs with >= {options.min_annotations} annotations and a decided "
-            "majority; exact one-sided binomial test against 1/2, Clopper-Pearson interval"
+            "majority; exact one-sided binomial test against 1/2, Clopper-Pearson interval. "
+            "label_confirmed: the same share over all pairs with enough annotations"
+        ),
+        "conclusion": (
+            f"label: the lower end of label_confirmed's 95% interval above "
+            f"{options.label_threshold}; quality: every asked dimension "
+            f"({', '.join(options.asked_dimensions) or 'none'}) rated on both responses of >= "
+            f"{options.min_rated_pairs} pairs and TOST-equivalent within +-{options.margin:g} "
+            "(a test without spread is no evidence); reason: >= "
+            f"{options.min_reasons} stated reasons and, over pairs, personal fit stated more "
+            "often than general quality in significantly more than half of the pairs where "
+            "they differ. supported: all pass; not_supported: one fails with evidence against; "
+            "insufficient_evidence: otherwise"
         ),
         "quality": (
             f"ordinal Krippendorff alpha with units (pair, response) on the scale "
             f"{options.scale_min}..{options.scale_max}. Means, differences and TOST use each "
             "pair once, with its annotators' mean rating per response, over pairs where both "
-            f"responses were rated. TOST margin +-{options.equivalence_margin}; "
+            f"responses were rated. TOST margin +-{options.margin:g} scale points; "
             f"both_high_share: both responses' means >= {options.quality_threshold} "
             "(Wilson interval)"
         ),
@@ -238,6 +362,40 @@ def _methods(options: ReportOptions, *, n_gold_pairs: int) -> dict:
 
 
 # --- the report ----------------------------------------------------------------------------
+
+
+def conclusion_checks(
+    preference: dict, quality: dict, main_reason: dict, options: ReportOptions
+) -> dict[str, dict]:
+    """The label, quality and reason checks (analysis.conclusion documents their shape); a
+    caller with more evidence (aspect scores) adds its own check to this mapping before
+    ``conclude``."""
+    return {
+        "label": label_check(
+            preference["label_confirmed"],
+            decided=preference["label_agreement"],
+            threshold=options.label_threshold,
+        ),
+        "quality": quality_check(
+            quality,
+            dimensions=options.asked_dimensions,
+            margin=options.margin,
+            min_pairs=options.min_rated_pairs,
+        ),
+        "reason": reason_check(main_reason, min_reasons=options.min_reasons),
+    }
+
+
+def conclusion_of(annotations: pd.DataFrame, *, options: ReportOptions) -> dict:
+    """The conclusion alone, through the same sections as :func:`build_report` (no gold pairs,
+    no pair or annotator tables): what ``annotate plan`` simulates."""
+    pair_ids = pd.Index(pd.unique(annotations["pair_id"].to_numpy(dtype=object)))
+    stats = code(annotations, pair_ids)
+    panel = Panel.of(stats.pair, stats.annotations["annotator"].to_numpy(), seed=options.seed)
+    preference = _preference(stats, options, panel)
+    quality = _quality(stats, options, panel)
+    main_reason, _ = _main_reason(stats)
+    return conclude(conclusion_checks(preference, quality, main_reason, options))
 
 
 def build_report(
@@ -271,8 +429,9 @@ def build_report(
             ignore_index=True,
         )
 
-    preference = _preference(stats, table, options)
-    quality = _quality(stats, options)
+    panel = Panel.of(stats.pair, stats.annotations["annotator"].to_numpy(), seed=options.seed)
+    preference = _preference(stats, options, panel)
+    quality = _quality(stats, options, panel)
     main_reason, by_choice = _main_reason(stats)
     report = {
         "counts": {
@@ -287,14 +446,13 @@ def build_report(
         "quality": quality,
         "main_reason": main_reason,
         "main_reason_by_choice": by_choice,
-        "conclusion": conclusion(
-            label_agreement=preference["label_agreement"],
-            quality=quality,
-            main_reason=main_reason,
-            margin=options.equivalence_margin,
-        ),
+        "conclusion": conclude(conclusion_checks(preference, quality, main_reason, options)),
         "verdicts": verdict_counts(table[~table["is_gold"]]),
-        "options": asdict(options),
+        "options": {
+            **asdict(options),
+            "equivalence_margin": options.margin,
+            "dimensions": options.asked_dimensions,
+        },
         "methods": _methods(options, n_gold_pairs=int(gold.sum())),
     }
     report = json_safe(report)
@@ -386,7 +544,9 @@ def write_report(
     }
     write_json(report, paths["report.json"])
     write_records_csv(report["pairs"], paths["pairs.csv"], list_columns=("flags",))
-    pd.DataFrame(report["annotators"]).to_csv(paths["annotators.csv"], index=False)
+    neutralise_frame(pd.DataFrame(report["annotators"])).to_csv(
+        paths["annotators.csv"], index=False
+    )
     paths["summary.md"].write_text(
         render_summary(report) + models_markdown(report), encoding="utf-8"
     )
@@ -435,6 +595,8 @@ def write_records_csv(records: list[dict], path: Path, *, list_columns=()) -> No
         chunk = pd.DataFrame.from_records(records[start : start + _CHUNK], columns=columns)
         for column in list_columns:
             chunk[column] = chunk[column].map(";".join)
+        # pair ids and annotator names come from imported files: no cell may be a formula
+        chunk = neutralise_frame(chunk)
         chunk.to_csv(path, index=False, mode="a" if start else "w", header=not start)
 
 

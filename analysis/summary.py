@@ -25,35 +25,73 @@ def fmt_p(p) -> str:
     return "< 0.001" if p < 0.001 else f"{p:.3f}"
 
 
-def headline_rows(report: dict) -> list[tuple[str, str, str, str]]:
-    """(statistic, value, 95% interval, n / note) rows shared by summary.md and the HTML."""
+HEADLINE_HEADER = (
+    "Statistic",
+    "Value",
+    "95% CI, annotators in general",
+    "95% CI, these annotators",
+    "n / note",
+)
+
+INTERVALS_IN_WORDS = (
+    'Two 95% intervals. "These annotators" (ci95): how much the number could change with '
+    "other pairs judged by the same people; it is all a study can say with fewer than three "
+    'annotators. "Annotators in general" (ci95_annotators): how much it could change with '
+    "other pairs and other annotators like these, so it is the one to quote for a claim about "
+    "the task; it is wider when annotators differ from each other more than chance explains."
+)
+
+OUTCOME_WORDS = {"passed": "passed", "failed": "failed", "insufficient": "not enough evidence"}
+STATUS_WORDS = {
+    "supported": "supported",
+    "not_supported": "not supported (evidence against)",
+    "insufficient_evidence": "not enough evidence to say",
+}
+
+
+def headline_rows(report: dict) -> list[tuple[str, str, str, str, str]]:
+    """(statistic, value, 95% interval for annotators in general, 95% interval for these
+    annotators, n / note) rows shared by summary.md and the HTML."""
     pref = report["preference"]
     rows = [
         (
             "Percent agreement (preference)",
             fmt(pref["percent_agreement"]),
+            fmt_ci(pref.get("percent_agreement_ci95_annotators")),
             fmt_ci(pref["percent_agreement_ci95"]),
             f"{pref['n_pairable_pairs']:,} pairs with >= 2 annotations",
         ),
-        ("Krippendorff's alpha, nominal (chosen/rejected/tie)", *_estimate(pref["alpha"])),
+        (
+            f"Krippendorff's alpha, nominal ({'/'.join(pref.get('categories', ['chosen', 'rejected', 'tie']))})",
+            *_estimate(pref["alpha"]),
+        ),
         ("Krippendorff's alpha, nominal, neutral orientation", *_estimate(pref["alpha_neutral"])),
         ("Gwet's AC1 (preference)", *_estimate(pref["ac1"])),
     ]
-    la = pref["label_agreement"]
-    rows.append(
-        (
-            "Label agreement (majority = chosen)",
-            fmt(la["value"]),
-            fmt_ci(la["ci95"]),
-            la.get("note") or f"n = {la['n']:,} decided pairs, one-sided p {fmt_p(la['p_value'])}",
+    for key, name, what in (
+        ("label_confirmed", "Label confirmed (majority = chosen, all pairs)", "pairs"),
+        ("label_agreement", "Label agreement (majority = chosen, decided pairs)", "decided pairs"),
+    ):
+        la = pref.get(key)
+        if la is None:
+            continue
+        rows.append(
+            (
+                name,
+                fmt(la["value"]),
+                fmt_ci(la.get("ci95_annotators")),
+                fmt_ci(la["ci95"]),
+                la.get("note")
+                or f"n = {la['n']:,} {what}, one-sided p vs 1/2 {fmt_p(la['p_value'])}",
+            )
         )
-    )
-    rows.append(("Tie rate", fmt(pref["tie_rate"]), "", f"{pref['n_ties']:,} ties"))
+    rows.append(("Tie rate", fmt(pref["tie_rate"]), "", "", f"{pref['n_ties']:,} ties"))
     pb = pref["position_bias"]
     rows.append(
         (
             "First-slot rate (position bias)",
             fmt(pb["first_slot_rate"]),
+            "",
             fmt_ci(pb["ci95"]),
             pb.get("note") or f"n = {pb['n']:,}, two-sided p {fmt_p(pb['p_value'])}",
         )
@@ -65,15 +103,17 @@ def headline_rows(report: dict) -> list[tuple[str, str, str, str]]:
             (
                 f"Quality difference chosen - rejected: {dimension}",
                 fmt(q["mean_diff"]),
+                "",
                 "90% " + fmt_ci(q["diff_ci90"]) if q["diff_ci90"] else "",
                 q.get("note")
-                or f"TOST p {fmt_p(q['tost_p'])} (margin {q['margin']}), equivalent: {fmt(q['equivalent'])}",
+                or f"TOST p {fmt_p(q['tost_p'])} (margin {q['margin']:g}), equivalent: {fmt(q['equivalent'])}",
             )
         )
         rows.append(
             (
                 f"Both responses good: {dimension}",
                 fmt(q["both_high_share"]),
+                "",
                 fmt_ci(q["both_high_ci95"]),
                 f"n = {q['n_pairs']:,} pairs",
             )
@@ -85,14 +125,53 @@ def headline_rows(report: dict) -> list[tuple[str, str, str, str]]:
             "Main reason: personal fit (alone or with quality)",
             fmt(personal),
             "",
+            "",
             reason.get("note") or f"n = {reason['n']:,} annotations with a reason",
         )
     )
     return rows
 
 
-def _estimate(estimate: dict) -> tuple[str, str, str]:
-    return fmt(estimate["value"]), fmt_ci(estimate["ci95"]), estimate.get("note", "")
+def _estimate(estimate: dict) -> tuple[str, str, str, str]:
+    note = "; ".join(n for n in (estimate.get("note"), estimate.get("ci95_annotators_note")) if n)
+    return (
+        fmt(estimate["value"]),
+        fmt_ci(estimate.get("ci95_annotators")),
+        fmt_ci(estimate["ci95"]),
+        note,
+    )
+
+
+CHECK_HEADER = ("Check", "Outcome", "Value", "95% CI", "Threshold", "n", "Rule / note")
+
+
+def check_rows(report: dict) -> list[tuple[str, ...]]:
+    """One row per conclusion check (whatever checks the report has), shared with the HTML."""
+    rows = []
+    for name, check in report["conclusion"]["checks"].items():
+        threshold = check.get("threshold")
+        rows.append(
+            (
+                name,
+                OUTCOME_WORDS.get(check.get("outcome"), fmt(check.get("passed"))),
+                fmt(check.get("value")),
+                fmt_ci(check.get("ci95")),
+                "n/a" if threshold is None else f"{threshold:g}",
+                fmt(check.get("n")),
+                check.get("rule", "") + (f" ({check['note']})" if check.get("note") else ""),
+            )
+        )
+    return rows
+
+
+def conclusion_sentence(report: dict) -> str:
+    conclusion = report["conclusion"]
+    status = conclusion.get("status")
+    return (
+        "Personal preference the main discriminating factor: "
+        f"**{fmt(conclusion['personal_preference_main_factor'])}** "
+        f"({STATUS_WORDS.get(status, status)})."
+    )
 
 
 def _cell(text: str) -> str:
@@ -102,7 +181,6 @@ def _cell(text: str) -> str:
 def render_summary(report: dict) -> str:
     counts = report["counts"]
     boot = report["methods"]["bootstrap"]
-    conclusion = report["conclusion"]
     lines = [
         "# Agreement and pair validation",
         "",
@@ -111,26 +189,32 @@ def render_summary(report: dict) -> str:
         + (f" (gold pairs excluded: {counts['gold_pairs']:,})" if counts["gold_pairs"] else "")
         + ".",
         "",
-        "| Statistic | Value | 95% CI | n / note |",
-        "| --- | ---: | --- | --- |",
+        _row(HEADLINE_HEADER),
+        "| --- | ---: | --- | --- | --- |",
     ]
-    lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in headline_rows(report)]
+    lines += [_row(row) for row in headline_rows(report)]
     verdicts = ", ".join(f"{k} {v:,}" for k, v in report["verdicts"].items())
     lines += [
         "",
         f"Pair verdicts: {verdicts}.",
         "",
-        "Personal preference the main discriminating factor: "
-        f"**{fmt(conclusion['personal_preference_main_factor'])}** "
-        "(label agreement significantly above 1/2: "
-        f"{fmt(conclusion['checks']['label_agreement']['passed'])}; all rated quality dimensions "
-        f"equivalent: {fmt(conclusion['checks']['equal_quality']['passed'])}; personal fit the "
-        f"most frequent main reason: {fmt(conclusion['checks']['main_reason']['passed'])}).",
+        conclusion_sentence(report),
         "",
-        f"Intervals: 95% percentile bootstrap over pairs ({boot['resamples']:,} resamples, seed "
-        f"{boot['seed']}); label agreement: exact Clopper-Pearson; position bias: exact; "
-        "both-good shares: Wilson; quality differences: 90% t interval (TOST). Ties are a third "
-        "category in agreement statistics and are left out of label agreement and position bias.",
+        _row(CHECK_HEADER),
+        "| --- | --- | ---: | --- | ---: | ---: | --- |",
+        *[_row(row) for row in check_rows(report)],
+        "",
+        INTERVALS_IN_WORDS,
+        "",
+        f"Methods: BCa bootstrap over pairs ({boot['resamples']:,} resamples, seed "
+        f"{boot['seed']}); the annotators' share added by a jackknife over annotators; label "
+        "shares: exact Clopper-Pearson; position bias: exact; both-good shares: Wilson; quality "
+        "differences: 90% t interval (TOST). Ties are a category of the agreement statistics only "
+        "in studies that allow them, and are left out of position bias.",
         "",
     ]
     return "\n".join(lines)
+
+
+def _row(cells) -> str:
+    return "| " + " | ".join(_cell(c) for c in cells) + " |"

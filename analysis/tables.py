@@ -7,6 +7,7 @@ and column; rows are numbered from 1 in file order, the CSV header not counted.
 
 from __future__ import annotations
 
+import csv
 import json
 from collections.abc import Collection
 from pathlib import Path
@@ -15,6 +16,8 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from analysis import parquet_limits, strict_input
+from analysis.csv_cells import neutralise_frame, restore_frame
 from analysis.errors import InputError, UserError
 from analysis.vocabulary import (  # noqa: F401  (DIMENSIONS, SIDES: also read from here)
     DEFAULT_SCALE,
@@ -45,6 +48,8 @@ MAX_COMMENT_CHARS = 20_000  # the app allows 4,000; room for comments collected 
 # An annotations table is read whole (the statistics need all of it): about 8 million CSV rows,
 # past what a report can hold in memory on a small machine (1 million rows peak at 1.4 GB).
 MAX_TABLE_BYTES = 1024**3
+# A JSON Lines row or a CSV line: a 20,000-character comment and the aspects fit many times.
+MAX_LINE_BYTES = 1024**2
 
 
 # --- reading and writing -------------------------------------------------------------------
@@ -63,8 +68,7 @@ def read_table(path: str | Path) -> pd.DataFrame:
     """The file as it is, by suffix: CSV cells as text (empty = missing), JSON values as given."""
     path = Path(path)
     suffix = _suffix(path)
-    if not path.is_file():
-        raise UserError(f"{path}: no such file")
+    strict_input.check_file(path)
     size = path.stat().st_size
     if size > MAX_TABLE_BYTES:
         raise UserError(
@@ -73,13 +77,10 @@ def read_table(path: str | Path) -> pd.DataFrame:
         )
     try:
         if suffix == ".csv":
-            # Text columns stay text (ids like "007"); numbers are parsed by the C reader and
-            # a column with anything else in it comes back as text for validation.
-            text = {c: str for c in COLUMNS if c not in RATING_COLUMNS and c != "seconds"}
-            return pd.read_csv(path, dtype=text, keep_default_na=False, na_values=[""])
+            return _read_csv(path)
         if suffix == ".jsonl":
             return _read_json_lines(path)
-        return pd.read_parquet(path)
+        return _read_parquet(path)
     except UnicodeDecodeError as exc:
         raise InputError(str(path), [f"not valid UTF-8 text (byte {exc.start + 1})"]) from None
     except pd.errors.EmptyDataError:
@@ -91,19 +92,37 @@ def read_table(path: str | Path) -> pd.DataFrame:
 
 def _read_json_lines(path: Path) -> pd.DataFrame:
     """One JSON object per line (blank lines skipped); lines that are not one are refused with
-    their numbers (pandas' reader raised a TypeError on a line such as `0`)."""
+    their numbers (pandas' reader raised a TypeError on a line such as `0`). Strict JSON: NaN,
+    a repeated key or a line over MAX_LINE_BYTES is refused, naming the line."""
     records, problems = [], []
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
+    with path.open("rb") as handle:
+        for number, line, size in strict_input.bounded_lines(handle, MAX_LINE_BYTES):
             if len(problems) == 20:
                 problems.append("(further lines not checked)")
                 break
-            if not line.strip():
+            if line is None:
+                problems.append(
+                    f"line {number}: {size:,} bytes, over the limit of {MAX_LINE_BYTES:,} bytes"
+                )
                 continue
             try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                problems.append(f"line {number}: not valid JSON ({exc.msg})")
+                text = line.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                problems.append(f"line {number}: not valid UTF-8 text (byte {exc.start + 1})")
+                continue
+            if not text.strip():
+                continue
+            try:
+                record = strict_input.loads(text)
+                if "\\u" in text:  # an escaped lone surrogate cannot be stored as UTF-8
+                    json.dumps(record, ensure_ascii=False).encode("utf-8")
+            except UnicodeEncodeError:  # (a ValueError: before the next clause)
+                problems.append(
+                    f"line {number}: a lone UTF-16 surrogate escape (\\udXXX) cannot be stored"
+                )
+                continue
+            except strict_input.FAILURES as exc:
+                problems.append(f"line {number}: {strict_input.describe_line(exc)}")
                 continue
             if not isinstance(record, dict):
                 kind = type(record).__name__
@@ -115,13 +134,62 @@ def _read_json_lines(path: Path) -> pd.DataFrame:
     return pd.DataFrame.from_records(records) if records else pd.DataFrame(columns=COLUMNS)
 
 
+def _read_csv(path: Path) -> pd.DataFrame:
+    # The C parser holds a whole field in memory: a file without line breaks is refused first.
+    with path.open("rb") as handle:
+        for number, line, size in strict_input.bounded_lines(handle, MAX_LINE_BYTES):
+            if line is None:
+                raise InputError(
+                    str(path),
+                    [f"line {number}: {size:,} bytes, over the limit of {MAX_LINE_BYTES:,} bytes"],
+                )
+    with path.open(encoding="utf-8", newline="") as handle:
+        header = next(csv.reader(handle), [])
+    repeated = sorted({name for name in header if header.count(name) > 1})
+    if repeated:
+        names = ", ".join(repr(name) for name in repeated)
+        raise InputError(str(path), [f"header: the column {names} appears more than once"])
+    # Text columns stay text (ids like "007"); numbers are parsed by the C reader and
+    # a column with anything else in it comes back as text for validation.
+    text = {c: str for c in COLUMNS if c not in RATING_COLUMNS and c != "seconds"}
+    table = pd.read_csv(path, dtype=text, keep_default_na=False, na_values=[""])
+    return restore_frame(table)  # undo write_table's formula quoting
+
+
+def _read_parquet(path: Path) -> pd.DataFrame:
+    """The table, after checking from the file's layout and lengths that it decodes to no
+    more than MAX_TABLE_BYTES (a few KB of Parquet can decode to gigabytes)."""
+    import pyarrow.parquet as pq
+
+    with path.open("rb") as handle:
+        metadata = pq.ParquetFile(handle).metadata
+        layout = parquet_limits.inspect(handle, metadata)
+    if layout.problem is not None:
+        raise InputError(str(path), [layout.problem])
+    parquet = pq.ParquetFile(path, read_dictionary=layout.dictionary_columns)
+    total = 0
+    for batch in parquet_limits.iter_batches(parquet, batch_size=65_536):
+        total += int(parquet_limits.row_sizes(batch, limit=MAX_TABLE_BYTES).sum())
+        if total > MAX_TABLE_BYTES:
+            raise InputError(
+                str(path),
+                [
+                    f"the table decodes to more than {MAX_TABLE_BYTES:,} bytes, the limit for "
+                    "an annotations table; split it by study or annotator"
+                ],
+            )
+    return pd.read_parquet(path)
+
+
 def write_table(frame: pd.DataFrame, path: str | Path) -> None:
     """Write the contract columns by suffix; missing values are empty cells / null / null."""
     path = Path(path)
     suffix = _suffix(path)
     frame = _typed(frame.reindex(columns=COLUMNS))
     if suffix == ".csv":
-        frame.to_csv(path, index=False, na_rep="")
+        # CRLF rows (RFC 4180): with "\n" alone, pandas left a cell holding a bare "\r"
+        # unquoted, and readers split the row there.
+        neutralise_frame(frame).to_csv(path, index=False, na_rep="", lineterminator="\r\n")
     elif suffix == ".jsonl":
         with path.open("w", encoding="utf-8") as handle:
             for record in _json_records(frame):
@@ -249,6 +317,13 @@ def _check_timestamps(raw, problems) -> pd.Series:
     parsed = pd.to_datetime(text, errors="coerce", format="ISO8601", utc=True)
     bad = ~missing & parsed.isna().to_numpy()
     problems += _problems_for(bad, raw, "submitted_at", "not an ISO 8601 timestamp")
+    # A time that leaves the years 1 to 9999 in UTC (9999-12-31T23:59-23:59) cannot be stored:
+    # the database driver failed on it with a dump of the whole statement.
+    year = parsed.dt.year.to_numpy(dtype="float64", na_value=np.nan)
+    out_of_range = ~missing & ~bad & ((year < 1) | (year > 9999))
+    problems += _problems_for(
+        out_of_range, raw, "submitted_at", "outside the years 1 to 9999 once converted to UTC"
+    )
     return text
 
 

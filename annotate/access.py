@@ -8,8 +8,9 @@ import streamlit as st
 from sqlalchemy import func
 from sqlmodel import select
 from streamlit.errors import StreamlitAPIException
+from streamlit.runtime.scriptrunner import get_script_run_ctx
 
-from annotate import prolific
+from annotate import prolific, web_guard
 from annotate.auth import annotator_for_token
 from annotate.db import get_engine, read, resolve_url
 from annotate.errors import UserError
@@ -161,7 +162,30 @@ def require_user() -> Annotator:
 
 def require_admin() -> Annotator:
     user = current_user()
+    session_id = _session_id()
     if user is None or not user.is_admin:
+        if session_id is not None:
+            web_guard.forget_session(session_id)
         sign_in_message(admin=True)
         st.stop()
+    if session_id is not None:
+        # Uploads and downloads of this session are a maintainer's from now on (web_guard).
+        cookies = {}
+        with contextlib.suppress(Exception):  # no request context in a bare script run
+            cookies = dict(st.context.cookies)
+        # Only the cookies that proved this maintainer: the login cookie when their token
+        # signed them in, else st.login's (a browser may also hold someone else's link).
+        token = st.session_state.get(SESSION_KEY)
+        proof = {
+            name: value
+            for name, value in cookies.items()
+            if (name == COOKIE and value == token)
+            or (token is None and name.startswith(web_guard.OIDC_COOKIE_PREFIX))
+        }
+        web_guard.register_maintainer_session(session_id, annotator_id=user.id, cookies=proof)
     return user
+
+
+def _session_id() -> str | None:
+    ctx = get_script_run_ctx()
+    return ctx.session_id if ctx is not None else None

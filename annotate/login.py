@@ -1,24 +1,129 @@
 """ASGI pieces around the Streamlit app: a login link becomes an HttpOnly cookie.
 
-`GET /?token=...` answers with a redirect to the same address without the token and sets the
-token in an HttpOnly cookie, so the token leaves the address bar (and browser history) at once
-and the annotator stays signed in across reloads. `/logout` clears it.
+`GET /?token=...` with the token of an active account answers with a redirect to the same
+address without the token and sets the token in an HttpOnly cookie, so the token leaves the
+address bar at once and the annotator stays signed in across reloads. The rules that keep
+other sites out of it (docs/security.md):
+
+- The redirect only ever goes to a path of this app (`//evil.example/?token=` is `/evil.example/`).
+- A token that is no active account's changes nothing: no cookie is set or cleared.
+- When the browser is already signed in as another account, a link does not switch accounts by
+  itself (another site could otherwise sign a visitor in as an account of its choosing): the
+  visitor gets a page saying so, and only its button, a same-origin POST to `/login`, switches.
+- The cookie is `Secure` when the request came over HTTPS, as seen through the reverse proxies
+  trusted by uvicorn's `FORWARDED_ALLOW_IPS` (docs/deployment.md).
+- Sign-out (`/logout`) is honoured only from this app's own pages (a same-origin request, or the
+  confirmation page's button). It ends the account's sign-in everywhere: the account gets a new
+  token nobody knows, so the cookie and the link left in the browser's history stop working;
+  the maintainer sends a new link.
 """
 
 from __future__ import annotations
 
-from urllib.parse import parse_qsl, urlencode
+import html
+from collections.abc import Callable
+from urllib.parse import parse_qsl, urlencode, urlsplit
 
-from starlette.responses import RedirectResponse
+from sqlalchemy.engine import Engine
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-COOKIE = "annotate_token"
+from annotate.auth import annotator_for_token, reissue_token
+from annotate.db import read_session, session
+from annotate.web_guard import LOGIN_COOKIE
+
+COOKIE = LOGIN_COOKIE
 COOKIE_MAX_AGE = 60 * 60 * 24 * 60  # sixty days: a study can run for weeks
+MAX_FORM_BYTES = 4096  # the switch-accounts form: a token and a path
+NO_STORE = {
+    "Cache-Control": "no-store",
+    "Referrer-Policy": "no-referrer",
+    # the confirmation pages must not be framed by another site and clicked through
+    "Content-Security-Policy": "frame-ancestors 'none'",
+    "X-Frame-Options": "DENY",
+}
+
+
+def local_path(path: str) -> str:
+    """`path` as a path of this site: one leading slash, so that no browser reads it as
+    another host (`//host`, `/\\host`, `\\\\host`)."""
+    return "/" + path.lstrip("/\\")
+
+
+def _account(engine: Engine, token: str | None) -> tuple[int, str] | None:
+    if not token:
+        return None
+    with read_session(engine) as s:
+        user = annotator_for_token(s, token)
+        return (user.id, user.name) if user is not None else None
+
+
+def _same_origin(headers) -> bool:
+    """True for a request made by this site's own pages (or typed into the address bar).
+
+    Browsers send `Sec-Fetch-Site`; without it, the `Origin` (or `Referer`) must name this
+    host. A request that proves neither is treated as coming from another site."""
+    site = headers.get("sec-fetch-site")
+    if site is not None:
+        return site in ("same-origin", "none")
+    host = headers.get("host")
+    source = headers.get("origin") or headers.get("referer")
+    if not host or not source or source == "null":
+        return False
+    return urlsplit(source).netloc == host
+
+
+def _secure(scope) -> bool:
+    return scope.get("scheme") in ("https", "wss")
+
+
+def _signed_in(target: str, token: str, *, secure: bool) -> Response:
+    response = RedirectResponse(target, status_code=303, headers=NO_STORE)
+    response.set_cookie(
+        COOKIE,
+        token,
+        max_age=COOKIE_MAX_AGE,
+        httponly=True,
+        samesite="lax",
+        secure=secure,
+        path="/",
+    )
+    return response
+
+
+def _page(title: str, body: str, *, status: int = 200) -> HTMLResponse:
+    return HTMLResponse(
+        "<!doctype html><html lang='en'><head><meta charset='utf-8'>"
+        f"<meta name='viewport' content='width=device-width'><title>{html.escape(title)}</title>"
+        "<style>body{font-family:system-ui,sans-serif;max-width:36rem;margin:4rem auto;"
+        "padding:0 1rem;line-height:1.5}button{font-size:1rem;padding:.4rem 1rem}</style>"
+        f"</head><body><h1>{html.escape(title)}</h1>{body}</body></html>",
+        status_code=status,
+        headers=NO_STORE,
+    )
+
+
+def _switch_page(*, current: str, token: str, target: str) -> HTMLResponse:
+    return _page(
+        "Switch accounts?",
+        f"<p>This browser is signed in as <strong>{html.escape(current)}</strong>. "
+        "The link you opened belongs to another account. Switch only if the link was meant "
+        "for you.</p>"
+        "<form method='post' action='/login'>"
+        f"<input type='hidden' name='token' value='{html.escape(token, quote=True)}'>"
+        f"<input type='hidden' name='next' value='{html.escape(target, quote=True)}'>"
+        "<button type='submit'>Switch to the link's account</button></form>"
+        f"<p><a href='{html.escape(target, quote=True)}'>Stay signed in as "
+        f"{html.escape(current)}</a></p>",
+    )
 
 
 class LoginLinkMiddleware:
-    def __init__(self, app):
+    def __init__(self, app, *, get_engine: Callable[[], Engine]):
         self.app = app
+        self.get_engine = get_engine
 
     async def __call__(self, scope, receive, send):
         if scope["type"] == "http" and scope.get("method") == "GET":
@@ -27,30 +132,75 @@ class LoginLinkMiddleware:
             )
             token = next((value for key, value in params if key == "token"), None)
             if token is not None:
-                rest = urlencode([(k, v) for k, v in params if k != "token"])
-                target = scope.get("root_path", "") + scope["path"] + (f"?{rest}" if rest else "")
-                response = RedirectResponse(target, status_code=303)
-                response.set_cookie(
-                    COOKIE,
-                    token,
-                    max_age=COOKIE_MAX_AGE,
-                    httponly=True,
-                    samesite="lax",
-                    secure=scope.get("scheme") == "https",
-                    path="/",
-                )
-                response.headers["Cache-Control"] = "no-store"
-                response.headers["Referrer-Policy"] = "no-referrer"
+                response = await self._login_link(scope, params, token)
                 await response(scope, receive, send)
                 return
         await self.app(scope, receive, send)
 
+    async def _login_link(self, scope, params, token: str) -> Response:
+        rest = urlencode([(k, v) for k, v in params if k != "token"])
+        target = local_path(scope.get("root_path", "") + scope["path"]) + (
+            f"?{rest}" if rest else ""
+        )
+        engine = self.get_engine()
+        account = await run_in_threadpool(_account, engine, token)
+        if account is None:  # a wrong or retired link: change nothing
+            return RedirectResponse(target, status_code=303, headers=NO_STORE)
+        current = await run_in_threadpool(_account, engine, Request(scope).cookies.get(COOKIE))
+        if current is not None and current[0] != account[0]:
+            return _switch_page(current=current[1], token=token, target=target)
+        return _signed_in(target, token, secure=_secure(scope))
 
-async def logout(request):
-    response = RedirectResponse("/", status_code=303)
-    response.delete_cookie(COOKIE, path="/")
-    return response
+
+def login_routes(get_engine: Callable[[], Engine]) -> list[Route]:
+    async def login(request: Request) -> Response:
+        """The switch-accounts page's button: a same-origin POST with the token."""
+        if not _same_origin(request.headers):
+            return _page(
+                "Not signed in", "<p>This sign-in did not come from this site.</p>", status=403
+            )
+        length = request.headers.get("content-length", "")
+        if not length.isdigit() or int(length) > MAX_FORM_BYTES:
+            return _page("Not signed in", "<p>This request is not a sign-in.</p>", status=413)
+        form = await request.form(max_files=0, max_fields=4, max_part_size=MAX_FORM_BYTES)
+        token = str(form.get("token") or "")
+        target = local_path(str(form.get("next") or "/"))
+        account = await run_in_threadpool(_account, get_engine(), token)
+        if account is None:
+            return RedirectResponse(target, status_code=303, headers=NO_STORE)
+        return _signed_in(target, token, secure=_secure(request.scope))
+
+    async def logout(request: Request) -> Response:
+        if not _same_origin(request.headers):
+            return _page(
+                "Sign out?",
+                "<p>Signing out ends this account's sign-in on every device, and its "
+                "personal link stops working: you will need a new link from the study's "
+                "maintainer.</p><form method='post' action='/logout'>"
+                "<button type='submit'>Sign out</button></form>"
+                "<p><a href='/'>Back to the app</a></p>",
+            )
+        token = request.cookies.get(COOKIE)
+        if token:
+            await run_in_threadpool(_revoke, get_engine(), token)
+        response = _page(
+            "Signed out",
+            "<p>You are signed out. Your personal link no longer works: ask the study's "
+            "maintainer for a new one.</p>",
+        )
+        response.delete_cookie(COOKIE, path="/", secure=_secure(request.scope), httponly=True)
+        return response
+
+    return [
+        Route("/login", login, methods=["POST"]),
+        Route("/logout", logout, methods=["GET", "POST"]),
+    ]
 
 
-def login_routes() -> list[Route]:
-    return [Route("/logout", logout, methods=["GET"])]
+def _revoke(engine: Engine, token: str) -> None:
+    """Give the token's account a new token that nobody is told: every copy of the old one (the
+    cookie, the link in the history, another device) stops working."""
+    with session(engine) as s:
+        user = annotator_for_token(s, token)
+        if user is not None:
+            reissue_token(s, user)

@@ -26,6 +26,7 @@ from pydantic import (
     model_validator,
 )
 
+from analysis import strict_input
 from annotate.errors import InputError, UserError
 
 SUFFIXES = (".jsonl", ".json", ".parquet")
@@ -190,7 +191,7 @@ class Source:
     data: bytes
 
 
-_scan_value = json.JSONDecoder().scan_once  # the C scanner json.loads itself uses
+_scan_value = strict_input.DECODER.scan_once  # the C scanner json.loads itself uses
 _scan_string = json.decoder.scanstring  # strict, as in json.loads
 _space = re.compile(r"[ \t\n\r]*").match  # JSON whitespace, as json.decoder skips it
 _surrogate_escape = re.compile(r"\\u[dD][89a-fA-F]").search
@@ -228,8 +229,10 @@ def _loads_object(text: str, start: int = 0) -> tuple[dict, dict[str, tuple[int,
             if text[index : index + 1] != ":":
                 return None
             index = _space(text, index + 1).end()
+            if key in values:
+                return None  # a repeated key: the strict decoder says so, with the key
             value, end = _scan_value(text, index)
-            values[key] = value  # a repeated key: the last one wins, as in json.loads
+            values[key] = value
             spans[key] = (index, end)
             index = _space(text, end).end()
             after = text[index : index + 1]
@@ -239,11 +242,14 @@ def _loads_object(text: str, start: int = 0) -> tuple[dict, dict[str, tuple[int,
                 return None
             index = _space(text, index + 1).end()
     except (ValueError, StopIteration):  # JSONDecodeError is a ValueError
-        return None
+        return None  # the caller parses again with the strict decoder, for its message
 
 
-_encode_ascii = json.JSONEncoder(sort_keys=True, default=str).encode
-_encode_text = json.JSONEncoder(sort_keys=True, ensure_ascii=False, default=str).encode
+# allow_nan=False: a NaN (from a Parquet float) is no JSON value; PostgreSQL's json refused it
+_encode_ascii = json.JSONEncoder(sort_keys=True, default=str, allow_nan=False).encode
+_encode_text = json.JSONEncoder(
+    sort_keys=True, ensure_ascii=False, default=str, allow_nan=False
+).encode
 
 
 _ascii_first = True  # the last value encoded needed no \\u escape: try the fast encoder first
@@ -357,6 +363,18 @@ def _source_text(source: Source, key: str, value: Any) -> str:
     return _canonical_short(value)
 
 
+def _check_json_values(record: dict[str, Any]) -> None:
+    """Refuse, naming the field, a value JSON cannot hold (NaN or infinity from a Parquet
+    float): it would be stored as text no JSON reader accepts."""
+    for key, value in record.items():
+        try:
+            _canonical_short(value)
+        except ValueError:
+            raise ValueError(
+                f"field '{key}' holds NaN or infinity, which is not a JSON value"
+            ) from None
+
+
 def validate_record(raw: Any, source: Source | None = None, *, to_store: bool = True) -> ValidPair:
     """Validate one raw record; raises ValueError with every problem of the record, joined.
 
@@ -399,6 +417,7 @@ def validate_record(raw: Any, source: Source | None = None, *, to_store: bool = 
     if not to_store:
         digest, encoded, source = None, None, None
     elif source is None:
+        _check_json_values(normal)
         digest, encoded = _hash_and_encode(normal, _canonical(profile), _canonical(rubric), extra)
     else:
         digest = None  # source_hash(source.data), when asked for
@@ -428,13 +447,13 @@ def validate_record(raw: Any, source: Source | None = None, *, to_store: bool = 
 
 def _iter_jsonl(path: Path, *, sources: bool = True) -> Iterator[tuple[str, Any, Source | None]]:
     with path.open("rb") as handle:
-        for number, line in enumerate(handle, start=1):
+        for number, line, size in strict_input.bounded_lines(handle, MAX_RECORD_BYTES):
             where = f"line {number}"
-            if len(line) > MAX_RECORD_BYTES:
+            if line is None or size > MAX_RECORD_BYTES:
                 yield (
                     where,
                     ValueError(
-                        f"record is {len(line):,} bytes, over the limit of {MAX_RECORD_BYTES:,} bytes"
+                        f"record is {size:,} bytes, over the limit of {MAX_RECORD_BYTES:,} bytes"
                     ),
                     None,
                 )
@@ -447,21 +466,22 @@ def _iter_jsonl(path: Path, *, sources: bool = True) -> Iterator[tuple[str, Any,
             if not text or text.isspace():  # not strip(): it would copy a 100 KB line
                 continue
             # the text of each value (for storing it as written) costs a walk in Python
-            parsed = _loads_object(text) if sources else None
-            if parsed is not None and _space(text, parsed[2]).end() == len(text):
-                yield where, parsed[0], _sourced(text, parsed[1], line, len(text))
-                continue
-            try:  # not a JSON object, or broken: json says what is wrong
-                yield where, json.loads(text), None
-            except json.JSONDecodeError as exc:
-                yield where, ValueError(f"not valid JSON ({exc.msg}, column {exc.colno})"), None
+            try:
+                parsed = _loads_object(text) if sources else None
+                if parsed is not None and _space(text, parsed[2]).end() == len(text):
+                    yield where, parsed[0], _sourced(text, parsed[1], line, len(text))
+                    continue
+                # not a JSON object, or broken: the strict decoder says what is wrong
+                yield where, strict_input.loads(text), None
+            except strict_input.FAILURES as exc:
+                yield where, ValueError(strict_input.describe_line(exc)), None
 
 
 def _iter_json_array(
     path: Path, chunk_size: int = 1 << 20
 ) -> Iterator[tuple[str, Any, Source | None]]:
     """Stream the elements of a top-level JSON array without loading the file whole."""
-    decoder = json.JSONDecoder()
+    decoder = strict_input.DECODER
     with path.open("rb") as handle:
         raw = b""
         buffer = ""
@@ -534,19 +554,24 @@ def _iter_json_array(
                 while not buffer and not eof:
                     refill()
                     skip_space()
-            parsed = _loads_object(buffer)  # an object, with its values' spans
-            if parsed is not None:
-                value, spans, end = parsed
-            else:
-                spans = None
             try:
-                if spans is None:
+                parsed = _loads_object(buffer)  # an object, with its values' spans
+                if parsed is not None:
+                    value, spans, end = parsed
+                else:
+                    spans = None
                     value, end = decoder.raw_decode(buffer)
             except json.JSONDecodeError as exc:
                 if not eof and refill():
                     continue
+                what = strict_input.describe_line(exc).rsplit(" at column", 1)[0]
                 raise ValueError(
-                    f"not valid JSON at line {line + exc.lineno - 1} ({exc.msg})"
+                    f"record {index + 1}: {what} at line {line + exc.lineno - 1}, "
+                    f"column {exc.colno}"
+                ) from None
+            except strict_input.FAILURES as exc:  # a repeated key, NaN, too deep
+                raise ValueError(
+                    f"record {index + 1} (line {line}): {strict_input.describe(exc)}"
                 ) from None
             index += 1
             # a number or literal at the end of the buffer may continue in the next chunk
@@ -567,20 +592,33 @@ def _iter_json_array(
 def _iter_parquet(path: Path) -> Iterator[tuple[str, Any, None]]:
     import pyarrow.parquet as pq
 
+    from analysis import parquet_limits
+
     try:
-        parquet = pq.ParquetFile(path)
+        with path.open("rb") as handle:
+            metadata = pq.ParquetFile(handle).metadata
+            # the layout first: nothing is decoded from a file that could not fit in memory
+            layout = parquet_limits.inspect(handle, metadata)
+        parquet = pq.ParquetFile(path, read_dictionary=layout.dictionary_columns)
     except Exception as exc:  # pyarrow raises several types for a broken file
         raise ValueError(f"not a readable Parquet file ({exc})") from None
+    if layout.problem is not None:
+        raise ValueError(layout.problem)
     row = 0
-    # Small batches: memory stays a few records' worth, however large the file.
-    for batch in parquet.iter_batches(batch_size=32):
-        for index, record in enumerate(batch.to_pylist()):
+    # Small batches of rows whose texts stay dictionaries: a row's size is known before it is
+    # built, so memory stays a few records' worth, however large or repetitive the file.
+    for batch in parquet_limits.iter_batches(parquet, batch_size=32):
+        sizes = parquet_limits.row_sizes(batch, limit=MAX_RECORD_BYTES)
+        fits = sizes <= MAX_RECORD_BYTES
+        records = batch.to_pylist() if fits.all() else None  # the common case: all at once
+        for index in range(batch.num_rows):
             row += 1
-            size = batch.slice(index, 1).nbytes  # the row's data, as for a JSON record's bytes
-            if size > MAX_RECORD_BYTES:
+            if not fits[index]:
+                size = int(sizes[index])
                 problem = f"record is {size:,} bytes, over the limit of {MAX_RECORD_BYTES:,} bytes"
                 yield f"row {row}", ValueError(problem), None
                 continue
+            record = records[index] if records else batch.slice(index, 1).to_pylist()[0]
             yield f"row {row}", record, None
 
 
@@ -595,8 +633,7 @@ def _iter_records(
 ) -> Iterator[tuple[str, Any, Source | None]]:
     """`iter_raw_records`, with the JSON text each record came from (None for Parquet)."""
     path = Path(path)
-    if not path.is_file():
-        raise UserError(f"{path}: no such file")
+    strict_input.check_file(path)
     suffix = path.suffix.lower()
     if suffix == ".jsonl":
         yield from _iter_jsonl(path, sources=sources)

@@ -1,16 +1,32 @@
-"""The ASGI app that `annotate serve` runs: the Streamlit script plus login and health routes."""
+"""The ASGI app that `annotate serve` runs: the Streamlit script plus login and health routes,
+behind the middleware that keeps Streamlit's internal endpoints for maintainers (web_guard)."""
 
 from pathlib import Path
 
 import streamlit as st
 from starlette.middleware import Middleware
+from streamlit import config
 
 from annotate.db import get_engine
 from annotate.health import health_routes
 from annotate.login import LoginLinkMiddleware, login_routes
+from annotate.web_guard import UPLOAD_LIMIT_MB, StreamlitEndpointGuard
+
+# The uploader shows this limit and Streamlit enforces it while reading; a larger configured
+# value (an old config.toml said 1,024) is lowered to what a console pairs file needs.
+if config.get_option("server.maxUploadSize") > UPLOAD_LIMIT_MB:
+    config.set_option("server.maxUploadSize", UPLOAD_LIMIT_MB, "annotate/web_guard.py")
+
+
+def _base_path() -> str:
+    return config.get_option("server.baseUrlPath") or ""
+
 
 app = st.App(
     str(Path(__file__).with_name("app.py")),
-    routes=[*login_routes(), *health_routes(get_engine)],
-    middleware=[Middleware(LoginLinkMiddleware)],
+    routes=[*login_routes(get_engine), *health_routes(get_engine)],
+    middleware=[
+        Middleware(StreamlitEndpointGuard, get_engine=get_engine, base_path=_base_path),
+        Middleware(LoginLinkMiddleware, get_engine=get_engine),
+    ],
 )

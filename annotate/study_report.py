@@ -37,6 +37,9 @@ class StudyData:
     annotations: pd.DataFrame
     pairs: pd.DataFrame  # pair_id, category, is_gold (and record, when read with content)
     scale: tuple[int, int]
+    # The study's settings that shape the statistics (ReportOptions.allow_ties, .dimensions):
+    # whether it offered a tie, and which quality dimensions it asked.
+    design: dict
 
 
 def study_tables(
@@ -52,15 +55,19 @@ def study_tables(
     one snapshot, so a pair imported and answered meanwhile is in all of them or in none.
     `content` adds each pair's original record (for --export-valid); without it a pair is a
     few bytes."""
-    from analysis.tables import validate_annotations
+    from analysis.tables import DIMENSIONS, validate_annotations
 
-    def read(s) -> tuple[pd.DataFrame, pd.DataFrame, tuple[int, int]]:
+    def read(s) -> tuple[pd.DataFrame, pd.DataFrame, tuple[int, int], dict]:
         row = get_study(s, study)
         pairs = stored.pairs_frame(s, study=study, content=content)
         raw = stored.annotations_frame(s, study=study)
-        return raw, pairs, (row.scale_min, row.scale_max)
+        design = {
+            "allow_ties": bool(row.allow_ties),
+            "dimensions": tuple(d for d in (row.dimensions or []) if d in DIMENSIONS),
+        }
+        return raw, pairs, (row.scale_min, row.scale_max), design
 
-    raw, pairs, scale = db.read(engine, read)
+    raw, pairs, scale, design = db.read(engine, read)
     if categories:
         pairs = pairs[pairs["category"].isin(categories)].reset_index(drop=True)
         raw = raw[raw["pair_id"].isin(set(pairs["pair_id"]))]
@@ -72,7 +79,7 @@ def study_tables(
         scale=scale,
         pair_ids=set(pairs["pair_id"]),
     )
-    return StudyData(annotations=annotations, pairs=pairs, scale=scale)
+    return StudyData(annotations=annotations, pairs=pairs, scale=scale, design=design)
 
 
 def report_options(scale: tuple[int, int], **overrides):
@@ -97,7 +104,7 @@ def build_study_report(
         engine, study=study, categories=categories, annotators=annotators, content=content
     )
     report = build_report(
-        data.annotations, data.pairs, options=report_options(data.scale, **options)
+        data.annotations, data.pairs, options=report_options(data.scale, **data.design, **options)
     )
     return report, data.annotations, data.pairs
 
@@ -184,8 +191,6 @@ def report_reading(report: dict) -> list[str]:
 
 
 def headline_table(report: dict) -> pd.DataFrame:
-    from analysis.summary import headline_rows
+    from analysis.summary import HEADLINE_HEADER, headline_rows
 
-    return pd.DataFrame(
-        headline_rows(report), columns=["statistic", "value", "95% interval", "n / note"]
-    )
+    return pd.DataFrame(headline_rows(report), columns=list(HEADLINE_HEADER))

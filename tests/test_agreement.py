@@ -20,15 +20,14 @@ from analysis import agreement
 from analysis.agreement import (
     Estimate,
     alpha,
-    bootstrap_weights,
     fleiss_kappa,
     gwet_ac1,
     neutral_orientation,
     percent_agreement,
     resampled_alpha,
-    unit_patterns,
     value_counts,
 )
+from analysis.intervals import bca_interval, bootstrap_weights, unit_patterns
 from tests.published_examples import (
     ABSTRACTORS,
     DIST4CAT,
@@ -224,7 +223,8 @@ def test_ordinal_counts_unobserved_domain_values(example_c):
 def test_alpha_matches_package_wherever_defined(counts, level):
     counts = np.array(counts)
     domain = [1, 2, 4, 7]
-    ours = alpha(counts, level=level, domain=domain)
+    # The formula on any number of units; the report's minimum (MIN_UNITS) is tested apart.
+    ours = alpha(counts, level=level, domain=domain, min_units=1)
     try:
         # The package returns NaN (with a warning) or raises where alpha is undefined.
         with np.errstate(invalid="ignore", divide="ignore"):
@@ -360,10 +360,12 @@ def test_bootstrap_chunking_does_not_change_the_result(monkeypatch):
 
 def test_ci_omitted_when_most_resamples_undefined():
     samples = np.array([0.1, np.nan, np.nan, 0.3, np.nan])
-    ci, note = agreement.percentile_ci(samples, resamples=5)
+    flat = {"jackknife": np.zeros(2), "jackknife_weights": np.ones(2)}
+    ci, note = bca_interval(samples, point=0.2, resamples=5, **flat)
     assert ci is None
     assert "3 of 5" in note
-    ci, note = agreement.percentile_ci(np.array([0.1, np.nan, 0.3]), resamples=3)
+    # Half the resamples below the point and no acceleration: BCa is the percentile interval.
+    ci, note = bca_interval(np.array([0.1, np.nan, 0.3]), point=0.2, resamples=3, **flat)
     assert ci == (pytest.approx(0.105), pytest.approx(0.295))  # linear interpolation
     assert "1 of 3" in note
 
@@ -381,7 +383,7 @@ def test_ac1_and_percent_agreement_bootstrap():
 # Undefined cases: value None with a note, never an exception, never 0 or 1 by fiat
 
 ONE_CODER = np.array([[1, 0, 0], [0, 1, 0], [0, 0, 1]])
-NO_VARIATION = np.array([[3, 0, 0], [2, 0, 0], [1, 0, 0]])
+NO_VARIATION = np.array([[3, 0, 0], [2, 0, 0], [2, 0, 0], [1, 0, 0]])
 EMPTY = np.zeros((0, 3), dtype=int)
 
 
@@ -418,7 +420,7 @@ def test_ac1_needs_two_categories():
 def test_percent_agreement_counts_tie_as_category():
     # Unit 1: chosen, chosen, tie -> 1 of 3 pairs agree; unit 2: tie, tie -> 1; unit 3: alone.
     counts = np.array([[2, 0, 1], [0, 0, 2], [1, 0, 0]])
-    assert percent_agreement(counts).value == pytest.approx((1 / 3 + 1) / 2)
+    assert percent_agreement(counts, min_units=1).value == pytest.approx((1 / 3 + 1) / 2)
 
 
 # --------------------------------------------------------------------------------------------

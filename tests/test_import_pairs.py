@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from sqlalchemy import func
 from sqlmodel import select
 
+from analysis import strict_input
 from annotate.cli import main
 from annotate.db import get_engine, session
 from annotate.errors import InputError
@@ -333,22 +334,43 @@ def test_a_database_error_after_written_batches_writes_nothing(engine, tmp_path,
     assert count_pairs(engine) == 0
 
 
-def test_duplicate_keys_and_odd_json_parse_as_json_loads_does(engine, tmp_path):
+def test_odd_but_valid_json_parses_as_json_loads_does(engine, tmp_path):
     good = pair_record(0)
     lines = [
-        # a repeated key: the last one wins, as in json.loads
-        '{"id": "d", "question": "q", "chosen": "first", "chosen": "a", "rejected": "b"}',
         # whitespace everywhere, escapes in keys, an empty object value
         ' \t{ "\\u0069d" : "e" , "question":"q","chosen":"a","rejected":"b", "x": {} } \r',
         json.dumps(good),
     ]
     path = tmp_path / "p.jsonl"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    assert import_pairs(engine, path).added == 3
+    assert import_pairs(engine, path).added == 2
     stored = _stored(engine)
-    assert stored["d"]["chosen"] == "a"
     assert stored["e"]["extra"] == {"x": {}}
-    assert import_pairs(engine, path).unchanged == 3
+    assert import_pairs(engine, path).unchanged == 2
+
+
+def test_a_repeated_key_is_refused_naming_the_line_and_key(engine, tmp_path):
+    # json.loads keeps the last value silently; a file saying two things is refused
+    lines = [
+        json.dumps(pair_record(0)),
+        '{"id": "d", "question": "q", "chosen": "first", "chosen": "a", "rejected": "b"}',
+        json.dumps(pair_record(1, profile=[{"text": "t"}])).replace(
+            '"text": "t"', '"text": "t", "text": "u"'
+        ),
+    ]
+    for suffix, text in ((".jsonl", "\n".join(lines)), (".json", "[" + ",\n".join(lines) + "]")):
+        path = tmp_path / f"p{suffix}"
+        path.write_text(text + "\n", encoding="utf-8")
+        with pytest.raises(InputError) as caught:
+            import_pairs(engine, path)
+        message = str(caught.value)
+        assert "the key 'chosen' appears twice in one object" in message
+        assert ("line 2:" if suffix == ".jsonl" else "record 2 (line 2)") in message
+        assert count_pairs(engine) == 0
+    path = tmp_path / "nested.jsonl"
+    path.write_text(lines[0] + "\n" + lines[2] + "\n", encoding="utf-8")
+    with pytest.raises(InputError, match=r"line 2: .*the key 'text' appears twice"):
+        import_pairs(engine, path)
 
 
 @given(
@@ -372,9 +394,9 @@ def test_object_walker_agrees_with_json_loads(value, indent, ascii_only, cut):
     for candidate in (text, " " + text + " ", text[:cut]):
         parsed = _loads_object(candidate)
         if parsed is None:  # then json.loads refuses it, or it is not an object
-            try:
-                loaded = json.loads(candidate)
-            except ValueError:
+            try:  # the walker agrees with the importers' strict decoder (no NaN)
+                loaded = strict_input.loads(candidate)
+            except strict_input.FAILURES:
                 continue
             assert not isinstance(loaded, dict)
             continue

@@ -224,7 +224,7 @@ def test_bootstrap_intervals_are_seeded_and_contain_the_point():
         "resamples": 200,
         "seed": 7,
         "unit": "pair",
-        "interval": "95% percentile interval of the resampled statistic",
+        "interval": "95% BCa (bias-corrected and accelerated) interval of the resampled statistic",
         "detail": None,
     }
 
@@ -344,32 +344,36 @@ def test_conclusion_true_on_a_clean_benchmark():
     report = report_of(synthetic(200, 3, confounded=False).to_dict("records"))
     conclusion = report["conclusion"]
     assert conclusion["personal_preference_main_factor"] is True
+    assert conclusion["status"] == "supported"
     checks = conclusion["checks"]
-    assert checks["label_agreement"]["passed"] and checks["label_agreement"]["p_value"] < 0.05
-    assert set(checks["equal_quality"]["dimensions"]) == {"correctness", "relevance", "helpfulness"}
-    assert all(d["equivalent"] for d in checks["equal_quality"]["dimensions"].values())
-    assert checks["main_reason"]["personal_share"] > 0.5
+    assert checks["label"]["passed"] and checks["label"]["ci95"][0] > checks["label"]["threshold"]
+    assert set(checks["quality"]["dimensions"]) == {"correctness", "relevance", "helpfulness"}
+    assert all(d["equivalent"] for d in checks["quality"]["dimensions"].values())
+    assert checks["reason"]["personal_share"] > 0.5
 
 
 def test_conclusion_false_on_a_quality_confounded_benchmark():
     report = report_of(synthetic(200, 3, confounded=True).to_dict("records"))
     checks = report["conclusion"]["checks"]
     assert report["conclusion"]["personal_preference_main_factor"] is False
-    assert checks["label_agreement"]["passed"] is True  # chosen still wins...
-    assert checks["equal_quality"]["passed"] is False  # ...but because rejected is worse
-    assert all(d["mean_diff"] > 1.5 for d in checks["equal_quality"]["dimensions"].values())
-    assert checks["main_reason"]["passed"] is False
+    assert report["conclusion"]["status"] == "not_supported"
+    assert checks["label"]["passed"] is True  # chosen still wins...
+    assert checks["quality"]["passed"] is False  # ...but because rejected is worse
+    assert all(d["mean_diff"] > 1.5 for d in checks["quality"]["dimensions"].values())
+    assert checks["reason"]["passed"] is False
     assert report["verdicts"]["valid"] < 10
 
 
-def test_conclusion_fails_without_reasons_or_ratings():
-    rows = [row(f"p{i}", a, "chosen") for i in range(20) for a in ("a1", "a2")]
-    checks = report_of(rows)["conclusion"]["checks"]
-    assert checks["label_agreement"]["passed"] is True
-    assert checks["equal_quality"]["passed"] is False
-    assert "no quality dimension was rated" in checks["equal_quality"]["note"]
-    assert checks["main_reason"]["passed"] is False
-    assert checks["main_reason"]["note"] == "fails: no annotation gave a main reason"
+def test_conclusion_insufficient_without_reasons_or_ratings():
+    rows = [row(f"p{i}", a, "chosen") for i in range(40) for a in ("a1", "a2")]
+    report = report_of(rows)
+    checks = report["conclusion"]["checks"]
+    assert checks["label"]["passed"] is True
+    assert checks["quality"]["outcome"] == "insufficient"
+    assert "never rated" in checks["quality"]["note"]
+    assert checks["reason"]["outcome"] == "insufficient"
+    assert checks["reason"]["note"] == "0 stated reasons, fewer than 30"
+    assert report["conclusion"]["status"] == "insufficient_evidence"
 
 
 def test_a_dimension_rated_on_one_pair_fails_the_equivalence_check():
@@ -386,10 +390,10 @@ def test_a_dimension_rated_on_one_pair_fails_the_equivalence_check():
         for a in ("a1", "a2")
     ]
     checks = report_of(rows)["conclusion"]["checks"]
-    dims = checks["equal_quality"]["dimensions"]
+    dims = checks["quality"]["dimensions"]
     assert dims["relevance"]["equivalent"] is False
-    assert dims["relevance"]["note"].startswith("fails: equivalence test: undefined")
-    assert checks["equal_quality"]["passed"] is False
+    assert dims["relevance"]["note"] == "rated on both responses in 1 pairs, fewer than 30"
+    assert checks["quality"]["passed"] is False
 
 
 # --- gold pairs ----------------------------------------------------------------------------
@@ -485,9 +489,11 @@ def test_no_annotations_at_all():
 
 
 def test_quality_pair_bootstrap_equals_naive_recomputation():
-    """Each resample draws whole pairs; its alpha equals alpha recomputed on the drawn pairs."""
-    from analysis.agreement import alpha
-    from analysis.quality import pair_patterns, quality_alpha, unit_bootstrap_weights
+    """Each resample draws whole pairs; its alpha equals alpha recomputed on the drawn pairs,
+    and the interval is the BCa interval of those recomputed values."""
+    from analysis.agreement import alpha, alpha_statistic
+    from analysis.intervals import bca_interval, grouped_units, resample_weights
+    from analysis.quality import quality_alpha
 
     rng = np.random.default_rng(5)
     counts = rng.multinomial(3, [0.1, 0.2, 0.3, 0.3, 0.1], size=40)  # 20 pairs x 2 responses
@@ -495,22 +501,34 @@ def test_quality_pair_bootstrap_equals_naive_recomputation():
     domain = [1, 2, 3, 4, 5]
     by_pair = counts.reshape(20, 10)
     pairable = (counts.sum(axis=1) >= 2).reshape(-1, 2).any(axis=1)
-    patterns, _, inverse = pair_patterns(by_pair[pairable])
-    unit_weights = np.concatenate(
-        list(unit_bootstrap_weights(inverse, len(patterns), resamples=200, seed=3))
-    )
-    assert (unit_weights[:, 0::2] == unit_weights[:, 1::2]).all()
-    weights = unit_weights[:, 0::2].astype(int)
+    patterns, frequencies, inverse = grouped_units(by_pair[pairable])
+    weights = np.concatenate(list(resample_weights(frequencies, inverse, resamples=200, seed=3)))
     assert (weights.sum(axis=1) == pairable.sum()).all()
+    statistic = alpha_statistic(level="ordinal", domain=domain, parts=2)
+    fast = statistic.finish(weights @ statistic.features(patterns))
     naive = []
-    for w in weights:
+    for w in weights.astype(int):
         drawn = np.repeat(patterns, w, axis=0).reshape(-1, 5)
-        value = alpha(drawn, level="ordinal", domain=domain).value
+        value = alpha(drawn, level="ordinal", domain=domain, min_units=1).value
         naive.append(np.nan if value is None else value)
-    lo, hi = np.percentile(np.array(naive)[np.isfinite(naive)], (2.5, 97.5))
+    np.testing.assert_allclose(fast, naive, atol=1e-12)
+    point = alpha(counts, level="ordinal", domain=domain).value
+    jackknife = [
+        alpha(np.delete(patterns, p, axis=0).reshape(-1, 5) if frequencies[p] == 1 else
+              np.repeat(patterns, frequencies - np.eye(len(patterns), dtype=int)[p], axis=0)
+              .reshape(-1, 5), level="ordinal", domain=domain, min_units=1).value
+        for p in range(len(patterns))
+    ]  # fmt: skip
+    lo_hi, _ = bca_interval(
+        np.array(naive),
+        point=point,
+        jackknife=np.array(jackknife),
+        jackknife_weights=frequencies,
+        resamples=200,
+    )
     result = quality_alpha(counts, domain=domain, bootstrap=200, seed=3)
-    assert result["value"] == pytest.approx(alpha(counts, level="ordinal", domain=domain).value)
-    assert result["ci95"] == pytest.approx([lo, hi], abs=1e-12)
+    assert result["value"] == pytest.approx(point)
+    assert result["ci95"] == pytest.approx(list(lo_hi), abs=1e-12)
 
 
 def test_report_files_are_written_in_chunks_without_changing_them(tmp_path, monkeypatch):

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from analysis.conclusion import LABEL_THRESHOLD, MIN_RATED_PAIRS, MIN_REASONS
+from analysis.tables import DIMENSIONS
 from annotate.commands._common import add_study_option
 from annotate.errors import UserError
 
@@ -30,6 +32,23 @@ def _positive_float(text: str) -> float:
     if not value > 0:
         raise argparse.ArgumentTypeError("must be above 0")
     return value
+
+
+def _share(text: str) -> float:
+    value = float(text)
+    if not 0 <= value < 1:
+        raise argparse.ArgumentTypeError("must be at least 0 and below 1")
+    return value
+
+
+def _dimensions(text: str) -> tuple[str, ...]:
+    names = tuple(n.strip() for n in text.split(",") if n.strip())
+    unknown = [n for n in names if n not in DIMENSIONS]
+    if unknown:
+        raise argparse.ArgumentTypeError(
+            f"unknown dimension(s) {', '.join(unknown)}; known: {', '.join(DIMENSIONS)}"
+        )
+    return names
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -73,9 +92,53 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--equivalence-margin",
         type=_positive_float,
-        default=0.5,
+        default=None,
         metavar="X",
-        help="TOST margin for equal quality (default 0.5)",
+        help="TOST margin for equal quality, in scale points (default 0.5 on a 1-5 scale, "
+        "the same share of the range on other scales: 0.75 on 1-7)",
+    )
+    checks = parser.add_argument_group(
+        "conclusion checks", "thresholds of the checks behind the conclusion (README: Report)"
+    )
+    checks.add_argument(
+        "--label-threshold",
+        type=_share,
+        default=LABEL_THRESHOLD,
+        metavar="X",
+        help=f"the lower 95%% bound of the share of pairs whose majority picks chosen must "
+        f"exceed this (default {LABEL_THRESHOLD}: confirmed pairs outnumber flipped or split "
+        "ones 3 to 2)",
+    )
+    checks.add_argument(
+        "--min-rated-pairs",
+        type=_non_negative_int,
+        default=MIN_RATED_PAIRS,
+        metavar="N",
+        help=f"pairs rated on both responses each asked dimension needs (default "
+        f"{MIN_RATED_PAIRS}, from where the TOST's t test is trustworthy)",
+    )
+    checks.add_argument(
+        "--min-reasons",
+        type=_non_negative_int,
+        default=MIN_REASONS,
+        metavar="N",
+        help=f"stated main reasons the reason check needs (default {MIN_REASONS})",
+    )
+    design = parser.add_argument_group(
+        "study design (files only; from the database the study's settings are used)"
+    )
+    design.add_argument(
+        "--no-ties",
+        action="store_true",
+        help="the study did not offer a tie: chance-corrected statistics use two categories",
+    )
+    design.add_argument(
+        "--dimensions",
+        type=_dimensions,
+        default=None,
+        metavar="LIST",
+        help="comma-separated quality dimensions the study asked (default: every dimension "
+        f"with columns in the file; known: {', '.join(DIMENSIONS)})",
     )
     parser.add_argument(
         "--export-valid",
@@ -144,8 +207,10 @@ def _read_models(specs: list[tuple[str, str]], pairs: pd.DataFrame) -> list:
     return models
 
 
-def _from_files(args) -> tuple[pd.DataFrame, pd.DataFrame, tuple[int, int]]:
-    from analysis.tables import DEFAULT_SCALE, load_annotations
+def _from_files(args) -> tuple[pd.DataFrame, pd.DataFrame, tuple[int, int], dict]:
+    import pyarrow as pa
+
+    from analysis.tables import DEFAULT_SCALE, read_table, validate_annotations
     from annotate.pairs_io import read_pairs
 
     pairs = read_pairs(args.pairs)
@@ -157,19 +222,34 @@ def _from_files(args) -> tuple[pd.DataFrame, pd.DataFrame, tuple[int, int]]:
             "record": [p.as_record() for p in pairs],
         }
     )
-    annotations = load_annotations(
-        args.annotations, scale=DEFAULT_SCALE, pair_ids=set(frame["pair_id"])
+    raw = read_table(args.annotations)
+    # The study asked the dimensions whose columns the file has (both responses).
+    present = tuple(d for d in DIMENSIONS if {f"{d}_chosen", f"{d}_rejected"} <= set(raw.columns))
+    annotations = validate_annotations(
+        raw, source=str(args.annotations), scale=DEFAULT_SCALE, pair_ids=set(frame["pair_id"])
     )
-    return annotations, frame, DEFAULT_SCALE
+    del raw
+    pa.default_memory_pool().release_unused()
+    if args.no_ties and (annotations["preference"] == "tie").any():
+        first = int((annotations["preference"] == "tie").to_numpy().argmax()) + 1
+        raise UserError(
+            f"{args.annotations}: row {first}, column 'preference': 'tie' in a study without "
+            "ties (--no-ties)"
+        )
+    design = {
+        "allow_ties": not args.no_ties,
+        "dimensions": args.dimensions if args.dimensions is not None else present,
+    }
+    return annotations, frame, DEFAULT_SCALE, design
 
 
-def _from_database(args) -> tuple[pd.DataFrame, pd.DataFrame, tuple[int, int]]:
+def _from_database(args) -> tuple[pd.DataFrame, pd.DataFrame, tuple[int, int], dict]:
     from annotate.db import get_engine
     from annotate.study_report import study_tables
 
     # One snapshot; full pair content (about 100 KB a pair) only for --export-valid.
     data = study_tables(get_engine(args.db), study=args.study, content=bool(args.export_valid))
-    return data.annotations, data.pairs, data.scale
+    return data.annotations, data.pairs, data.scale, data.design
 
 
 def run(args: argparse.Namespace) -> int:
@@ -182,9 +262,14 @@ def run(args: argparse.Namespace) -> int:
             "give both --annotations FILE and --pairs FILE, or neither (to use the database)"
         )
     if args.annotations:
-        annotations, pairs, scale = _from_files(args)
+        annotations, pairs, scale, design = _from_files(args)
     else:
-        annotations, pairs, scale = _from_database(args)
+        if args.no_ties or args.dimensions is not None:
+            raise UserError(
+                "--no-ties and --dimensions describe a study read from files; from the "
+                "database the study's own settings are used"
+            )
+        annotations, pairs, scale, design = _from_database(args)
     options = report_options(
         scale,
         bootstrap=args.bootstrap,
@@ -193,6 +278,10 @@ def run(args: argparse.Namespace) -> int:
         quality_threshold=args.quality_threshold,
         pair_gap=args.pair_gap,
         equivalence_margin=args.equivalence_margin,
+        label_threshold=args.label_threshold,
+        min_rated_pairs=args.min_rated_pairs,
+        min_reasons=args.min_reasons,
+        **design,
     )
     report = build_report(annotations, pairs, options=options)
     export = Path(args.export_valid) if args.export_valid else None
@@ -210,5 +299,6 @@ def run(args: argparse.Namespace) -> int:
         + (f", written to {paths['valid']}" if export else "")
         + "); personal preference the main factor: "
         + ("yes" if report["conclusion"]["personal_preference_main_factor"] else "no")
+        + f" ({report['conclusion']['status'].replace('_', ' ')})"
     )
     return 0

@@ -5,7 +5,7 @@ import streamlit as st
 from annotate import accounts, gold, monitoring
 from annotate.access import engine
 from annotate.errors import UserError
-from annotate.render import safe_markdown
+from annotate.inert import md_literal
 from annotate.views.admin.shared import base_url, page, show_error, study_report_data
 
 QUALITY_BOOTSTRAP = 0  # annotator figures need no confidence intervals
@@ -43,7 +43,7 @@ with (
 result = st.session_state.pop("invite_result", None)
 if result:
     st.success(
-        f"Personal link for **{safe_markdown(result[0])}**. Send it to them privately: it is shown only now "
+        f"Personal link for **{md_literal(result[0])}**. Send it to them privately: it is shown only now "
         "(a new one can be made below; the old one then stops working)."
     )
     st.code(result[1], language=None)
@@ -61,9 +61,7 @@ flagged = table[(table["flags"] != "") & (table["role"] == "annotator")]
 if len(flagged):
     st.warning(
         f"{len(flagged)} annotator(s) flagged: "
-        + "; ".join(
-            f"**{safe_markdown(row.annotator)}**: {row.flags}" for row in flagged.itertuples()
-        )
+        + "; ".join(f"**{md_literal(row.annotator)}**: {row.flags}" for row in flagged.itertuples())
     )
 
 COLUMNS = [
@@ -137,12 +135,12 @@ if chosen is not None:
         ):
             accounts.set_active(engine(), annotator_id=target_id, active=False)
             st.session_state["console_flash"] = (
-                f"{safe_markdown(chosen)} deactivated; their answers are kept."
+                f"{md_literal(chosen)} deactivated; their answers are kept."
             )
             st.rerun()
     elif cols[1].button("Reactivate", key="manage_reactivate"):
         accounts.set_active(engine(), annotator_id=target_id, active=True)
-        st.session_state["console_flash"] = f"{safe_markdown(chosen)} reactivated."
+        st.session_state["console_flash"] = f"{md_literal(chosen)} reactivated."
         st.rerun()
 
 flash = st.session_state.pop("console_flash", None)

@@ -10,6 +10,7 @@ from annotate import studies, study_report
 from annotate.access import engine, require_admin
 from annotate.auth import DEFAULT_BASE_URL
 from annotate.errors import UserError
+from annotate.inert import md_literal
 from annotate.models import Annotator, Study
 from annotate.studies import DEFAULT_STUDY
 
@@ -70,7 +71,7 @@ def base_url() -> str:
 
 
 def show_error(exc: UserError) -> None:
-    st.error(str(exc).splitlines()[0])
+    st.error(md_literal(str(exc).splitlines()[0]))  # it may quote names and ids from a file
     problems = getattr(exc, "problems", None)
     if problems:
         st.code("\n".join(problems), language=None)

@@ -6,6 +6,7 @@ import streamlit as st
 from annotate import studies
 from annotate.access import engine
 from annotate.errors import UserError
+from annotate.inert import md_literal
 from annotate.models import DEFAULT_DIMENSIONS, DEFAULT_REASONS, Study
 from annotate.views.admin.shared import choose_study, page, show_error
 from annotate.wording import DIMENSION_HELP, REASON_LABELS
@@ -166,7 +167,7 @@ with (
             show_error(exc)
         else:
             choose_study(created.name)
-            st.session_state["console_flash"] = f"Study {created.name!r} created."
+            st.session_state["console_flash"] = f"Study '{md_literal(created.name)}' created."
             st.rerun()
 
 flash = st.session_state.pop("console_flash", None)
@@ -178,7 +179,7 @@ if saved:
 
 if study is not None:
     locked = set(studies.locked_options(engine(), study.id))
-    st.subheader(f"Options of “{study.name}”")
+    st.subheader(f"Options of “{md_literal(study.name)}”")
     if locked:
         st.info(
             "This study already has annotations, so the options that define what an answer "

@@ -1,0 +1,223 @@
+"""annotate plan [options]: pairs and annotations per pair a study needs for its conclusion."""
+
+from __future__ import annotations
+
+import argparse
+
+from analysis.conclusion import LABEL_THRESHOLD, MIN_RATED_PAIRS, MIN_REASONS
+from annotate.commands.report import _dimensions, _non_negative_int, _positive_float, _share
+from annotate.errors import UserError
+
+NAME = "plan"
+ORDER = 65
+HELP = (
+    "Size a study before recruiting: simulate studies at stated effect sizes through the "
+    "report's own conclusion and print how often its checks pass for each design."
+)
+
+
+def _int_list(text: str) -> list[int]:
+    try:
+        values = [int(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError("must be comma-separated whole numbers") from None
+    if not values or min(values) < 1:
+        raise argparse.ArgumentTypeError("must be one or more whole numbers of at least 1")
+    return values
+
+
+def _probability(text: str) -> float:
+    value = float(text)
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError("must be between 0 and 1")
+    return value
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    design = parser.add_argument_group("designs to try")
+    design.add_argument(
+        "--pairs",
+        type=_int_list,
+        default=[50, 100, 200, 400, 800],
+        metavar="LIST",
+        help="numbers of pairs to try (default 50,100,200,400,800)",
+    )
+    design.add_argument(
+        "--per-pair",
+        type=_int_list,
+        default=[3, 5],
+        metavar="LIST",
+        help="annotations per pair to try (default 3,5)",
+    )
+    design.add_argument(
+        "--annotators",
+        type=int,
+        default=None,
+        metavar="N",
+        help="size of the annotator panel (default: as many as annotations per pair, "
+        "everyone rates every pair)",
+    )
+    design.add_argument(
+        "--power",
+        type=_probability,
+        default=0.8,
+        metavar="P",
+        help="power wanted: share of studies in which every check passes (default 0.8)",
+    )
+    design.add_argument(
+        "--simulations",
+        type=_non_negative_int,
+        default=200,
+        metavar="N",
+        help="simulated studies per design (default 200: power +- 0.03)",
+    )
+    design.add_argument("--seed", type=int, default=0, metavar="N", help="seed (default 0)")
+
+    effects = parser.add_argument_group("effect sizes (what you expect the study to find)")
+    effects.add_argument(
+        "--chosen-rate",
+        type=_probability,
+        default=0.75,
+        metavar="P",
+        help="share of annotations that pick chosen: label agreement of one annotator "
+        "(default 0.75)",
+    )
+    effects.add_argument(
+        "--tie-rate", type=_probability, default=0.0, metavar="P", help="share of ties (default 0)"
+    )
+    effects.add_argument(
+        "--annotator-spread",
+        type=float,
+        default=0.0,
+        metavar="SD",
+        help="sd of the annotators' lasting lean to chosen, in log-odds (default 0: alike)",
+    )
+    effects.add_argument(
+        "--quality-diff",
+        type=float,
+        default=0.0,
+        metavar="X",
+        help="true mean quality difference chosen - rejected in scale points (default 0)",
+    )
+    effects.add_argument(
+        "--quality-sd",
+        type=float,
+        default=0.5,
+        metavar="X",
+        help="spread (sd) of the true per-pair quality difference in scale points (default 0.5)",
+    )
+    effects.add_argument(
+        "--personal-rate",
+        type=_probability,
+        default=0.6,
+        metavar="P",
+        help="share of annotations stating personal fit or both (default 0.6)",
+    )
+    effects.add_argument(
+        "--general-rate",
+        type=_probability,
+        default=0.25,
+        metavar="P",
+        help="share of annotations stating general quality (default 0.25)",
+    )
+
+    checks = parser.add_argument_group("the report's checks (same options and defaults)")
+    checks.add_argument("--label-threshold", type=_share, default=LABEL_THRESHOLD, metavar="X")
+    checks.add_argument(
+        "--min-rated-pairs", type=_non_negative_int, default=MIN_RATED_PAIRS, metavar="N"
+    )
+    checks.add_argument("--min-reasons", type=_non_negative_int, default=MIN_REASONS, metavar="N")
+    checks.add_argument("--equivalence-margin", type=_positive_float, default=None, metavar="X")
+    checks.add_argument("--min-annotations", type=_non_negative_int, default=2, metavar="N")
+    checks.add_argument(
+        "--scale", default="1-5", metavar="LO-HI", help="rating scale (default 1-5)"
+    )
+    checks.add_argument("--no-ties", action="store_true", help="the study offers no tie")
+    checks.add_argument("--dimensions", type=_dimensions, default=None, metavar="LIST")
+
+
+def _scale(text: str) -> tuple[int, int]:
+    try:
+        lo, hi = (int(v) for v in text.split("-"))
+    except ValueError:
+        raise UserError(f"--scale {text!r}: write it as LO-HI, for example 1-5") from None
+    if hi <= lo:
+        raise UserError(f"--scale {text!r}: the top must be above the bottom")
+    return lo, hi
+
+
+def run(args: argparse.Namespace) -> int:
+    from analysis.plan import Effects, plan
+    from analysis.report import ReportOptions
+
+    lo, hi = _scale(args.scale)
+    if args.no_ties and args.tie_rate:
+        raise UserError("--tie-rate must be 0 in a study without ties (--no-ties)")
+    if args.annotators is not None and args.annotators < max(args.per_pair):
+        raise UserError(
+            f"--annotators {args.annotators} is fewer than the {max(args.per_pair)} annotations "
+            "per pair asked for"
+        )
+    try:
+        effects = Effects(
+            chosen_rate=args.chosen_rate,
+            tie_rate=args.tie_rate,
+            annotator_spread=args.annotator_spread,
+            quality_diff=args.quality_diff,
+            quality_sd=args.quality_sd,
+            personal_rate=args.personal_rate,
+            general_rate=args.general_rate,
+        )
+    except ValueError as error:
+        raise UserError(str(error)) from None
+    options = ReportOptions(
+        bootstrap=0,
+        seed=args.seed,
+        min_annotations=args.min_annotations,
+        equivalence_margin=args.equivalence_margin,
+        scale_min=lo,
+        scale_max=hi,
+        label_threshold=args.label_threshold,
+        min_rated_pairs=args.min_rated_pairs,
+        min_reasons=args.min_reasons,
+        allow_ties=not args.no_ties,
+        dimensions=args.dimensions,
+    )
+    if args.simulations < 1:
+        raise UserError("--simulations must be at least 1")
+    result = plan(
+        pairs=args.pairs,
+        per_pair=args.per_pair,
+        annotators=args.annotators,
+        effects=effects,
+        options=options,
+        simulations=args.simulations,
+        target=args.power,
+        seed=args.seed,
+    )
+    print(
+        f"Power of the conclusion's checks ({args.simulations} simulated studies per design; "
+        f"label threshold {options.label_threshold}, margin +-{options.margin:g}, "
+        f"{options.min_rated_pairs} rated pairs, {options.min_reasons} reasons)"
+    )
+    print()
+    print("| pairs | per pair | annotations | label | quality | reason | all |")
+    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for row in result["designs"]:
+        print(
+            f"| {row['pairs']:,} | {row['per_pair']} | {row['annotations']:,} | "
+            f"{row['label']:.2f} | {row['quality']:.2f} | {row['reason']:.2f} | {row['all']:.2f} |"
+        )
+    print()
+    for k, n in result["smallest_pairs"].items():
+        if n is None:
+            print(
+                f"{k} annotations per pair: no design tried reaches power {args.power:g}; "
+                "try more pairs (--pairs) or check the effect sizes"
+            )
+        else:
+            print(
+                f"{k} annotations per pair: {n:,} pairs ({n * k:,} annotations) reach power "
+                f"{args.power:g}"
+            )
+    return 0

@@ -1,0 +1,216 @@
+"""The interval machinery: BCa against scipy's, the annotator jackknife against recomputation
+without each annotator, the annotator-aware interval's behaviour, and `annotate plan` against a
+closed-form power calculation for the label check."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from analysis.agreement import AC1, PERCENT_AGREEMENT, alpha, alpha_statistic, percent_agreement
+from analysis.intervals import PairInterval, Panel, annotator_interval
+from analysis.plan import Effects, power
+from analysis.report import ReportOptions
+from analysis.validity import label_statistic
+
+
+def test_bca_matches_scipy_on_a_mean():
+    # Percent agreement with two raters per unit is the mean of 0/1 unit agreements: our BCa
+    # over unit patterns and scipy's BCa over units must agree up to Monte Carlo error.
+    rng = np.random.default_rng(4)
+    n = 150
+    agree = rng.random(n) < 0.8
+    counts = np.where(agree[:, None], [[2, 0]], [[1, 1]])
+    ours = percent_agreement(counts, bootstrap=20_000, seed=1)
+    theirs = stats.bootstrap(
+        (agree.astype(float),), np.mean, n_resamples=20_000, method="BCa", random_state=2
+    ).confidence_interval
+    assert ours.value == pytest.approx(agree.mean())
+    assert ours.ci95 == pytest.approx((theirs.low, theirs.high), abs=0.006)
+
+
+def _study(rng, *, n_pairs=60, annotators=4, per_pair=3):
+    pair = np.repeat(np.arange(n_pairs), per_pair)
+    who = np.argsort(rng.random((n_pairs, annotators)), axis=1)[:, :per_pair].ravel()
+    value = rng.choice(3, size=pair.size, p=[0.6, 0.3, 0.1])
+    return pair, who, value
+
+
+@pytest.mark.parametrize(
+    "statistic",
+    [
+        alpha_statistic(level="nominal", domain=[0, 1, 2]),
+        PERCENT_AGREEMENT,
+        AC1,
+        label_statistic(min_annotations=2, decided_only=False),
+    ],
+    ids=["alpha", "percent", "ac1", "label"],
+)
+def test_leaving_an_annotator_out_equals_recomputing_without_it(statistic):
+    rng = np.random.default_rng(0)
+    pair, who, value = _study(rng)
+    counts = np.zeros((60, 3), dtype=np.int64)
+    np.add.at(counts, (pair, value), 1)
+    own = np.eye(3, dtype=np.int64)[value]
+    panel = Panel.of(pair, who, seed=0)
+    rows = counts[panel.unit]
+    delta = statistic.features(rows) - statistic.features(rows - own)
+    total = statistic.features(counts).sum(axis=0)
+    fast = statistic.finish(total[None, :] - panel.group_sum(panel.annotator, delta))
+    for annotator in range(4):
+        keep = who != annotator
+        without = np.zeros((60, 3), dtype=np.int64)
+        np.add.at(without, (pair[keep], value[keep]), 1)
+        assert fast[annotator] == pytest.approx(statistic.value(without), abs=1e-12)
+
+
+def test_shuffles_keep_each_pairs_annotators_and_each_annotators_workload():
+    rng = np.random.default_rng(1)
+    pair, who, _ = _study(rng, n_pairs=30)
+    panel = Panel.of(pair, who, seed=3)
+    for codes in panel.shuffled:
+        for p in range(30):
+            assert sorted(codes[pair == p]) == sorted(who[pair == p])
+        assert (np.bincount(codes) == np.bincount(who)).all()
+    assert any((codes != panel.annotator).any() for codes in panel.shuffled)
+
+
+def _labels(rng, *, lean, n_pairs=200):
+    per_pair = len(lean)
+    pair = np.repeat(np.arange(n_pairs), per_pair)
+    who = np.tile(np.arange(per_pair), n_pairs)
+    p = 1 / (1 + np.exp(-(1.0 + np.asarray(lean)[who])))
+    value = np.where(rng.random(pair.size) < p, 0, 1)
+    counts = np.zeros((n_pairs, 2), dtype=np.int64)
+    np.add.at(counts, (pair, value), 1)
+    return counts, np.eye(2, dtype=np.int64)[value], Panel.of(pair, who, seed=0)
+
+
+def test_annotators_who_differ_widen_the_interval():
+    rng = np.random.default_rng(7)
+    alike, own, panel = _labels(rng, lean=[0, 0, 0, 0])
+    differ, own_d, panel_d = _labels(rng, lean=[-2.0, -0.5, 0.5, 2.0])
+    a = alpha(alike, level="nominal", domain=[0, 1], bootstrap=400, seed=1, panel=panel, own=own)
+    d = alpha(
+        differ, level="nominal", domain=[0, 1], bootstrap=400, seed=1, panel=panel_d, own=own_d
+    )
+
+    def width(ci):
+        return ci[1] - ci[0]
+
+    assert width(d.ci95_annotators) > 1.5 * width(d.ci95)
+    assert width(a.ci95_annotators) < 1.3 * width(a.ci95)
+    assert a.ci95_annotators[0] <= a.ci95[0] and a.ci95[1] <= a.ci95_annotators[1]
+
+
+def test_annotator_interval_is_null_below_three_annotators():
+    rng = np.random.default_rng(2)
+    counts, own, panel = _labels(rng, lean=[0, 0])
+    pair = PairInterval(ci95=(0.1, 0.3), note=None)
+    ci, note = annotator_interval(
+        alpha_statistic(level="nominal", domain=[0, 1]),
+        counts,
+        own,
+        panel=panel,
+        point=0.2,
+        pair=pair,
+    )
+    assert ci is None and "at least 3" in note
+
+
+# --- annotate plan against a closed form ---------------------------------------------------
+
+
+def closed_form_label_power(n: int, q: float, threshold: float) -> float:
+    """P(lower end of the exact 95% interval of X/n > threshold), X ~ Binomial(n, q)."""
+    x = np.arange(1, n + 1)
+    lower = stats.beta.ppf(0.025, x, n - x + 1)
+    return float(stats.binom.pmf(x[lower > threshold], n, q).sum())
+
+
+@pytest.mark.parametrize(("n_pairs", "chosen_rate"), [(60, 0.85), (120, 0.82)])
+def test_plan_label_power_matches_the_closed_form(n_pairs, chosen_rate):
+    # Two annotations per pair: the label check uses the exact interval (the annotator-aware
+    # one needs three annotators), and a pair confirms the label when both pick chosen.
+    options = ReportOptions(min_rated_pairs=0, min_reasons=0)
+    simulations = 600
+    simulated = power(
+        n_pairs=n_pairs,
+        per_pair=2,
+        effects=Effects(chosen_rate=chosen_rate),
+        options=options,
+        simulations=simulations,
+        seed=5,
+    )["label"]
+    expected = closed_form_label_power(n_pairs, chosen_rate**2, options.label_threshold)
+    assert 0.15 < expected < 0.95  # a power where the comparison means something
+    se = np.sqrt(expected * (1 - expected) / simulations)
+    assert abs(simulated - expected) < 3.5 * se
+
+
+def test_plan_command_prints_the_power_table():
+    done = subprocess.run(
+        [sys.executable, "-m", "annotate.cli", "plan", "--pairs", "40,80", "--per-pair", "3",
+         "--simulations", "10", "--chosen-rate", "0.9"],
+        capture_output=True,
+        text=True,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "| pairs | per pair | annotations | label | quality | reason | all |" in done.stdout
+    assert "3 annotations per pair:" in done.stdout
+    helped = subprocess.run(
+        [sys.executable, "-m", "annotate.cli", "plan", "--help"], capture_output=True, text=True
+    )
+    for option in ("--chosen-rate", "--quality-sd", "--power", "--label-threshold"):
+        assert option in helped.stdout
+    bad = subprocess.run(
+        [sys.executable, "-m", "annotate.cli", "plan", "--per-pair", "5", "--annotators", "3"],
+        capture_output=True,
+        text=True,
+    )
+    assert bad.returncode != 0
+    assert "fewer than the 5 annotations per pair" in bad.stderr
+    assert "Traceback" not in bad.stderr
+
+
+@pytest.mark.parametrize("width", [3, 10], ids=["few kinds", "many kinds"])
+def test_annotator_interval_equals_a_slow_recomputation(width):
+    """The interval from kinds counted per annotator equals one from recomputing the statistic
+    without each annotator, for the real labels and for every within-pair shuffle."""
+    rng = np.random.default_rng(11)
+    n_pairs, annotators = 80, 5
+    pair = np.repeat(np.arange(n_pairs), 4)
+    who = np.argsort(rng.random((n_pairs, annotators)), axis=1)[:, :4].ravel()
+    # Each annotator gives the pair's value or, often, a favourite of its own: lasting
+    # differences between annotators.
+    base = rng.integers(0, width, n_pairs)[pair]
+    value = np.where(rng.random(pair.size) < 0.5, base, (3 * who) % width)
+    counts = np.zeros((n_pairs, width), dtype=np.int64)
+    np.add.at(counts, (pair, value), 1)
+    own = np.eye(width, dtype=np.int64)[value]
+    panel = Panel.of(pair, who, seed=2)
+    statistic = alpha_statistic(level="nominal", domain=list(range(width)))
+    point = statistic.value(counts)
+    pair_ci = PairInterval(ci95=(point - 0.1, point + 0.08), note=None)
+    ci, _ = annotator_interval(statistic, counts, own, panel=panel, point=point, pair=pair_ci)
+
+    def slow_variance(codes):
+        values = []
+        for a in range(annotators):
+            keep = codes != a
+            without = np.zeros_like(counts)
+            np.add.at(without, (pair[keep], value[keep]), 1)
+            values.append(statistic.value(without))
+        values = np.array(values)
+        return (annotators - 1) / annotators * ((values - values.mean()) ** 2).sum()
+
+    observed = slow_variance(panel.annotator)
+    between = max(0.0, observed - np.mean([slow_variance(c) for c in panel.shuffled]))
+    margin = stats.t.ppf(0.975, annotators - 1) ** 2 * between
+    expected = (point - np.sqrt(0.1**2 + margin), min(1.0, point + np.sqrt(0.08**2 + margin)))
+    assert between > 0
+    assert ci == pytest.approx(expected, abs=1e-12)

@@ -1,0 +1,108 @@
+"""web_guard's rules in front of a stand-in app: which requests count as a maintainer's.
+
+The served-app tests (test_web_guard.py) cover maintainers who sign in with their link; these
+cover the organisation login (st.login's cookies) and the session registry, on both databases.
+"""
+
+from __future__ import annotations
+
+import pytest
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.responses import PlainTextResponse, Response
+from starlette.routing import Route
+from starlette.testclient import TestClient
+
+from annotate import web_guard
+from annotate.auth import create_annotator
+from annotate.db import get_engine, session
+from annotate.studies import get_or_create_study
+
+OIDC = {"_streamlit_user": "signed-identity-of-the-maintainer"}
+
+
+class LiveSessions:
+    """The Streamlit runtime's answer to "is this session open?" for the registered ids."""
+
+    def __init__(self, live: set[str]):
+        self.live = live
+
+    def is_active_session(self, session_id: str) -> bool:
+        return session_id in self.live
+
+
+@pytest.fixture
+def guarded(db_url, monkeypatch):
+    engine = get_engine(db_url)
+    with session(engine) as s:
+        study = get_or_create_study(s, "default")
+        boss, boss_token = create_annotator(s, name="boss", study_id=study.id, is_admin=True)
+        _, ann_token = create_annotator(s, name="ann", study_id=study.id)
+    live = LiveSessions({"console-session"})
+    monkeypatch.setattr(web_guard, "_runtime", lambda: live)
+    monkeypatch.setattr(web_guard, "_sessions", {})
+
+    async def metrics(request):
+        return PlainTextResponse("counters")
+
+    async def download(request):
+        return Response(b"secret,export", headers={"Content-Disposition": "attachment"})
+
+    async def image(request):
+        return Response(b"png", media_type="image/png")
+
+    app = Starlette(
+        routes=[
+            Route("/_stcore/metrics", metrics),
+            Route("/media/export.csv", download),
+            Route("/media/picture.png", image),
+        ],
+        middleware=[
+            Middleware(
+                web_guard.StreamlitEndpointGuard, get_engine=lambda: engine, base_path=lambda: ""
+            )
+        ],
+    )
+    return TestClient(app), boss, boss_token, ann_token, live
+
+
+def test_an_organisation_login_counts_while_its_console_session_is_open(guarded):
+    client, boss, _, _, live = guarded
+    assert client.get("/_stcore/metrics", cookies=OIDC).status_code == 403
+    web_guard.register_maintainer_session("console-session", annotator_id=boss.id, cookies=OIDC)
+    assert client.get("/_stcore/metrics", cookies=OIDC).status_code == 200
+    assert client.get("/media/export.csv", cookies=OIDC).status_code == 200
+    other = {"_streamlit_user": "someone-else"}
+    assert client.get("/media/export.csv", cookies=other).status_code == 404
+    live.live.clear()  # the console tab closed
+    assert client.get("/media/export.csv", cookies=OIDC).status_code == 404
+
+
+def test_downloads_need_a_maintainer_and_inline_media_do_not(guarded):
+    client, _, boss_token, ann_token, _ = guarded
+    assert client.get("/media/export.csv").status_code == 404
+    assert client.get("/media/export.csv", cookies={"annotate_token": ann_token}).status_code == 404
+    response = client.get("/media/export.csv", cookies={"annotate_token": boss_token})
+    assert response.status_code == 200 and response.content == b"secret,export"
+    assert client.get("/media/picture.png").status_code == 200
+
+
+def test_a_deactivated_maintainer_loses_access(guarded, db_url):
+    client, boss, boss_token, _, _ = guarded
+    web_guard.register_maintainer_session("console-session", annotator_id=boss.id, cookies=OIDC)
+    with session(get_engine(db_url)) as s:
+        boss = s.merge(boss)
+        boss.active = False
+    assert client.get("/_stcore/metrics", cookies=OIDC).status_code == 403
+    assert client.get("/_stcore/metrics", cookies={"annotate_token": boss_token}).status_code == 403
+
+
+def test_uploads_only_into_a_registered_maintainer_session(guarded):
+    client, boss, _, _, _ = guarded
+    put = "/_stcore/upload_file/{}/file-1"
+    assert client.put(put.format("console-session"), content=b"x").status_code == 403
+    web_guard.register_maintainer_session("console-session", annotator_id=boss.id, cookies={})
+    assert client.put(put.format("stranger-session"), content=b"x").status_code == 403
+    big = {"Content-Length": str((web_guard.UPLOAD_LIMIT_MB + 1) * 1024 * 1024)}
+    too_big = client.put(put.format("console-session"), headers=big, content=b"")
+    assert too_big.status_code == 413
