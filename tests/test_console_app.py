@@ -627,3 +627,19 @@ def test_saving_a_studys_options_says_so_where_the_button_is(db):
     button(at, "Save options").click().run()
     assert not at.error
     assert [t.value for t in at.toast] == ["Options saved."]
+
+
+def test_the_agreement_headline_tells_too_few_data_from_evidence_against(db, downloads):
+    # The conclusion has three outcomes; the console's headline had two, so four answered
+    # pairs read "not shown to be the main factor" while the report below said "too few to say".
+    engine, study_id = db["engine"], db["study_id"]
+    ids = pair_ids(engine, study_id)
+    (a, _), (b, _) = db["people"]
+    for key in ids:
+        answer(engine, a, ids[key], "chosen")
+        answer(engine, b, ids[key], "chosen")
+    at = maintainer(db, "admin-agreement")
+    report = json.loads(downloads(at, "agreement_download_report.json"))
+    assert report["conclusion"]["status"] == "insufficient_evidence"
+    headline = (at.info or at.warning)[0].value
+    assert "too few to say" in headline and "not shown" not in headline
