@@ -324,22 +324,6 @@ def _pair_count(s: Session, *conditions) -> int:
     return _count(s, select(func.count()).select_from(Pair).where(*conditions))
 
 
-def _gold_to_come(
-    coins: Coins, *, annotator_id: int, position: int, real_left: int, gold_left: int
-) -> int:
-    """How many gold checks the rules will mix into the rest of this annotator's queue: the
-    gold coin at each coming position, while real pairs and unseen gold pairs are left."""
-    served = 0
-    while real_left > 0 and gold_left > 0:
-        if assignment_rules.gold_due(coins, annotator_id=annotator_id, position=position):
-            gold_left -= 1
-            served += 1
-        else:
-            real_left -= 1
-        position += 1
-    return served
-
-
 @retrying
 def progress(engine: Engine, *, annotator_id: int) -> Progress:
     """Done so far, and done plus what is still to come for this annotator (capped by the
@@ -392,17 +376,9 @@ def progress(engine: Engine, *, annotator_id: int) -> Progress:
             Pair.is_gold == True,  # noqa: E712
             ~_mine(annotator_id),
         )
-        given = sum(by_status.values())
         done = by_status.get("done", 0)
-        real_left = skipped_with_room + available
-        gold_left = _gold_to_come(
-            Coins(study.coin_secret),
-            annotator_id=annotator_id,
-            position=given + 1,
-            real_left=real_left,
-            gold_left=gold_unseen,
-        )
-        total = done + by_status.get("active", 0) + real_left + gold_left
+        # every gold pair not met yet comes before the queue ends (assignment_rules, rule 7)
+        total = done + by_status.get("active", 0) + skipped_with_room + available + gold_unseen
         if study.items_per_annotator is not None:
             total = min(total, study.items_per_annotator)
         return Progress(done=done, total=max(total, done))

@@ -13,7 +13,10 @@ order, and when a gold check comes first.
 6. a gold pair first, when the gold coin says so for the annotator's next position in their
    queue (so gold comes up at random positions, about once every GOLD_EVERY pairs, also
    after another gold pair);
-7. nothing new: the pairs this annotator skipped (or whose reservation expired), while they
+7. no new real pair: the gold pairs this annotator has not met yet, coin or no coin (the
+   coin only spreads them out; every annotator meets every gold pair before their queue
+   ends, as the progress count promises);
+8. nothing new: the pairs this annotator skipped (or whose reservation expired), while they
    still have room; then reservations held past study.reservation_timeout are released and
    the queue is tried again.
 
@@ -204,8 +207,7 @@ class Queue(Protocol):
 
 
 def gold_due(coins: Coins, *, annotator_id: int, position: int) -> bool:
-    """Rule 6's coin, as the rules and the progress count ask it (one place, which tests can
-    force)."""
+    """Rule 6's coin, as the rules ask it (one place, which tests can force)."""
     return coins.gold_due(annotator_id=annotator_id, position=position)
 
 
@@ -213,7 +215,7 @@ def choose_next(
     queue: Queue, *, study: StudyRules, annotator_id: int, now: datetime
 ) -> AssignmentRow | None:
     """The annotator's open assignment, else a newly reserved pair, else None (module
-    docstring: rules 1 to 7)."""
+    docstring: rules 1 to 8)."""
     if study.active_id is not None:
         return queue.assignment_by_id(study.active_id)
     if not study.annotator_active:
@@ -268,5 +270,10 @@ def _reserve_contended_or_skipped(
         reserved = queue.reserve_pair(pair_id=pair_id, **keys)
         if reserved is not None:
             return reserved
+    # No new real pair: the gold pairs the coin did not bring up in time come now (rule 7).
+    if queue.has_gold(study_id=study.id):
+        served = queue.serve_gold(**keys)
+        if served is not None:
+            return served
     # Nothing new: the pairs this annotator skipped, while they still have room.
     return queue.reopen_skipped(**keys)

@@ -11,8 +11,9 @@ Rules (the queue in annotate/assignment_rules.py follows them):
 - After qualification (or without it), a gold pair comes up at random positions of the
   annotator's queue (a coin keyed with the study's secret per position), on average once every
   GOLD_EVERY pairs, while the annotator still has real pairs to do and gold pairs they have not
-  seen. The progress count includes the gold checks still to come, so it does not move when one
-  is shown.
+  seen; the gold pairs the coin has not brought up by then come after the last real pair, so
+  every annotator meets every gold pair. The progress count includes the gold checks still to
+  come, so it does not move when one is shown.
 - The first answer to a gold pair is final: a second tab's submit does not replace it.
 - Accuracy: share of an annotator's gold answers equal to the expected answer. Answered gold
   pairs are left out of the annotator's "go back" history, so the first answer stays.

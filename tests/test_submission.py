@@ -224,20 +224,62 @@ def test_the_common_submit_does_not_run_the_full_rules(engine, tmp_path, monkeyp
     assert full_rules == []
 
 
-def test_submit_and_next_puts_gold_first_when_the_coin_says_so(engine, tmp_path):
-    """With the real coin: a real pair served after a Submit never had gold due while gold was
-    left to show (PostgreSQL decides that in SQL, SQLite in Python), and gold does come."""
+def _secret_with_gold_due(*, annotator_id: int, positions: range, at_least: int, at_most: int):
+    """A fixed coin secret (found, not random) under which the gold coin is due for this
+    annotator at between at_least and at_most of the given queue positions."""
+    for n in range(100_000):
+        coins = Coins(f"gold-{n}")
+        due = sum(coins.gold_due(annotator_id=annotator_id, position=p) for p in positions)
+        if at_least <= due <= at_most:
+            return f"gold-{n}"
+    raise AssertionError("no secret found")
+
+
+def _label_a_study_with_gold(engine, tmp_path, *, secret_for):
+    """60 pairs, p5 and p6 gold, one annotator labelling through submit_and_next under the
+    coin secret secret_for(annotator id) gives; returns (annotator, gold ids, served, totals
+    of the progress count before each Submit)."""
     from annotate import gold
-    from annotate.assignment_rules import gold_due
+    from annotate.assignment import progress
 
     study_id, [(a, _)] = make_study(engine, tmp_path, n_pairs=60, annotators=1)
     gold.set_gold(engine, study_id=study_id, pair_keys=["p5", "p6"], answer="chosen")
     with session(engine) as s:
+        s.get(Study, study_id).coin_secret = secret_for(a)
+        s.commit()
         gold_ids = set(s.exec(select(Pair.id).where(Pair.is_gold == True)).all())  # noqa: E712
-    served = label_through_submit_and_next(engine, a)
+    served, totals = [], []
+    current = next_assignment(engine, annotator_id=a)
+    while current is not None:
+        served.append(current)
+        totals.append(progress(engine, annotator_id=a).total)
+        answer = Answer(preference="chosen", chosen_position=current.chosen_position)
+        current = submit_and_next(engine, annotator_id=a, pair_id=current.pair_id, answer=answer)
+    return a, gold_ids, served, totals
+
+
+# Fixed secrets, so that the outcome never depends on study.coin_secret's random default:
+# the coin due often enough to bring both gold pairs among the real ones, and due only once.
+COIN_CASES = {
+    "coin due often": {"at_least": 4, "at_most": 8},
+    "coin due once": {"at_least": 1, "at_most": 1},
+}
+
+
+@pytest.mark.parametrize("case", COIN_CASES)
+def test_submit_and_next_puts_gold_first_when_the_coin_says_so(engine, tmp_path, case):
+    """A real pair served after a Submit never had gold due while gold was left to show
+    (PostgreSQL decides that in SQL, SQLite in Python), and every gold pair does come."""
+    from annotate.assignment_rules import gold_due
+
+    def secret_for(annotator_id):
+        return _secret_with_gold_due(
+            annotator_id=annotator_id, positions=range(1, 61), **COIN_CASES[case]
+        )
+
+    a, gold_ids, served, totals = _label_a_study_with_gold(engine, tmp_path, secret_for=secret_for)
     assert len(served) == 60 and {x.pair_id for x in served} >= gold_ids
-    with session(engine) as s:
-        coins = Coins(s.get(Study, study_id).coin_secret)
+    coins = Coins(secret_for(a))
     shown_gold = 0
     # the n-th pair served is position n of the annotator's queue
     for position, item in enumerate(served, start=1):
@@ -245,3 +287,20 @@ def test_submit_and_next_puts_gold_first_when_the_coin_says_so(engine, tmp_path)
             shown_gold += 1
         elif shown_gold < len(gold_ids):
             assert not gold_due(coins, annotator_id=a, position=position), item
+    assert set(totals) == {60}
+
+
+def test_gold_pairs_the_coin_never_brings_up_come_before_the_queue_ends(engine, tmp_path):
+    """Regression: with a secret under which the gold coin is never due in this annotator's
+    first 60 positions, both gold pairs used to be left out (58 pairs served, the queue ended
+    when the real pairs ran out; about 1 study in 40 met a shortfall like this). Now they
+    come once the real pairs are done, and the progress total (60) holds all along."""
+
+    def secret_for(annotator_id):
+        return _secret_with_gold_due(
+            annotator_id=annotator_id, positions=range(1, 61), at_least=0, at_most=0
+        )
+
+    _, gold_ids, served, totals = _label_a_study_with_gold(engine, tmp_path, secret_for=secret_for)
+    assert [x.pair_id in gold_ids for x in served] == [False] * 58 + [True, True]
+    assert set(totals) == {60}

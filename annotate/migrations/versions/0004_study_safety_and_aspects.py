@@ -27,7 +27,8 @@ depends_on = None
 def upgrade() -> None:
     # Plain ADD COLUMN (SQLite has it): a batch copy of `study` would trip the foreign keys.
     op.add_column(
-        "study", sa.Column("reservation_timeout", sa.Integer(), nullable=False, server_default="1800")
+        "study",
+        sa.Column("reservation_timeout", sa.Integer(), nullable=False, server_default="1800"),
     )
     op.add_column(
         "study", sa.Column("aspect_check", sa.Boolean(), nullable=False, server_default=sa.false())
