@@ -17,6 +17,8 @@ DEFAULT_STUDY = "default"
 STUDY_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9 _.-]{0,63}$")
 COMPLETION_CODE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 MAX_LISTED_STUDIES = 20
+# Every rating is given with one digit key on the labelling page (contract section 6).
+SCALE_LOWEST, SCALE_HIGHEST = 0, 9
 
 # Options whose change would alter the meaning of annotations already collected.
 LOCKED_WHEN_ANNOTATED = (
@@ -88,8 +90,16 @@ def clean_options(options: dict) -> dict:
 
 def _check_values(study: Study, changed: dict) -> None:
     """One readable sentence for the first option value that cannot be used."""
-    if changed.get("scale_min", study.scale_min) >= changed.get("scale_max", study.scale_max):
+    scale_min = changed.get("scale_min", study.scale_min)
+    scale_max = changed.get("scale_max", study.scale_max)
+    if scale_min >= scale_max:
         raise UserError("the rating scale's minimum must be below its maximum")
+    scale_changed = "scale_min" in changed or "scale_max" in changed  # older studies still save
+    if scale_changed and (scale_min < SCALE_LOWEST or scale_max > SCALE_HIGHEST):
+        raise UserError(
+            f"the rating scale must lie within {SCALE_LOWEST} to {SCALE_HIGHEST}, so that every "
+            "rating has its digit key"
+        )
     if "overlap_target" in changed and changed["overlap_target"] < 1:
         raise UserError("the overlap target must be at least 1")
     if "reservation_timeout" in changed and changed["reservation_timeout"] < 1:

@@ -65,6 +65,9 @@ def test_configure_study_creates_a_missing_study_and_sets_the_options_given(db_u
         ({"reservation_timeout": 0}, "reservation timeout must be at least 1 second"),
         ({"prolific_completion_code": "has space"}, "is not a completion code"),
         ({"scale_min": 5}, "minimum must be below its maximum"),
+        # Each rating is given with one digit key: a 10 could only be clicked.
+        ({"scale_max": 10}, "rating scale must lie within 0 to 9"),
+        ({"scale_min": -1}, "rating scale must lie within 0 to 9"),
         ({"coin": 1}, "unknown study option(s): coin"),
     ],
 )

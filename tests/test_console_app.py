@@ -616,3 +616,30 @@ def test_without_auth_configured_a_login_claim_is_ignored(db):
     at.run()
     at = open_page(at, "admin")
     assert at.title[0].value == "Please sign in"
+
+
+def test_saving_a_studys_options_says_so_where_the_button_is(db):
+    # "Save options" ends a long form; its confirmation was an alert at the top of the page,
+    # off screen for the maintainer who had scrolled down to the button. A toast shows in view.
+    prefix = f"study{db['study_id']}"
+    at = maintainer(db, "admin-studies")
+    at.number_input(key=f"{prefix}_reservation_timeout").set_value(900)
+    button(at, "Save options").click().run()
+    assert not at.error
+    assert [t.value for t in at.toast] == ["Options saved."]
+
+
+def test_the_agreement_headline_tells_too_few_data_from_evidence_against(db, downloads):
+    # The conclusion has three outcomes; the console's headline had two, so four answered
+    # pairs read "not shown to be the main factor" while the report below said "too few to say".
+    engine, study_id = db["engine"], db["study_id"]
+    ids = pair_ids(engine, study_id)
+    (a, _), (b, _) = db["people"]
+    for key in ids:
+        answer(engine, a, ids[key], "chosen")
+        answer(engine, b, ids[key], "chosen")
+    at = maintainer(db, "admin-agreement")
+    report = json.loads(downloads(at, "agreement_download_report.json"))
+    assert report["conclusion"]["status"] == "insufficient_evidence"
+    headline = (at.info or at.warning)[0].value
+    assert "too few to say" in headline and "not shown" not in headline

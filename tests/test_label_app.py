@@ -268,3 +268,29 @@ def test_the_form_names_slots_never_chosen_or_rejected(study):
     assert "chosen" not in form_element(at).json.lower()
     assert "rejected" not in form_element(at).json.lower()
     assert "chosen" not in form_element(at).id and "rejected" not in form_element(at).id
+
+
+def sign_out_links(at: AppTest) -> list[str]:
+    return [m.value for m in at.markdown if 'href="/logout"' in m.value]
+
+
+def test_a_finished_annotator_and_one_reading_the_guidelines_can_sign_out(study):
+    # The form carries its own Sign out link; the pages without the form (guidelines first,
+    # every pair done) offered none, so an annotator on a shared computer stayed signed in.
+    engine, [(_, token), _] = study
+    with session(engine) as s:
+        study_row = s.exec(select(Study)).one()
+        study_row.guidelines = "Judge for this user."
+        s.add(study_row)
+    at = signed_in(token)
+    assert at.title[0].value == "Guidelines"
+    assert sign_out_links(at)
+    at.button(key="start_labelling").click().run()
+    for slot in ("A", "B", "A"):
+        submit_form(at, full_form(slot))
+    assert "labelled every pair" in at.success[0].value
+    assert not at.get("bidi_component")
+    assert sign_out_links(at)
+    # The saved toast's icon is one of Streamlit's bundled symbols: an emoji showed as an empty
+    # box in browsers without an emoji font (Debian's Chromium among them).
+    assert [t.icon for t in at.toast] == [":material/check_circle:"]

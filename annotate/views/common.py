@@ -10,6 +10,14 @@ from annotate.db import retrying, session
 from annotate.models import Annotator, Study
 from annotate.render import safe_markdown
 
+# Our own constant markup (never data): a same-tab link, which st.link_button is not. The
+# labelling form draws its own; this one is for the pages without the form.
+SIGN_OUT_LINK = '<a href="/logout" target="_self">Sign out</a>'
+
+
+def sign_out_link() -> None:
+    st.markdown(SIGN_OUT_LINK, unsafe_allow_html=True)
+
 
 def show_guidelines(study: Study) -> None:
     st.title("Guidelines")

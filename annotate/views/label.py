@@ -9,11 +9,16 @@ from annotate.access import engine, require_user
 from annotate.answers import FormState, missing_questions
 from annotate.assignment import progress, queue_status, skip
 from annotate.assignment_rules import AccountClosed
-from annotate.earlier_answers import earlier_answers, previous_pair
+from annotate.earlier_answers import EarlierAnswer, earlier_answers, previous_pair
 from annotate.label_form import event_value, form_data, label_form
 from annotate.labelling import Item, current_item, draft_seconds, load_study, save_draft, submit
 from annotate.models import Annotator, Study
-from annotate.views.common import finished_extras, mark_guidelines_seen, show_guidelines
+from annotate.views.common import (
+    finished_extras,
+    mark_guidelines_seen,
+    show_guidelines,
+    sign_out_link,
+)
 
 EDIT_KEY = "edit_pair_id"
 REFUSED_KEY = "refused"
@@ -118,8 +123,12 @@ def _finished(user: Annotator, study: Study) -> None:
         st.success("You have labelled every pair available to you. Thank you!")
         finished_extras(user, study)
     done = earlier_answers(engine(), annotator_id=user.id)
-    if not done:
-        return
+    if done:
+        _earlier_answers_picker(done)
+    sign_out_link()
+
+
+def _earlier_answers_picker(done: list[EarlierAnswer]) -> None:
     with st.expander(f"Change an earlier answer ({len(done)} answered)"):
         labels = {a.pair_id: f"{a.question} — {a.answer}" for a in done}
         choice = st.selectbox(
@@ -144,6 +153,7 @@ def main() -> None:
         if st.button("Start labelling", type="primary", key="start_labelling"):
             mark_guidelines_seen(engine(), annotator_id=user.id)
             st.rerun()
+        sign_out_link()
         return
     st.html(PAGE_CSS)
     flash = st.session_state.pop("flash", None)
@@ -151,7 +161,7 @@ def main() -> None:
     if item is None:
         st.session_state.pop(EDIT_KEY, None)
         if flash:
-            st.toast(flash, icon="✅")
+            st.toast(flash, icon=":material/check_circle:")
         _finished(user, study)
         return
     done_total = progress(engine(), annotator_id=user.id)

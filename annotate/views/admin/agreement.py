@@ -38,11 +38,22 @@ if not counts["annotations"]:
     st.info("No annotations of real pairs in this selection yet.")
     st.stop()
 
-main = report["conclusion"]["personal_preference_main_factor"]
-(st.success if main else st.warning)(
-    "Personal preference "
-    + ("**is**" if main else "is **not shown** to be")
-    + " the main factor that separates chosen from rejected"
+# The conclusion's three outcomes (analysis/conclusion.py): too few data is not evidence against.
+HEADLINES = {
+    "supported": (st.success, "Personal preference **is** the main factor"),
+    "not_supported": (
+        st.warning,
+        "The data speak **against** personal preference as the main factor",
+    ),
+    "insufficient_evidence": (
+        st.info,
+        "The data are **too few to say** whether personal preference is the main factor",
+    ),
+}
+show, headline = HEADLINES[report["conclusion"]["status"]]
+show(
+    headline
+    + " that separates chosen from rejected"
     + (" in this selection." if categories or annotators else ".")
 )
 pref = report["preference"]

@@ -173,6 +173,9 @@ with (
 flash = st.session_state.pop("console_flash", None)
 if flash:
     st.success(flash)
+saved = st.session_state.pop("console_saved", None)
+if saved:
+    st.toast(saved)
 
 if study is not None:
     locked = set(studies.locked_options(engine(), study.id))
@@ -193,7 +196,8 @@ if study is not None:
             except UserError as exc:
                 show_error(exc)
             else:
-                st.session_state["console_flash"] = "Options saved."
+                # A toast: the alert at the top of the page is off screen below the long form.
+                st.session_state["console_saved"] = "Options saved."
                 st.rerun()
     if study.allow_prolific:
         st.caption(
