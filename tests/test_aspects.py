@@ -373,6 +373,29 @@ def test_broken_scorer_files_are_refused_with_their_line(tmp_path, records, prob
     assert problem in caught.value.problems
 
 
+@pytest.mark.parametrize(
+    "line, problem",
+    [
+        (
+            '{"id": "p1", "response": "rejected", "scores": [1], "scores": [2]}',
+            "line 2: not valid JSON: the key 'scores' appears twice in one object",
+        ),
+        (
+            '{"id": "p1", "response": "rejected", "scores": [NaN]}',
+            "line 2: not valid JSON: NaN is not a JSON value (JSON has no NaN or infinity)",
+        ),
+    ],
+)
+def test_scorer_json_lines_are_strict_json_as_the_importers_read_it(tmp_path, line, problem):
+    # json.loads read NaN as a number and kept the last of two keys: the importers refuse both
+    path = tmp_path / "s.jsonl"
+    first = '{"id": "p1", "response": "chosen", "scores": [1]}'
+    path.write_text(f"{first}\n{line}\n", encoding="utf-8")
+    with pytest.raises(InputError) as caught:
+        read_scorer_file(str(path), aspect_counts={"p1": 1})
+    assert caught.value.problems == [problem]
+
+
 def test_scorer_csv_and_parquet_are_read_alike(tmp_path):
     records = scorer_rows()
     counts = {pair_id: 1 for pair_id in SCORER}
