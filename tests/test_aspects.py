@@ -111,17 +111,28 @@ def test_broken_aspects_are_refused_with_row_and_field():
             **row("p1", "h", "chosen"),
             "aspects": '[{"chosen": 2, "rejected": 0}, {"chosen": 1, "rejected": 1}]',
         },
+        {
+            **row("p1", "i", "chosen"),
+            "aspects": '[{"chosen": 2, "chosen": 0, "rejected": 0}, {"chosen": 1, "rejected": 1}]',
+        },
+        {
+            **row("p1", "j", "chosen"),
+            "aspects": '[{"chosen": NaN, "rejected": 0}, {"chosen": 1, "rejected": 1}]',
+        },
     ]
     with pytest.raises(InputError) as caught:
         validate_annotations(pd.DataFrame(rows), source="f.csv", aspect_counts={"p1": 2})
     assert caught.value.problems == [
         "row 1, column 'aspects': entry 1 'chosen' must be 0, 1 or 2 (got 3)",
         "row 2, column 'aspects': the pair has 2 rubric aspects, got 1 entry",
-        "row 3, column 'aspects': not valid JSON (Expecting value)",
+        "row 3, column 'aspects': not valid JSON: expecting value at column 1",
         "row 4, column 'aspects': entry 1 has no 'rejected' score",
         "row 5, column 'aspects': entry 1 has unknown keys ['x']",
         "row 6, column 'aspects': entry 1 'chosen' must be 0, 1 or 2 (got 1.5)",
         "row 7, column 'aspects': must be a list of {chosen, rejected} scores (got {'chosen': 1})",
+        "row 9, column 'aspects': not valid JSON: the key 'chosen' appears twice in one object",
+        "row 10, column 'aspects': not valid JSON: NaN is not a JSON value "
+        "(JSON has no NaN or infinity)",
     ]
 
 
