@@ -16,6 +16,7 @@ from annotate.labelling import Item, current_item, draft_seconds, load_study, sa
 from annotate.models import Annotator, Study
 from annotate.views.common import (
     finished_extras,
+    focus_button,
     mark_guidelines_seen,
     show_guidelines,
     sign_out_link,
@@ -163,6 +164,7 @@ def main() -> None:
         if st.button("Start labelling", type="primary", key="start_labelling"):
             mark_guidelines_seen(engine(), annotator_id=user.id)
             st.rerun()
+        focus_button("start_labelling")  # Enter starts, no Tab first
         sign_out_link()
         return
     st.html(PAGE_CSS)
