@@ -10,6 +10,7 @@ import html
 
 import plotly.io as pio
 
+from analysis.aspect_summary import aspect_html
 from analysis.summary import (
     CHECK_HEADER,
     HEADLINE_HEADER,
@@ -22,6 +23,7 @@ from analysis.summary import (
     headline_rows,
 )
 from analysis.tables import DIMENSIONS
+from analysis.vocabulary import PREFERENCES
 
 RELIABLE, TENTATIVE = 0.800, 0.667
 _CHOSEN, _REJECTED = "#1b7837", "#b2182b"
@@ -57,7 +59,7 @@ def _alpha_chart(report: dict) -> dict:
     pref = report["preference"]
     items = [
         (
-            f"preference alpha ({'/'.join(pref.get('categories', ['chosen', 'rejected', 'tie']))})",
+            f"preference alpha ({'/'.join(pref.get('categories', PREFERENCES))})",
             pref["alpha"],
         ),
         ("preference alpha (neutral orientation)", pref["alpha_neutral"]),
@@ -397,6 +399,7 @@ def render_html(report: dict) -> str:
         f"reliable, {TENTATIVE:.3f}-{RELIABLE:.3f} tentative conclusions only.</p>",
         "<h2>Charts</h2>",
         *charts,
+        *aspect_html(report),
         "<h2>Pairs to look at</h2>",
         _pairs_to_check(report),
         models_html(report),

@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from analysis import aspects as aspect_check
 from analysis.agreement import alpha, chosen_is_first, gwet_ac1, percent_agreement
 from analysis.annotators import STRAIGHT_LINING_MIN_ITEMS, annotator_table
 from analysis.conclusion import (
@@ -52,6 +53,8 @@ class ReportOptions:
     equivalence_margin: float | None = None  # None: MARGIN_PER_SCALE_POINT of the scale's range
     scale_min: int = 1
     scale_max: int = 5
+    # aspect check: chosen must cover the rubric aspects by at least this much (0-2 points)
+    aspect_gap: float = aspect_check.DEFAULT_GAP
     label_threshold: float = LABEL_THRESHOLD
     min_rated_pairs: int = MIN_RATED_PAIRS
     min_reasons: int = MIN_REASONS
@@ -361,6 +364,50 @@ def _methods(options: ReportOptions, *, n_gold_pairs: int) -> dict:
     }
 
 
+def _aspects(
+    coded: Coded,
+    table: pd.DataFrame,
+    *,
+    gold: np.ndarray,
+    options: ReportOptions,
+    scorer: pd.DataFrame | None,
+) -> tuple[pd.DataFrame, dict, dict]:
+    """The aspect check's parts: the pair table with its aspect columns and verdict, the
+    report's `aspects` section and the conclusion's `aspects` check."""
+    from analysis.aspect_scorer import compare_with_scorer
+
+    scores = aspect_check.long_scores(coded.annotations, coded.pair)
+    coverage = aspect_check.pair_coverage(scores, coded.n_pairs)
+    table = aspect_check.apply_verdict(table, coverage, threshold=options.aspect_gap)
+    counted = (
+        ~gold
+        & (table["n_annotations"].to_numpy() >= options.min_annotations)
+        & (coverage["n_aspect_annotations"].to_numpy() > 0)
+    )
+    humans = scores.subset(~gold[scores.pair])
+    section = aspect_check.aspects_section(
+        humans,
+        coverage,
+        counted=counted,
+        gap_threshold=options.aspect_gap,
+        bootstrap=options.bootstrap,
+        seed=options.seed,
+    )
+    if scorer is not None:
+        section["scorer"] = compare_with_scorer(
+            scorer[~gold[coded.pair_ids.get_indexer(scorer["pair_id"])]],
+            humans,
+            pair_ids=coded.pair_ids,
+            majority=table["majority"].to_numpy(dtype=object),
+            gap_threshold=options.aspect_gap,
+            bootstrap=options.bootstrap,
+            seed=options.seed,
+        )
+    gaps = coverage["aspects_gap"].to_numpy(dtype=np.float64)[counted]
+    check = aspect_check.aspects_check(gaps, gap_threshold=options.aspect_gap)
+    return table, section, check
+
+
 # --- the report ----------------------------------------------------------------------------
 
 
@@ -399,9 +446,16 @@ def conclusion_of(annotations: pd.DataFrame, *, options: ReportOptions) -> dict:
 
 
 def build_report(
-    annotations: pd.DataFrame, pairs: pd.DataFrame | None, *, options: ReportOptions
+    annotations: pd.DataFrame,
+    pairs: pd.DataFrame | None,
+    *,
+    options: ReportOptions,
+    aspect_scores: pd.DataFrame | None = None,
 ) -> dict:
-    """The report.json structure (contract section 4) for one annotations table."""
+    """The report.json structure (contract section 4) for one annotations table.
+
+    ``aspect_scores``: an automatic scorer's aspect scores (analysis.aspect_scorer) to compare
+    with the annotators' (needs aspect scores in the annotations)."""
     index = _pair_index(annotations, pairs)
     pair_ids = pd.Index(index["pair_id"].to_numpy(dtype=object))
     gold = index["is_gold"].to_numpy(dtype=bool)
@@ -417,6 +471,18 @@ def build_report(
         quality_threshold=options.quality_threshold,
         pair_gap=options.pair_gap,
     )
+    with_aspects = aspect_check.has_aspects(annotations)
+    if with_aspects:
+        table, aspects_section, aspects_check = _aspects(
+            coded, table, gold=gold, options=options, scorer=aspect_scores
+        )
+    elif aspect_scores is not None:
+        from analysis.errors import UserError
+
+        raise UserError(
+            "--aspect-scores needs annotations with aspect scores (studies with the aspect "
+            "check); these annotations have none"
+        )
     gold_counts = coded.annotations.loc[gold_annotation, "annotator"].value_counts()
     annotators = annotator_table(stats, gold_counts=gold_counts)
     if len(gold_counts):
@@ -446,7 +512,12 @@ def build_report(
         "quality": quality,
         "main_reason": main_reason,
         "main_reason_by_choice": by_choice,
-        "conclusion": conclude(conclusion_checks(preference, quality, main_reason, options)),
+        "conclusion": conclude(
+            {
+                **conclusion_checks(preference, quality, main_reason, options),
+                **({"aspects": aspects_check} if with_aspects else {}),
+            }
+        ),
         "verdicts": verdict_counts(table[~table["is_gold"]]),
         "options": {
             **asdict(options),
@@ -455,9 +526,15 @@ def build_report(
         },
         "methods": _methods(options, n_gold_pairs=int(gold.sum())),
     }
+    if with_aspects:
+        report["aspects"] = aspects_section
+        report["verdicts"] = aspect_check.verdict_counts(
+            report["verdicts"], table[~table["is_gold"]]
+        )
+        report["methods"]["aspects"] = aspect_check.METHOD
     report = json_safe(report)
     # Records are plain Python values already (NaN -> None in _records): no second pass.
-    report["pairs"] = _records(table, list_columns=("flags",))
+    report["pairs"] = _records(table, list_columns=("flags",))  # (aspect means stay lists)
     report["annotators"] = _records(annotators)
     return _ordered(report)
 
@@ -469,6 +546,7 @@ _KEY_ORDER = (
     "main_reason",
     "main_reason_by_choice",
     "conclusion",
+    "aspects",
     "verdicts",
     "pairs",
     "annotators",
@@ -478,7 +556,7 @@ _KEY_ORDER = (
 
 
 def _ordered(report: dict) -> dict:
-    return {key: report[key] for key in _KEY_ORDER}
+    return {key: report[key] for key in _KEY_ORDER if key in report}
 
 
 def _records(frame: pd.DataFrame, list_columns: tuple[str, ...] = ()) -> list[dict]:
@@ -595,6 +673,8 @@ def write_records_csv(records: list[dict], path: Path, *, list_columns=()) -> No
         chunk = pd.DataFrame.from_records(records[start : start + _CHUNK], columns=columns)
         for column in list_columns:
             chunk[column] = chunk[column].map(";".join)
+        for column in chunk.columns[chunk.columns.str.endswith("_means")]:
+            chunk[column] = chunk[column].map(lambda v: ";".join(f"{x:g}" for x in v))
         # pair ids and annotator names come from imported files: no cell may be a formula
         chunk = neutralise_frame(chunk)
         chunk.to_csv(path, index=False, mode="a" if start else "w", header=not start)

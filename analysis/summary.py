@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from analysis.tables import DIMENSIONS
+from analysis.vocabulary import PREFERENCES
 
 
 def fmt(value, digits: int = 3) -> str:
@@ -62,7 +63,7 @@ def headline_rows(report: dict) -> list[tuple[str, str, str, str, str]]:
             f"{pref['n_pairable_pairs']:,} pairs with >= 2 annotations",
         ),
         (
-            f"Krippendorff's alpha, nominal ({'/'.join(pref.get('categories', ['chosen', 'rejected', 'tie']))})",
+            f"Krippendorff's alpha, nominal ({'/'.join(pref.get('categories', PREFERENCES))})",
             *_estimate(pref["alpha"]),
         ),
         ("Krippendorff's alpha, nominal, neutral orientation", *_estimate(pref["alpha_neutral"])),
@@ -179,6 +180,8 @@ def _cell(text: str) -> str:
 
 
 def render_summary(report: dict) -> str:
+    from analysis.aspect_summary import aspect_markdown
+
     counts = report["counts"]
     boot = report["methods"]["bootstrap"]
     lines = [
@@ -213,6 +216,7 @@ def render_summary(report: dict) -> str:
         "in studies that allow them, and are left out of position bias.",
         "",
     ]
+    lines += aspect_markdown(report)
     return "\n".join(lines)
 
 

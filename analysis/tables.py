@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import csv
 import json
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from analysis import parquet_limits, strict_input
+from analysis.aspect_scores import AspectValueError, dumps, is_missing, parse_aspects
 from analysis.csv_cells import neutralise_frame, restore_frame
 from analysis.errors import InputError, UserError
 from analysis.vocabulary import (  # noqa: F401  (DIMENSIONS, SIDES: also read from here)
@@ -39,7 +41,10 @@ COLUMNS = [
     "comment",
     "seconds",
     "submitted_at",
+    "aspects",  # aspect check only: a JSON list, one {chosen, rejected} 0-2 per rubric aspect
 ]
+# Arrow's type of `aspects` in Parquet: a list of {chosen, rejected} structs (null = not scored).
+ASPECTS_TYPE = pa.list_(pa.struct([("chosen", pa.int64()), ("rejected", pa.int64())]))
 # What one annotator answered for one pair: every column but the two keys.
 ANSWER_COLUMNS = [name for name in COLUMNS if name not in ("pair_id", "annotator")]
 REQUIRED = ("pair_id", "annotator", "preference")
@@ -187,6 +192,7 @@ def write_table(frame: pd.DataFrame, path: str | Path) -> None:
     suffix = _suffix(path)
     frame = _typed(frame.reindex(columns=COLUMNS))
     if suffix == ".csv":
+        frame = frame.assign(aspects=frame["aspects"].map(dumps, na_action="ignore"))
         # CRLF rows (RFC 4180): with "\n" alone, pandas left a cell holding a bare "\r"
         # unquoted, and readers split the row there.
         neutralise_frame(frame).to_csv(path, index=False, na_rep="", lineterminator="\r\n")
@@ -195,7 +201,10 @@ def write_table(frame: pd.DataFrame, path: str | Path) -> None:
             for record in _json_records(frame):
                 handle.write(json.dumps(record, ensure_ascii=False) + "\n")
     else:
-        frame.to_parquet(path, index=False)
+        # aspects typed explicitly: an all-empty column would otherwise be Arrow's null type
+        table = pa.Table.from_pandas(frame.drop(columns="aspects"), preserve_index=False)
+        aspects = pa.array(frame["aspects"].tolist(), type=ASPECTS_TYPE)
+        pq.write_table(table.append_column("aspects", aspects), path)
 
 
 def _json_records(frame: pd.DataFrame) -> list[dict]:
@@ -214,6 +223,11 @@ def _typed(frame: pd.DataFrame) -> pd.DataFrame:
             out[name] = frame[name].astype("Int64")
         elif name == "seconds":
             out[name] = frame[name].astype("Float64")
+        elif name == "aspects":
+            values = frame[name].astype(object).where(frame[name].notna(), None)
+            given = values.notna()  # (only those can be blank text or an empty list)
+            values[given] = values[given].map(lambda v: None if is_missing(v) else v)
+            out[name] = values
         else:
             out[name] = frame[name].astype("string")
     return out
@@ -327,18 +341,39 @@ def _check_timestamps(raw, problems) -> pd.Series:
     return text
 
 
+def _check_aspects(raw, pair_ids, aspect_counts, problems) -> pd.Series:
+    """Aspect scores by the rule of analysis.aspect_scores; only the scored rows are parsed
+    (a table without aspect scores costs one vectorised null test)."""
+    parsed: list = [None] * len(raw)
+    present = np.flatnonzero(~raw.isna().to_numpy(dtype=bool))
+    values = raw.to_numpy(dtype=object)
+    for i in present:
+        pair = pair_ids.iloc[i]
+        n_aspects = None
+        if aspect_counts is not None and pair is not pd.NA and pair in aspect_counts:
+            n_aspects = aspect_counts[pair]
+        try:
+            parsed[i] = parse_aspects(values[i], n_aspects=n_aspects)
+        except AspectValueError as exc:
+            problems.append((int(i) + 1, f"row {i + 1}, column 'aspects': {exc}"))
+    return pd.Series(parsed, index=raw.index, dtype=object)
+
+
 def validate_annotations(
     raw: pd.DataFrame,
     *,
     source: str,
     scale: tuple[int, int] = DEFAULT_SCALE,
     pair_ids: Collection[str] | None = None,
+    aspect_counts: Mapping[str, int] | None = None,
 ) -> pd.DataFrame:
     """Check a raw annotations table and return it normalised, or raise InputError.
 
     Normalised: exactly the contract columns in order, text columns as pandas strings (missing =
-    <NA>), ratings as nullable Int64, seconds as Float64, the original row order kept. With
-    ``pair_ids``, every pair id must be one of them.
+    <NA>), ratings as nullable Int64, seconds as Float64, aspects as plain lists (None when not
+    scored), the original row order kept. With ``pair_ids``, every pair id must be one of them;
+    with ``aspect_counts`` (pair id -> number of rubric aspects), every aspects list must have
+    one entry per aspect of its pair.
     """
     absent = [c for c in REQUIRED if c not in raw.columns]
     if absent:
@@ -381,6 +416,9 @@ def validate_annotations(
     ]
     out["seconds"] = _check_seconds(raw.get("seconds", empty), problems)
     out["submitted_at"] = _check_timestamps(raw.get("submitted_at", empty), problems)
+    out["aspects"] = _check_aspects(
+        raw.get("aspects", empty), out["pair_id"], aspect_counts, problems
+    )
 
     if pair_ids is not None:
         known = out["pair_id"].isin(list(pair_ids)).to_numpy() | out["pair_id"].isna().to_numpy()
@@ -414,9 +452,16 @@ def load_annotations(
     *,
     scale: tuple[int, int] = DEFAULT_SCALE,
     pair_ids: Collection[str] | None = None,
+    aspect_counts: Mapping[str, int] | None = None,
 ) -> pd.DataFrame:
     """Read and validate an annotations file (CSV, JSON Lines or Parquet, by suffix)."""
-    table = validate_annotations(read_table(path), source=str(path), scale=scale, pair_ids=pair_ids)
+    table = validate_annotations(
+        read_table(path),
+        source=str(path),
+        scale=scale,
+        pair_ids=pair_ids,
+        aspect_counts=aspect_counts,
+    )
     # Arrow's allocator keeps the raw file's freed buffers; give them back before the report.
     pa.default_memory_pool().release_unused()
     return table

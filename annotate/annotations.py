@@ -16,6 +16,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection, Engine
 from sqlmodel import Session, select
 
+from analysis.aspect_scores import parse_aspects
 from analysis.tables import ANSWER_COLUMNS, COLUMNS, RATING_COLUMNS
 from analysis.vocabulary import SIDES, SLOTS, TIE
 from annotate import sqlite_engine
@@ -66,6 +67,8 @@ class Answer:
     comment: str | None = None
     seconds: float | None = None
     submitted_at: datetime | None = None
+    # Aspect check: one {"chosen": 0-2, "rejected": 0-2} per rubric aspect, in the pair's order.
+    aspects: list[dict[str, int]] | None = None
 
     def values(self) -> dict:
         unknown = set(self.ratings) - set(RATING_COLUMNS)
@@ -80,6 +83,7 @@ class Answer:
             "comment": (self.comment or "").replace("\x00", "\ufffd") or None,
             "seconds": self.seconds,
             "submitted_at": self.submitted_at or utcnow(),
+            "aspects": parse_aspects(self.aspects),  # refuses a malformed list (ValueError)
         }
 
 
@@ -353,19 +357,21 @@ def annotations_frame(source: Engine | Session, *, study: str) -> pd.DataFrame:
 
 
 def pairs_frame(source: Engine | Session, *, study: str, content: bool = True) -> pd.DataFrame:
-    """The study's pairs for analysis: pair_id, category, is_gold and (with `content`) the
-    original record; `source` as for annotations_frame. Without content a pair costs a few
-    bytes instead of its full text (about 100 KB)."""
+    """The study's pairs for analysis: pair_id, category, is_gold, n_aspects (how many rubric
+    aspects it has: the aspect check's scores per answer) and (with `content`) the original
+    record; `source` as for annotations_frame. Without content a pair costs a few bytes
+    instead of its full text (about 100 KB)."""
     with _reading(source) as s:
         study_row = get_study(s, study)
         if not content:
             light = s.exec(
-                select(Pair.pair_key, Pair.category, Pair.is_gold)
+                select(Pair.pair_key, Pair.category, Pair.is_gold, Pair.rubric_aspects)
                 .where(Pair.study_id == study_row.id)
                 .order_by(Pair.position)
             ).all()
-            frame = pd.DataFrame(light, columns=["pair_id", "category", "is_gold"])
+            frame = pd.DataFrame(light, columns=["pair_id", "category", "is_gold", "n_aspects"])
             frame["is_gold"] = frame["is_gold"].astype(bool)
+            frame["n_aspects"] = [len(aspects or []) for aspects in frame["n_aspects"]]
             return frame
         pairs = s.exec(
             select(Pair).where(Pair.study_id == study_row.id).order_by(Pair.position)
@@ -376,11 +382,12 @@ def pairs_frame(source: Engine | Session, *, study: str, content: bool = True) -
                 "pair_id": p.pair_key,
                 "category": p.category,
                 "is_gold": p.is_gold,
+                "n_aspects": len(p.rubric_aspects or []),
                 "record": p.record(),
             }
             for p in pairs
         ],
-        columns=["pair_id", "category", "is_gold", "record"],
+        columns=["pair_id", "category", "is_gold", "n_aspects", "record"],
     )
 
 

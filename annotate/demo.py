@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -13,12 +15,24 @@ from annotate.db import write
 from annotate.errors import UserError
 from annotate.importer import import_pairs
 from annotate.models import Annotator
-from annotate.studies import get_or_create_study
+from annotate.studies import get_or_create_study, update_study_options
 
 DEMO_STUDY = "demo"
 DEMO_ANNOTATORS = ["demo-annotator-1", "demo-annotator-2", "demo-annotator-3"]
 DEMO_MAINTAINER = "demo-maintainer"
 SAMPLE_NAME = "sample_pairs.jsonl"
+# A second, small study with the aspect check on: a few of the sample pairs, where the page
+# also asks how well each response covers each of the user's rubric aspects (0-2).
+DEMO_ASPECT_STUDY = "demo-aspects"
+DEMO_ASPECT_ANNOTATOR = "demo-aspects-1"
+DEMO_ASPECT_PAIRS = (
+    "demo-art-01",
+    "demo-art-02",
+    "demo-life-01",
+    "demo-life-02",
+    "demo-soc-01",
+    "demo-soc-02",
+)
 GUIDELINES = """\
 You will see a question a real person asked, what we know about that person (their rubric,
 their own words and some of their past posts), and two answers.
@@ -54,9 +68,28 @@ class Demo:
     reissued: bool  # some accounts existed: their earlier links stopped working
 
 
+def aspect_pair_records() -> list[dict]:
+    """The sample pairs of the aspect-check demo study, in their file order."""
+    with sample_pairs_path().open(encoding="utf-8") as handle:
+        records = [json.loads(line) for line in handle if line.strip()]
+    return [r for r in records if r["id"] in DEMO_ASPECT_PAIRS]
+
+
+def _import_aspect_pairs(engine: Engine) -> None:
+    with tempfile.TemporaryDirectory(prefix="annotate-demo-") as tmp:
+        path = Path(tmp) / "aspect_pairs.jsonl"
+        path.write_text(
+            "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in aspect_pair_records()),
+            encoding="utf-8",
+        )
+        import_pairs(engine, path, study_name=DEMO_ASPECT_STUDY)
+
+
 def build_demo(engine: Engine) -> Demo:
-    """Import the sample pairs (a no-op the second time) and (re)issue the demo links."""
+    """Import the sample pairs (a no-op the second time) and (re)issue the demo links; also
+    the small aspect-check study (DEMO_ASPECT_STUDY) and its annotator."""
     import_pairs(engine, sample_pairs_path(), study_name=DEMO_STUDY)
+    _import_aspect_pairs(engine)
 
     def work(s) -> Demo:
         accounts = []
@@ -65,11 +98,21 @@ def build_demo(engine: Engine) -> Demo:
         if not study.guidelines:
             study.guidelines = GUIDELINES
             s.add(study)
-        for name in [*DEMO_ANNOTATORS, DEMO_MAINTAINER]:
-            is_admin = name == DEMO_MAINTAINER
+        aspect_study = get_or_create_study(s, DEMO_ASPECT_STUDY)
+        if not aspect_study.aspect_check:
+            update_study_options(s, aspect_study, aspect_check=True)
+        if not aspect_study.guidelines:
+            aspect_study.guidelines = GUIDELINES
+            s.add(aspect_study)
+        people = [(name, study.id, False) for name in DEMO_ANNOTATORS]
+        people += [
+            (DEMO_MAINTAINER, study.id, True),
+            (DEMO_ASPECT_ANNOTATOR, aspect_study.id, False),
+        ]
+        for name, study_id, is_admin in people:
             existing = s.exec(select(Annotator).where(Annotator.name == name)).first()
             if existing is None:
-                _, token = create_annotator(s, name=name, study_id=study.id, is_admin=is_admin)
+                _, token = create_annotator(s, name=name, study_id=study_id, is_admin=is_admin)
             else:
                 token = reissue_token(s, existing)
                 reissued = True

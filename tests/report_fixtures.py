@@ -116,6 +116,7 @@ def synthetic(
     data["comment"] = None
     data["seconds"] = rng.gamma(4, 10, size=n).round(1)
     data["submitted_at"] = None
+    data["aspects"] = None  # no aspect check
     table = pd.DataFrame(data)
     for column in COLUMNS:
         if column.endswith(("_chosen", "_rejected")):

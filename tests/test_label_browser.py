@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from sqlmodel import select
 
-from annotate.annotations import Answer, annotations_frame, other_slot
+from annotate.annotations import annotations_frame, other_slot
 from annotate.auth import create_annotator
 from annotate.db import get_engine, session
 from annotate.demo import GUIDELINES, sample_pairs_path
@@ -679,12 +679,6 @@ def test_aspect_check_on_keys_in_the_first_screen_and_kept_in_the_draft(site, ne
     expect(group.locator('[aria-checked="true"]')).to_have_text("1")
 
 
-@pytest.mark.xfail(
-    "aspects" not in Answer.__dataclass_fields__,
-    reason="annotation.aspects is stored by the aspect check's storage (Answer.aspects and the "
-    "submit paths), which lands on another branch",
-    strict=True,
-)
 def test_aspect_scores_answered_by_keys_are_stored_exactly(site, new_page):
     page = new_page(viewport=SCREEN)
     open_pair(page, site.server.login_url(site.tokens["aspects"]))

@@ -61,9 +61,9 @@ def test_pair_content_is_read_only_for_the_valid_pairs_export(db_url, tmp_path):
     engine = get_engine(db_url)
     make_study(engine, tmp_path, n_pairs=2)
     light = study_report.study_tables(engine, study="default")
-    assert list(light.pairs.columns) == ["pair_id", "category", "is_gold"]
+    assert list(light.pairs.columns) == ["pair_id", "category", "is_gold", "n_aspects"]
     full = study_report.study_tables(engine, study="default", content=True)
-    assert list(full.pairs.columns) == ["pair_id", "category", "is_gold", "record"]
+    assert list(full.pairs.columns) == ["pair_id", "category", "is_gold", "n_aspects", "record"]
     assert full.pairs["record"][0] == pair_record(0)
 
 
@@ -93,6 +93,7 @@ def test_the_light_and_full_pairs_frames_agree(db_url, tmp_path, content):
     frame = stored.pairs_frame(engine, study="default", content=content)
     assert list(frame["pair_id"]) == ["p0", "p1", "p2"]
     assert frame["is_gold"].dtype == bool
+    assert list(frame["n_aspects"]) == [1, 1, 1]  # the aspect check's entries per answer
 
 
 def test_report_from_the_database_exports_the_valid_pairs_as_imported(tmp_path):

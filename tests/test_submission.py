@@ -77,6 +77,7 @@ def test_the_export_fills_every_contract_column_and_validates(engine, tmp_path):
         main_reason="personal_fit",
         comment="fits her budget",
         seconds=3.5,
+        aspects=[{"chosen": 2, "rejected": 0}],  # the pair's one rubric aspect
     )
     submit_answer(engine, annotator_id=a, pair_id=item.pair_id, answer=answer)
     frame = annotations_frame(engine, study="default")

@@ -50,12 +50,19 @@ def run(args: argparse.Namespace) -> int:
 
     def study_and_pairs(s):
         study = get_study(s, args.study)
-        pair_ids = set(s.exec(select(Pair.pair_key).where(Pair.study_id == study.id)).all())
-        return study.id, (study.scale_min, study.scale_max), pair_ids
+        aspect_counts = {
+            key: len(aspects or [])
+            for key, aspects in s.exec(
+                select(Pair.pair_key, Pair.rubric_aspects).where(Pair.study_id == study.id)
+            ).all()
+        }
+        return study.id, (study.scale_min, study.scale_max), aspect_counts
 
     engine = get_engine(args.db)
-    study_id, scale, pair_ids = read(engine, study_and_pairs)
-    frame = load_annotations(args.file, scale=scale, pair_ids=pair_ids)
+    study_id, scale, aspect_counts = read(engine, study_and_pairs)
+    frame = load_annotations(
+        args.file, scale=scale, pair_ids=set(aspect_counts), aspect_counts=aspect_counts
+    )
     written = import_annotation_rows(engine, study_id=study_id, rows=contract_rows(frame))
     print(f"{written:,} annotations imported into study {args.study!r} from {args.file}")
     return 0

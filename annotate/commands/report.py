@@ -141,6 +141,21 @@ def configure(parser: argparse.ArgumentParser) -> None:
         f"with columns in the file; known: {', '.join(DIMENSIONS)})",
     )
     parser.add_argument(
+        "--aspect-scores",
+        metavar="FILE",
+        help="an automatic scorer's aspect scores (.jsonl, .csv, .parquet: id, response, "
+        "scores) to compare with the annotators' (studies with the aspect check)",
+    )
+    parser.add_argument(
+        "--aspect-gap",
+        type=_positive_float,
+        default=0.5,
+        metavar="X",
+        help="aspect check: how much better (0-2 match-score points, mean over aspects) the "
+        "chosen response must cover the rubric for its pair not to be rubric_not_reflected "
+        "(default 0.5)",
+    )
+    parser.add_argument(
         "--export-valid",
         metavar="FILE",
         help="write the pairs whose verdict is valid here, in the pairs format",
@@ -219,6 +234,7 @@ def _from_files(args) -> tuple[pd.DataFrame, pd.DataFrame, tuple[int, int], dict
             "pair_id": [p.key for p in pairs],
             "category": [p.category for p in pairs],
             "is_gold": False,
+            "n_aspects": [len(p.rubric_aspects or []) for p in pairs],
             "record": [p.as_record() for p in pairs],
         }
     )
@@ -226,7 +242,11 @@ def _from_files(args) -> tuple[pd.DataFrame, pd.DataFrame, tuple[int, int], dict
     # The study asked the dimensions whose columns the file has (both responses).
     present = tuple(d for d in DIMENSIONS if {f"{d}_chosen", f"{d}_rejected"} <= set(raw.columns))
     annotations = validate_annotations(
-        raw, source=str(args.annotations), scale=DEFAULT_SCALE, pair_ids=set(frame["pair_id"])
+        raw,
+        source=str(args.annotations),
+        scale=DEFAULT_SCALE,
+        pair_ids=set(frame["pair_id"]),
+        aspect_counts=_aspect_counts(frame),
     )
     del raw
     pa.default_memory_pool().release_unused()
@@ -241,6 +261,11 @@ def _from_files(args) -> tuple[pd.DataFrame, pd.DataFrame, tuple[int, int], dict
         "dimensions": args.dimensions if args.dimensions is not None else present,
     }
     return annotations, frame, DEFAULT_SCALE, design
+
+
+def _aspect_counts(pairs: pd.DataFrame) -> dict[str, int]:
+    """Pair id -> number of rubric aspects."""
+    return dict(zip(pairs["pair_id"].astype(str), pairs["n_aspects"].astype(int), strict=True))
 
 
 def _from_database(args) -> tuple[pd.DataFrame, pd.DataFrame, tuple[int, int], dict]:
@@ -278,12 +303,18 @@ def run(args: argparse.Namespace) -> int:
         quality_threshold=args.quality_threshold,
         pair_gap=args.pair_gap,
         equivalence_margin=args.equivalence_margin,
+        aspect_gap=args.aspect_gap,
         label_threshold=args.label_threshold,
         min_rated_pairs=args.min_rated_pairs,
         min_reasons=args.min_reasons,
         **design,
     )
-    report = build_report(annotations, pairs, options=options)
+    scorer = None
+    if args.aspect_scores:
+        from analysis.aspect_scorer import read_scorer_file
+
+        scorer = read_scorer_file(args.aspect_scores, aspect_counts=_aspect_counts(pairs))
+    report = build_report(annotations, pairs, options=options, aspect_scores=scorer)
     export = Path(args.export_valid) if args.export_valid else None
     if args.model:
         report = _with_models(report, args.model, pairs=pairs, options=options)
