@@ -254,7 +254,8 @@ def test_guidelines_come_first_and_on_demand(study):
         s.add(study_row)
     at = signed_in(token)
     assert at.title[0].value == "Guidelines"
-    assert not at.get("bidi_component")
+    # no labelling form yet: only the small component that focuses "Start labelling"
+    assert [c.key for c in at.get("bidi_component")] == ["focus_start_labelling"]
     assert "\\!\\[x\\]" in at.markdown[0].value  # inert even in guidelines
     at.button(key="start_labelling").click().run()
     assert progress(at) == (0, 3)
