@@ -174,9 +174,7 @@ def login_routes(get_engine: Callable[[], Engine]) -> list[Route]:
         # Only the confirmation page's own button (a same-origin POST) signs out: a link, from
         # this app or another site, only asks, because signing out retires the account's link.
         if request.method != "POST" or not _same_origin(request.headers):
-            account = await run_in_threadpool(
-                _account, get_engine(), request.cookies.get(COOKIE)
-            )
+            account = await run_in_threadpool(_account, get_engine(), request.cookies.get(COOKIE))
             return _sign_out_page(account[1] if account else None)
         token = request.cookies.get(COOKIE)
         if token:
