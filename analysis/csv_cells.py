@@ -35,6 +35,8 @@ def restore(value: str) -> str:
 
 
 def _text_mask(column: pd.Series, pattern: re.Pattern) -> pd.Series:
+    if column.dtype != object:  # a string column: every cell is text or missing
+        return column.str.contains(pattern.pattern, regex=True).fillna(False).astype(bool)
     is_text = column.map(type) == str  # noqa: E721 - exactly str cells, not numbers
     if not is_text.any():
         return is_text
@@ -48,10 +50,9 @@ def _rewrite_text_cells(frame: pd.DataFrame, pattern: re.Pattern, rewrite) -> pd
         column = out[name]
         if column.dtype != object and not pd.api.types.is_string_dtype(column):
             continue
-        column = column.astype(object)
         mask = _text_mask(column, pattern)
         if mask.any():
-            column = column.copy()
+            column = column.astype(object)
             column[mask] = rewrite(column[mask])
             out[name] = column.astype(frame[name].dtype)
     return out

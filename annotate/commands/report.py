@@ -303,9 +303,8 @@ def _from_database(args) -> tuple[pd.DataFrame, pd.DataFrame, tuple[int, int], d
 
 
 def run(args: argparse.Namespace) -> int:
-    from analysis.report import build_report, write_report
+    from analysis.report import build_report, report_options, write_report
     from annotate.pairs_io import write_pairs
-    from annotate.study_report import report_options
 
     if bool(args.annotations) != bool(args.pairs):
         raise UserError(
