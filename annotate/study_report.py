@@ -82,12 +82,6 @@ def study_tables(
     return StudyData(annotations=annotations, pairs=pairs, scale=scale, design=design)
 
 
-def report_options(scale: tuple[int, int], **overrides):
-    from analysis.report import ReportOptions
-
-    return ReportOptions(scale_min=scale[0], scale_max=scale[1], **overrides)
-
-
 def build_study_report(
     engine: Engine,
     *,
@@ -98,7 +92,7 @@ def build_study_report(
     **options,
 ) -> tuple[dict, pd.DataFrame, pd.DataFrame]:
     """(report dict, annotations, pairs) for the study or the filtered part of it."""
-    from analysis.report import build_report
+    from analysis.report import build_report, report_options
 
     data = study_tables(
         engine, study=study, categories=categories, annotators=annotators, content=content
