@@ -21,7 +21,7 @@ its copy, which inflates every agreement statistic. Instead the annotators' shar
 variance is estimated by a jackknife over annotators, from which the part that pair-to-pair
 noise alone produces is subtracted: that part is measured by the same jackknife after the
 annotators' labels are shuffled within each pair (which keeps who rated how many pairs but
-removes any lasting difference between annotators). The remainder is added to the pair
+removes any lasting difference between annotators), taking the median over shuffles. The remainder is added to the pair
 bootstrap interval: each side's half-width and the annotators' margin (a t quantile with one
 degree of freedom fewer than there are annotators, times the square root of their share) are
 added in squares (the MOVER rule of Zou & Donner 2008). With
@@ -344,7 +344,14 @@ def annotator_interval(
     observed = variance(panel.annotator)
     if not np.isfinite(observed):
         return None, "undefined: the statistic is undefined without some annotator"
-    floor = np.nanmean([variance(codes) for codes in panel.shuffled])
+    # The floor is the median of the shuffled jackknife variances, not their mean: a jackknife
+    # over k annotators has about k - 1 degrees of freedom, so its draws are skewed (with three
+    # annotators 63% of them fall below their mean). Against the mean, "annotators differ no
+    # more than noise" was called in 38% of studies of a panel that does differ (Gwet's AC1,
+    # 100 pairs x 3), and those intervals, the pair interval alone, covered 73%. Against the
+    # median the observed variance of annotators who do not differ is above or below the floor
+    # at even odds.
+    floor = np.nanmedian([variance(codes) for codes in panel.shuffled])
     between = max(0.0, observed - floor) if np.isfinite(floor) else observed
     lo, hi = pair.ci95
     if between == 0:
