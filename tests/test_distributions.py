@@ -44,7 +44,11 @@ def test_binomial_tails_by_hand() -> None:
             tail = sum(math.comb(n, i) for i in range(k, n + 1)) / 2**n
             assert d.binom_half_greater(k, n) == pytest.approx(tail, rel=1e-13)
             low = min(k, n - k)
-            both = 1.0 if 2 * k == n else min(1.0, 2 * sum(math.comb(n, i) for i in range(low + 1)) / 2**n)
+            both = (
+                1.0
+                if 2 * k == n
+                else min(1.0, 2 * sum(math.comb(n, i) for i in range(low + 1)) / 2**n)
+            )
             assert d.binom_half_two_sided(k, n) == pytest.approx(both, rel=1e-13)
 
 
@@ -74,8 +78,12 @@ def test_clopper_pearson_matches_proportion_ci(n: int) -> None:
         # the beta quantiles below are the exact bounds it converges to.
         assert lo == pytest.approx(ci.low, abs=1e-11)
         assert hi == pytest.approx(ci.high, abs=1e-11)
-        assert lo == (0.0 if k == 0 else pytest.approx(stats.beta.ppf(0.025, k, n - k + 1), rel=1e-12))
-        assert hi == (1.0 if k == n else pytest.approx(stats.beta.ppf(0.975, k + 1, n - k), rel=1e-12))
+        assert lo == (
+            0.0 if k == 0 else pytest.approx(stats.beta.ppf(0.025, k, n - k + 1), rel=1e-12)
+        )
+        assert hi == (
+            1.0 if k == n else pytest.approx(stats.beta.ppf(0.975, k + 1, n - k), rel=1e-12)
+        )
 
 
 def test_clopper_pearson_published_example() -> None:
