@@ -232,7 +232,10 @@ def pair_bootstrap(
 ) -> PairInterval:
     """BCa interval of ``statistic`` over unit patterns resampled with ``weights``."""
     features = statistic.features(patterns)
-    samples = np.concatenate([statistic.finish(w.astype(np.float64) @ features) for w in weights])
+    # copy=False: drawn weights are float64 already, and copying 1000 rows per batch cost 0.4 s
+    samples = np.concatenate(
+        [statistic.finish(w.astype(np.float64, copy=False) @ features) for w in weights]
+    )
     total = frequencies.astype(np.float64) @ features
     jackknife = statistic.finish(total[None, :] - features)
     ci, note = bca_interval(
