@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from analysis import strict_input
 from analysis.aspect_scores import SIDES, AspectValueError, score
 from analysis.aspects import (
     Scores,
@@ -42,6 +43,7 @@ SUFFIXES = (".jsonl", ".csv", ".parquet")
 REQUIRED = ("id", "response", "scores")
 TOP_DISAGREEMENTS = 10
 _MAX_PROBLEMS = 20
+MAX_LINE_BYTES = 8 * 1024**2  # a line holds a response, as long as a pair record may be
 
 
 # --- reading -----------------------------------------------------------------------------------
@@ -58,22 +60,11 @@ def _records(path: Path) -> tuple[list[dict], str]:
         raise UserError(f"{path}: no such file")
     try:
         if suffix == ".jsonl":
-            records, problems = [], []
-            with path.open(encoding="utf-8") as handle:
-                for number, line in enumerate(handle, start=1):
-                    if not line.strip():
-                        continue
-                    try:
-                        record = json.loads(line)
-                    except json.JSONDecodeError as exc:
-                        problems.append(f"line {number}: not valid JSON ({exc.msg})")
-                        continue
-                    if not isinstance(record, dict):
-                        problems.append(f"line {number}: expected a JSON object")
-                        continue
-                    records.append({**record, "_at": f"line {number}"})
+            with path.open("rb") as handle:
+                numbered, problems = strict_input.json_object_lines(handle, limit=MAX_LINE_BYTES)
+            records = [{**record, "_at": f"line {number}"} for number, record in numbered]
             if problems:
-                raise InputError(str(path), problems[:_MAX_PROBLEMS])
+                raise InputError(str(path), problems)
             return records, "line"
         if suffix == ".csv":
             frame = pd.read_csv(path, dtype=str, keep_default_na=False, na_values=[""])

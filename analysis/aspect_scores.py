@@ -14,6 +14,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from analysis import strict_input
 from analysis.vocabulary import ASPECT_SCORES as SCORES
 from analysis.vocabulary import SIDES
 
@@ -55,9 +56,9 @@ def parse_aspects(value, *, n_aspects: int | None = None) -> list[dict[str, int]
         return None  # not scored at all is allowed; a partial list is not
     if isinstance(value, str):
         try:
-            value = json.loads(value)
-        except json.JSONDecodeError as exc:
-            raise AspectValueError(f"not valid JSON ({exc.msg})") from None
+            value = strict_input.loads(value)  # a repeated key is refused, not last-wins
+        except strict_input.FAILURES as exc:
+            raise AspectValueError(strict_input.describe_line(exc)) from None
         if is_missing(value):
             return None
     if not isinstance(value, (list, tuple, np.ndarray)):

@@ -43,31 +43,26 @@ def _text_mask(column: pd.Series, pattern: re.Pattern) -> pd.Series:
     return is_text & column.where(is_text, "").str.contains(pattern.pattern, regex=True)
 
 
-def neutralise_frame(frame: pd.DataFrame) -> pd.DataFrame:
-    """A copy of `frame` whose text cells are safe to write to CSV (numbers are left alone)."""
+def _rewrite_text_cells(frame: pd.DataFrame, pattern: re.Pattern, rewrite) -> pd.DataFrame:
+    """A copy of `frame` whose text cells matching `pattern` are `rewrite(cells)` (a Series)."""
     out = frame.copy()
     for name in out.columns:
         column = out[name]
         if column.dtype != object and not pd.api.types.is_string_dtype(column):
             continue
-        mask = _text_mask(column, _NEEDS_QUOTE)
+        mask = _text_mask(column, pattern)
         if mask.any():
             column = column.astype(object)
-            column[mask] = "'" + column[mask]
+            column[mask] = rewrite(column[mask])
             out[name] = column.astype(frame[name].dtype)
     return out
+
+
+def neutralise_frame(frame: pd.DataFrame) -> pd.DataFrame:
+    """A copy of `frame` whose text cells are safe to write to CSV (numbers are left alone)."""
+    return _rewrite_text_cells(frame, _NEEDS_QUOTE, lambda cells: "'" + cells)
 
 
 def restore_frame(frame: pd.DataFrame) -> pd.DataFrame:
     """The inverse of `neutralise_frame`, for a frame read from CSV."""
-    out = frame.copy()
-    for name in out.columns:
-        column = out[name]
-        if column.dtype != object and not pd.api.types.is_string_dtype(column):
-            continue
-        mask = _text_mask(column, _QUOTED)
-        if mask.any():
-            column = column.astype(object)
-            column[mask] = column[mask].str.slice(1)
-            out[name] = column.astype(frame[name].dtype)
-    return out
+    return _rewrite_text_cells(frame, _QUOTED, lambda cells: cells.str.slice(1))

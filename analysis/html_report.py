@@ -309,8 +309,8 @@ def reading(report: dict) -> list[str]:
             + (
                 "the equivalence test shows the two within "
                 f"+-{q['margin']} (TOST p {fmt_p(q['tost_p'])})."
-                if q["equivalent"]
-                else f"equivalence within +-{q['margin']} is not shown (TOST p {fmt_p(q['tost_p'])})."
+                if q["equivalent"] and not q.get("zero_spread")
+                else f"equivalence within +-{q['margin']} is not shown ({'every pair has the same difference, which is no evidence' if q.get('zero_spread') else 'TOST p ' + fmt_p(q['tost_p'])})."
             )
         )
     conclusion = report["conclusion"]
@@ -321,7 +321,7 @@ def reading(report: dict) -> list[str]:
         "was the main factor: ",
     }.get(conclusion.get("status"), "")
     parts = [
-        f"the {name} check {OUTCOME_WORDS.get(check.get('outcome'), '')}"
+        f"the {name} check {'found ' if check.get('outcome') == 'insufficient' else ''}{OUTCOME_WORDS.get(check.get('outcome'), '')}"
         + (f" ({check['note']})" if check.get("note") else "")
         for name, check in conclusion["checks"].items()
     ]

@@ -17,7 +17,6 @@ CSV header not counted); a file with any problem is refused whole (``ModelFileEr
 from __future__ import annotations
 
 import io
-import json
 import math
 from collections.abc import Collection
 from dataclasses import dataclass
@@ -26,6 +25,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from analysis import strict_input
 from analysis.errors import InputError
 from analysis.vocabulary import PREFERENCES, SIDES, SLOTS
 
@@ -35,6 +35,7 @@ CHOSEN, REJECTED, TIE, FAILED = range(4)
 LAYOUTS = ("pairwise", "pointwise", "scores", "preference")
 SUFFIXES = (".jsonl", ".csv", ".parquet")
 MAX_FILE_BYTES = 512 * 1024**2
+MAX_LINE_BYTES = 8 * 1024**2  # a judge's output may quote a whole response, as long as a pair's
 _MAX_PROBLEMS = 200
 _TRUE = {"true", "1", "yes"}
 _FALSE = {"false", "0", "no"}
@@ -129,28 +130,12 @@ def _records(data: bytes, suffix: str, source: str) -> tuple[pd.DataFrame, str]:
 
 
 def _json_lines(data: bytes, source: str) -> pd.DataFrame:
-    records, numbers, problems = [], [], []
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise ModelFileError(source, [f"not valid UTF-8 text (byte {exc.start + 1})"]) from None
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            problems.append(f"line {number}: not valid JSON ({exc.msg})")
-            continue
-        if not isinstance(record, dict):
-            problems.append(f"line {number}: expected a JSON object, got {type(record).__name__}")
-            continue
-        records.append(record)
-        numbers.append(number)
+    numbered, problems = strict_input.json_object_lines(io.BytesIO(data), limit=MAX_LINE_BYTES)
     if problems:
         raise ModelFileError(source, problems)
+    records = [record for _, record in numbered]
     frame = pd.DataFrame.from_records(records) if records else pd.DataFrame()
-    frame.index = numbers
+    frame.index = [number for number, _ in numbered]
     return frame
 
 

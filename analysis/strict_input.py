@@ -92,6 +92,51 @@ def bounded_lines(handle, limit: int) -> Iterator[tuple[int, bytes | None, int]]
         yield number, None, size
 
 
+MAX_PROBLEMS = 20  # a file with more is refused naming these; the rest are not checked
+
+
+def json_object_lines(handle, *, limit: int) -> tuple[list[tuple[int, dict]], list[str]]:
+    """((line number, record) for every JSON object line, problems) of a binary JSON Lines
+    file: blank lines skipped, a leading UTF-8 byte order mark allowed, each problem a sentence
+    naming its line (over `limit` bytes, not UTF-8, not strict JSON, a lone surrogate escape,
+    not an object); after MAX_PROBLEMS problems the rest of the file is not read. The
+    importers and every analysis reader of JSON Lines read through here, so each refuses the
+    same things in the same words."""
+    records, problems = [], []
+    for number, line, size in bounded_lines(handle, limit):
+        if len(problems) == MAX_PROBLEMS:
+            problems.append("(further lines not checked)")
+            break
+        if line is None:
+            problems.append(f"line {number}: {size:,} bytes, over the limit of {limit:,} bytes")
+            continue
+        try:
+            text = line.decode("utf-8-sig" if number == 1 else "utf-8")
+        except UnicodeDecodeError as exc:
+            problems.append(f"line {number}: not valid UTF-8 text (byte {exc.start + 1})")
+            continue
+        if not text.strip():
+            continue
+        try:
+            record = loads(text)
+            if "\\u" in text:  # an escaped lone surrogate cannot be written as UTF-8
+                json.dumps(record, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError:  # (a ValueError: before the next clause)
+            problems.append(
+                f"line {number}: a lone UTF-16 surrogate escape (\\udXXX) cannot be stored"
+            )
+            continue
+        except FAILURES as exc:
+            problems.append(f"line {number}: {describe_line(exc)}")
+            continue
+        if not isinstance(record, dict):
+            kind = type(record).__name__
+            problems.append(f"line {number}: expected a JSON object, got {kind}")
+            continue
+        records.append((number, record))
+    return records, problems
+
+
 def check_file(path: Path) -> None:
     """A readable sentence when `path` is not a file to read."""
     if path.is_dir():

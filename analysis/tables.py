@@ -99,41 +99,9 @@ def _read_json_lines(path: Path) -> pd.DataFrame:
     """One JSON object per line (blank lines skipped); lines that are not one are refused with
     their numbers (pandas' reader raised a TypeError on a line such as `0`). Strict JSON: NaN,
     a repeated key or a line over MAX_LINE_BYTES is refused, naming the line."""
-    records, problems = [], []
     with path.open("rb") as handle:
-        for number, line, size in strict_input.bounded_lines(handle, MAX_LINE_BYTES):
-            if len(problems) == 20:
-                problems.append("(further lines not checked)")
-                break
-            if line is None:
-                problems.append(
-                    f"line {number}: {size:,} bytes, over the limit of {MAX_LINE_BYTES:,} bytes"
-                )
-                continue
-            try:
-                text = line.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                problems.append(f"line {number}: not valid UTF-8 text (byte {exc.start + 1})")
-                continue
-            if not text.strip():
-                continue
-            try:
-                record = strict_input.loads(text)
-                if "\\u" in text:  # an escaped lone surrogate cannot be stored as UTF-8
-                    json.dumps(record, ensure_ascii=False).encode("utf-8")
-            except UnicodeEncodeError:  # (a ValueError: before the next clause)
-                problems.append(
-                    f"line {number}: a lone UTF-16 surrogate escape (\\udXXX) cannot be stored"
-                )
-                continue
-            except strict_input.FAILURES as exc:
-                problems.append(f"line {number}: {strict_input.describe_line(exc)}")
-                continue
-            if not isinstance(record, dict):
-                kind = type(record).__name__
-                problems.append(f"line {number}: expected a JSON object, got {kind}")
-                continue
-            records.append(record)
+        numbered, problems = strict_input.json_object_lines(handle, limit=MAX_LINE_BYTES)
+    records = [record for _, record in numbered]
     if problems:
         raise InputError(str(path), problems)
     return pd.DataFrame.from_records(records) if records else pd.DataFrame(columns=COLUMNS)

@@ -101,7 +101,7 @@ def label_share(
     """
     statistic = label_statistic(min_annotations=min_annotations, decided_only=decided_only)
     k, n = (int(x) for x in statistic.features(counts).sum(axis=0))
-    what = "chosen or rejected majority" if decided_only else "enough annotations"
+    what = "a chosen or rejected majority" if decided_only else "enough annotations"
     if n == 0:
         out = {
             "value": None,
@@ -109,7 +109,7 @@ def label_share(
             "p_value": None,
             "n": 0,
             "k": 0,
-            "note": f"undefined: no pair has a {what}",
+            "note": f"undefined: no pair has {what}",
         }
         if panel is not None:
             out["ci95_annotators"] = None

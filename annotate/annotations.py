@@ -7,9 +7,10 @@ import weakref
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 
 import pandas as pd
+from sqlalchemy import select as core_select
 from sqlalchemy import update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection, Engine
@@ -86,6 +87,65 @@ class Answer:
         }
 
 
+@dataclass(frozen=True)
+class Loaded:
+    """What the form being submitted was loaded with: the stored answer's submitted_at, or
+    None for a pair that was unanswered then."""
+
+    submitted_at: datetime | None
+
+
+class StaleAnswer(Exception):
+    """The pair's answer changed after the form was loaded (another tab answered it):
+    nothing was stored. `submitted_at` is when the answer kept was given."""
+
+    def __init__(self, submitted_at: datetime):
+        super().__init__(f"answered elsewhere at {submitted_at:%H:%M}")
+        self.submitted_at = submitted_at
+
+
+_COMPARED = tuple(name for name in ANSWER_FIELDS if name not in ("seconds", "submitted_at"))
+_ANNOTATION = Annotation.__table__
+
+
+def _naive_utc(moment: datetime | None) -> datetime | None:
+    # SQLite gives naive UTC times back, PostgreSQL aware ones
+    if moment is None or moment.tzinfo is None:
+        return moment
+    return moment.astimezone(UTC).replace(tzinfo=None)
+
+
+def _check_loaded(
+    conn: Connection,
+    *,
+    study_id: int,
+    annotator_id: int,
+    pair_id: int,
+    values: dict,
+    loaded: Loaded,
+) -> None:
+    """Refuse (StaleAnswer) an answer whose form was loaded before another one was stored:
+    a second tab must not silently replace the first tab's answer. The same answer again (a
+    double Submit, a retried commit) is no conflict."""
+    stored = conn.execute(
+        core_select(*(_ANNOTATION.c[name] for name in ANSWER_FIELDS))
+        .where(
+            _ANNOTATION.c.study_id == study_id,
+            _ANNOTATION.c.annotator_id == annotator_id,
+            _ANNOTATION.c.pair_id == pair_id,
+        )
+        .with_for_update()
+    ).first()
+    if stored is None:
+        return
+    at = _naive_utc(stored.submitted_at)
+    if at in (_naive_utc(loaded.submitted_at), _naive_utc(values["submitted_at"])):
+        return
+    if all(getattr(stored, name) == values[name] for name in _COMPARED):
+        return
+    raise StaleAnswer(stored.submitted_at)
+
+
 _UPSERTS: dict[str, object] = {}
 
 
@@ -109,15 +169,20 @@ def _upsert(s: Session, rows: list[dict]) -> None:
     s.connection().execute(_upsert_statement(s.get_bind().dialect.name), rows)
 
 
-def _store_answer(conn: Connection, *, annotator_id: int, pair_id: int, values: dict) -> StudyRules:
+def _store_answer(
+    conn: Connection, *, annotator_id: int, pair_id: int, values: dict, loaded: Loaded | None
+) -> StudyRules:
     """Inside the caller's write transaction: upsert the answer and close the annotator's
     assignment for the pair (repairing it when there was none open); the study's rules.
-    A deactivated annotator's answer is refused (AccountClosed)."""
+    A deactivated annotator's answer is refused (AccountClosed), and so is one whose form was
+    loaded before another answer was stored (StaleAnswer; `loaded` None: not checked)."""
     cursor = Cursor(conn)
     study = cursor.study_of(annotator_id=annotator_id, submitting=pair_id)
     if not study.annotator_active:
         raise AccountClosed
     keys = {"study_id": study.id, "annotator_id": annotator_id, "pair_id": pair_id}
+    if loaded is not None:
+        _check_loaded(conn, **keys, values=values, loaded=loaded)
     if not cursor.store_answer(**keys, values=values, now=utcnow()):
         _repair_assignment(conn, **keys)
     return study
@@ -139,11 +204,16 @@ def _repair_assignment(conn: Connection, *, study_id: int, annotator_id: int, pa
 
 
 @retrying
-def submit_answer(engine: Engine, *, annotator_id: int, pair_id: int, answer: Answer) -> None:
-    """Store (or replace) this annotator's answer for this pair and close its assignment."""
+def submit_answer(
+    engine: Engine, *, annotator_id: int, pair_id: int, answer: Answer, loaded: Loaded | None = None
+) -> None:
+    """Store (or replace) this annotator's answer for this pair and close its assignment.
+    With `loaded` (what the form showed), an answer stored since then is not replaced."""
     values = {**answer.values(), "source": "app"}  # refuses unknown rating columns first
     with transaction(engine) as conn:
-        _store_answer(conn, annotator_id=annotator_id, pair_id=pair_id, values=values)
+        _store_answer(
+            conn, annotator_id=annotator_id, pair_id=pair_id, values=values, loaded=loaded
+        )
 
 
 # The keyed coins of each annotator's study, for PostgreSQL's submit function (which gets the
@@ -163,19 +233,26 @@ def _coins_of(engine: Engine, cursor: Cursor, annotator_id: int) -> Coins | None
 
 @retrying
 def submit_and_next(
-    engine: Engine, *, annotator_id: int, pair_id: int, answer: Answer
+    engine: Engine, *, annotator_id: int, pair_id: int, answer: Answer, loaded: Loaded | None = None
 ) -> AssignmentRow | None:
     """The labelling step in one commit: store the answer as submit_answer does and reserve
     the annotator's next pair as next_assignment would (returned; None when nothing is left).
     Safe to re-run: the upsert and the close are idempotent, and a re-run finds the pair the
     first run reserved still open. Every path applies assignment_rules; the fast ones hand
-    over to the full rules when they meet a rare case."""
+    over to the full rules when they meet a rare case. The fast ones only ever close an open
+    assignment, which no answer exists for yet (an answer closes it), so `loaded` needs no check
+    there unless the form showed an earlier answer."""
     values = {**answer.values(), "source": "app"}
-    done, reserved = _submit_fast(engine, annotator_id=annotator_id, pair_id=pair_id, values=values)
-    if done:  # the answer is committed; with no pair reserved, the full rules pick one
-        return reserved or next_assignment(engine, annotator_id=annotator_id)
+    if loaded is None or loaded.submitted_at is None:
+        done, reserved = _submit_fast(
+            engine, annotator_id=annotator_id, pair_id=pair_id, values=values
+        )
+        if done:  # the answer is committed; with no pair reserved, the full rules pick one
+            return reserved or next_assignment(engine, annotator_id=annotator_id)
     with transaction(engine) as conn:
-        study = _store_answer(conn, annotator_id=annotator_id, pair_id=pair_id, values=values)
+        study = _store_answer(
+            conn, annotator_id=annotator_id, pair_id=pair_id, values=values, loaded=loaded
+        )
         return reserve_next(conn, study=study, annotator_id=annotator_id)
 
 

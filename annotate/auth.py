@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import os
 import secrets
 
 from sqlalchemy.exc import IntegrityError
@@ -13,6 +14,12 @@ from annotate.errors import UserError
 from annotate.models import Annotator
 
 DEFAULT_BASE_URL = "http://localhost:8501"
+BASE_URL_VAR = "ANNOTATE_BASE_URL"  # the address annotators open, for links made outside the app
+
+
+def configured_base_url() -> str | None:
+    """$ANNOTATE_BASE_URL when it is set (not empty), else None."""
+    return os.environ.get(BASE_URL_VAR, "").strip() or None
 
 
 def hash_token(token: str) -> str:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import pkgutil
 import sys
 
@@ -107,6 +108,11 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        # the reader of stdout left early (`annotate ... | head`): nothing is wrong; the rest
+        # of the output goes nowhere, so that Python's flush at exit does not complain either
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141  # 128 + SIGPIPE, as a shell reports a writer whose reader left
     except Exception as exc:  # an unexpected failure still gets one readable line
         if args.debug:
             raise

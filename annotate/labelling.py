@@ -8,7 +8,7 @@ from sqlalchemy import update
 from sqlalchemy.engine import Engine
 from sqlmodel import select
 
-from annotate.annotations import submit_and_next, submit_answer
+from annotate.annotations import Loaded, submit_and_next, submit_answer
 from annotate.answers import FormState, to_answer
 from annotate.assignment import next_assignment, open_assignment
 from annotate.assignment_rules import AssignmentRow
@@ -95,14 +95,17 @@ def draft_answers(draft: dict | None) -> dict:
 def submit(
     engine: Engine, *, item: Item, form: FormState, seconds: float | None
 ) -> AssignmentRow | None:
-    """Commit the answer (replacing an earlier one). For a new pair the same commit reserves
+    """Commit the answer (replacing the earlier one the form showed; StaleAnswer when another
+    was stored after the form was loaded). For a new pair the same commit reserves
     the annotator's next pair (returned), so the page that follows only reads; an edit of an
     earlier answer leaves the queue alone (returns None)."""
     if item.annotation is not None and item.annotation.seconds is not None and seconds is not None:
         seconds += item.annotation.seconds  # time spent on an earlier visit still counts
     answer = to_answer(form, chosen_position=item.assignment.chosen_position, seconds=seconds)
     keys = {"annotator_id": item.assignment.annotator_id, "pair_id": item.pair.id}
+    # what this form showed: an answer stored since (another tab) is not replaced (StaleAnswer)
+    loaded = Loaded(submitted_at=item.annotation.submitted_at if item.editing else None)
     if item.editing:
-        submit_answer(engine, **keys, answer=answer)
+        submit_answer(engine, **keys, answer=answer, loaded=loaded)
         return None
-    return submit_and_next(engine, **keys, answer=answer)
+    return submit_and_next(engine, **keys, answer=answer, loaded=loaded)

@@ -12,10 +12,10 @@ other sites out of it (docs/security.md):
   visitor gets a page saying so, and only its button, a same-origin POST to `/login`, switches.
 - The cookie is `Secure` when the request came over HTTPS, as seen through the reverse proxies
   trusted by uvicorn's `FORWARDED_ALLOW_IPS` (docs/deployment.md).
-- Sign-out (`/logout`) is honoured only from this app's own pages (a same-origin request, or the
-  confirmation page's button). It ends the account's sign-in everywhere: the account gets a new
-  token nobody knows, so the cookie and the link left in the browser's history stop working;
-  the maintainer sends a new link.
+- Sign-out (`/logout`) is honoured only from the confirmation page's button (a same-origin
+  POST); every link to it, this app's "Sign out" included, shows that page first. It ends the
+  account's sign-in everywhere: the account gets a new token nobody knows, so the cookie and
+  the link left in the browser's history stop working; the maintainer sends a new link.
 """
 
 from __future__ import annotations
@@ -171,15 +171,11 @@ def login_routes(get_engine: Callable[[], Engine]) -> list[Route]:
         return _signed_in(target, token, secure=_secure(request.scope))
 
     async def logout(request: Request) -> Response:
-        if not _same_origin(request.headers):
-            return _page(
-                "Sign out?",
-                "<p>Signing out ends this account's sign-in on every device, and its "
-                "personal link stops working: you will need a new link from the study's "
-                "maintainer.</p><form method='post' action='/logout'>"
-                "<button type='submit'>Sign out</button></form>"
-                "<p><a href='/'>Back to the app</a></p>",
-            )
+        # Only the confirmation page's own button (a same-origin POST) signs out: a link, from
+        # this app or another site, only asks, because signing out retires the account's link.
+        if request.method != "POST" or not _same_origin(request.headers):
+            account = await run_in_threadpool(_account, get_engine(), request.cookies.get(COOKIE))
+            return _sign_out_page(account[1] if account else None)
         token = request.cookies.get(COOKIE)
         if token:
             await run_in_threadpool(_revoke, get_engine(), token)
@@ -195,6 +191,19 @@ def login_routes(get_engine: Callable[[], Engine]) -> list[Route]:
         Route("/login", login, methods=["POST"]),
         Route("/logout", logout, methods=["GET", "POST"]),
     ]
+
+
+def _sign_out_page(name: str | None) -> HTMLResponse:
+    who = f" as <strong>{html.escape(name)}</strong>" if name else ""
+    return _page(
+        "Sign out?",
+        f"<p>You are signed in{who}. If you sign out, your personal link stops working on "
+        "every device, this one included. Your answers are kept. To label again, ask the "
+        "study's maintainer for a new link.</p>"
+        "<form method='post' action='/logout'>"
+        "<button type='submit'>Sign out and retire my link</button></form>"
+        "<p><a href='/'>Cancel</a> and go back to the pair.</p>",
+    )
 
 
 def _revoke(engine: Engine, token: str) -> None:

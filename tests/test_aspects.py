@@ -111,17 +111,28 @@ def test_broken_aspects_are_refused_with_row_and_field():
             **row("p1", "h", "chosen"),
             "aspects": '[{"chosen": 2, "rejected": 0}, {"chosen": 1, "rejected": 1}]',
         },
+        {
+            **row("p1", "i", "chosen"),
+            "aspects": '[{"chosen": 2, "chosen": 0, "rejected": 0}, {"chosen": 1, "rejected": 1}]',
+        },
+        {
+            **row("p1", "j", "chosen"),
+            "aspects": '[{"chosen": NaN, "rejected": 0}, {"chosen": 1, "rejected": 1}]',
+        },
     ]
     with pytest.raises(InputError) as caught:
         validate_annotations(pd.DataFrame(rows), source="f.csv", aspect_counts={"p1": 2})
     assert caught.value.problems == [
         "row 1, column 'aspects': entry 1 'chosen' must be 0, 1 or 2 (got 3)",
         "row 2, column 'aspects': the pair has 2 rubric aspects, got 1 entry",
-        "row 3, column 'aspects': not valid JSON (Expecting value)",
+        "row 3, column 'aspects': not valid JSON: expecting value at column 1",
         "row 4, column 'aspects': entry 1 has no 'rejected' score",
         "row 5, column 'aspects': entry 1 has unknown keys ['x']",
         "row 6, column 'aspects': entry 1 'chosen' must be 0, 1 or 2 (got 1.5)",
         "row 7, column 'aspects': must be a list of {chosen, rejected} scores (got {'chosen': 1})",
+        "row 9, column 'aspects': not valid JSON: the key 'chosen' appears twice in one object",
+        "row 10, column 'aspects': not valid JSON: NaN is not a JSON value "
+        "(JSON has no NaN or infinity)",
     ]
 
 
@@ -371,6 +382,29 @@ def test_broken_scorer_files_are_refused_with_their_line(tmp_path, records, prob
     with pytest.raises(InputError) as caught:
         read_scorer_file(write_jsonl(tmp_path / "s.jsonl", records), aspect_counts={"p1": 1})
     assert problem in caught.value.problems
+
+
+@pytest.mark.parametrize(
+    "line, problem",
+    [
+        (
+            '{"id": "p1", "response": "rejected", "scores": [1], "scores": [2]}',
+            "line 2: not valid JSON: the key 'scores' appears twice in one object",
+        ),
+        (
+            '{"id": "p1", "response": "rejected", "scores": [NaN]}',
+            "line 2: not valid JSON: NaN is not a JSON value (JSON has no NaN or infinity)",
+        ),
+    ],
+)
+def test_scorer_json_lines_are_strict_json_as_the_importers_read_it(tmp_path, line, problem):
+    # json.loads read NaN as a number and kept the last of two keys: the importers refuse both
+    path = tmp_path / "s.jsonl"
+    first = '{"id": "p1", "response": "chosen", "scores": [1]}'
+    path.write_text(f"{first}\n{line}\n", encoding="utf-8")
+    with pytest.raises(InputError) as caught:
+        read_scorer_file(str(path), aspect_counts={"p1": 1})
+    assert caught.value.problems == [problem]
 
 
 def test_scorer_csv_and_parquet_are_read_alike(tmp_path):

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import pytest
 
 from annotate.cli import build_parser, main
@@ -127,3 +131,41 @@ def test_version(capsys):
         main(["--version"])
     assert exit_.value.code == 0
     assert capsys.readouterr().out.strip() == f"annotate {version('prefpair-annotate')}"
+
+
+def test_a_closed_stdout_ends_quietly(tmp_path):
+    # `annotate configure-study X | head -1`: the reader leaves early; that is no error
+    db = f"sqlite:///{tmp_path}/x.db"
+    read, write = os.pipe()
+    os.close(read)  # the reader has gone before anything is written
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "annotate.cli", "--db", db, "configure-study", "pilot"],
+            stdout=write,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+        )
+    finally:
+        os.close(write)
+    assert done.stderr == ""
+    assert done.returncode == 141  # as a shell reports a writer ended by SIGPIPE
+
+
+def test_add_annotator_links_follow_the_base_url_variable(tmp_path, capsys, monkeypatch):
+    db = f"sqlite:///{tmp_path}/x.db"
+    write_jsonl(tmp_path / "p.jsonl", [pair_record(1)])
+    assert main(["--db", db, "import-pairs", str(tmp_path / "p.jsonl")]) == 0
+    capsys.readouterr()
+    monkeypatch.delenv("ANNOTATE_BASE_URL", raising=False)
+    assert main(["--db", db, "add-annotator", "alice"]) == 0
+    out = capsys.readouterr().out
+    assert out.strip().splitlines()[-1].startswith("http://localhost:8501/?token=")
+    assert "--url" in out and "ANNOTATE_BASE_URL" in out  # says how to change the address
+    monkeypatch.setenv("ANNOTATE_BASE_URL", "https://annotate.example.org/")
+    assert main(["--db", db, "add-annotator", "bob"]) == 0
+    out = capsys.readouterr().out
+    assert out.strip().splitlines()[-1].startswith("https://annotate.example.org/?token=")
+    assert "--url" not in out
+    assert main(["--db", db, "add-annotator", "carol", "--url", "http://h:9000"]) == 0
+    assert capsys.readouterr().out.strip().splitlines()[-1].startswith("http://h:9000/?token=")

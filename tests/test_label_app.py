@@ -163,6 +163,29 @@ def test_label_flow_end_to_end(study):
     assert "labelled every pair" in at.success[0].value
 
 
+def test_a_stale_second_tab_is_told_and_replaces_nothing(study):
+    engine, [(_, token), _] = study
+    first_tab, second_tab = signed_in(token), signed_in(token)
+    assert question(first_tab) == question(second_tab)  # the same pair in both tabs
+    submit_form(first_tab, full_form("A", 4, comment="from the first tab"))
+    [answer] = stored(engine)
+    submit_form(second_tab, full_form("B", 2, comment="from the second tab"))
+    assert not second_tab.exception
+    assert [(a.comment, a.submitted_at) for a in stored(engine)] == [
+        ("from the first tab", answer.submitted_at)
+    ]
+    shown = data(second_tab)
+    assert shown["flash"] == (
+        f"This pair was answered in another tab at {answer.submitted_at:%H:%M} UTC; your "
+        "answer here was not saved. That answer is shown below: change it if you meant to."
+    )
+    # the pair reopens with the answer that was kept, and an edit from there is saved
+    assert shown["editing"] and shown["initial"]["comment"] == "from the first tab"
+    submit_form(second_tab, full_form("B", 2, comment="changed on purpose"))
+    assert [a.comment for a in stored(engine)] == ["changed on purpose"]
+    assert data(second_tab)["flash"] == "Your change was saved."
+
+
 def test_earlier_answers_list_every_pair_with_its_question_and_answer(study, tmp_path):
     engine, _ = study
     _, [(annotator_id, token)] = make_study(
@@ -231,7 +254,8 @@ def test_guidelines_come_first_and_on_demand(study):
         s.add(study_row)
     at = signed_in(token)
     assert at.title[0].value == "Guidelines"
-    assert not at.get("bidi_component")
+    # no labelling form yet: only the small component that focuses "Start labelling"
+    assert [c.key for c in at.get("bidi_component")] == ["focus_start_labelling"]
     assert "\\!\\[x\\]" in at.markdown[0].value  # inert even in guidelines
     at.button(key="start_labelling").click().run()
     assert progress(at) == (0, 3)

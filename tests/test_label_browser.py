@@ -45,11 +45,15 @@ REAL_STUDY = "browser-real"
 ASPECT_STUDY = "browser-aspects"
 UNTRUSTED_STUDY = "browser-untrusted"
 HEAVY_STUDY = "browser-heavy"
+BARE_STUDY = "browser-bare"  # rates nothing, shows no narrative or posts
 SCREEN = {"width": 1440, "height": 900}
 SMALL_SCREEN = {"width": 1280, "height": 720}
 DIMENSIONS = ("correctness", "relevance", "helpfulness")
 TITLES = {"correctness": "Correctness", "relevance": "Relevance", "helpfulness": "Helpfulness"}
-READERS = ["flow", "keys", "refused", "reload", "double", "back", "small", "untrusted", "heavy"]
+READERS = [
+    *("flow", "keys", "refused", "reload", "double", "back", "small", "untrusted", "heavy"),
+    *("panels", "bare"),
+]
 
 
 @dataclass
@@ -120,6 +124,7 @@ def site(tmp_path_factory, browser) -> Site:  # `browser` first: skip before sta
         import_pairs(engine, sample_pairs_path(), study_name=FLOW_STUDY)
         import_pairs(engine, write_jsonl(folder / "real.jsonl", real), study_name=REAL_STUDY)
         import_pairs(engine, write_jsonl(folder / "real.jsonl", real[:3]), study_name=ASPECT_STUDY)
+        import_pairs(engine, write_jsonl(folder / "real.jsonl", real[:2]), study_name=BARE_STUDY)
         hostile = {
             "id": "hostile-1",
             "question": f"Which is better? ![q]({listener}/question.png) <script>window.__pwned=5</script>",
@@ -164,7 +169,11 @@ def site(tmp_path_factory, browser) -> Site:  # `browser` first: skip before sta
             aspects = get_or_create_study(s, ASPECT_STUDY)
             aspects.aspect_check = True
             s.add(aspects)
+            bare = get_or_create_study(s, BARE_STUDY)
+            bare.dimensions, bare.show_narrative, bare.show_profile = [], False, False
+            s.add(bare)
             studies = {
+                "bare": bare,
                 "flow": flow,
                 "untrusted": get_or_create_study(s, UNTRUSTED_STUDY),
                 "heavy": get_or_create_study(s, HEAVY_STUDY),
@@ -692,6 +701,35 @@ def test_aspect_scores_answered_by_keys_are_stored_exactly(site, new_page):
     ]
 
 
+def test_the_key_legend_names_only_keys_that_act(site, new_page):
+    page = new_page(viewport=SCREEN)
+    open_pair(page, site.server.login_url(site.tokens["bare"]))
+    save_screenshot(page, "label-bare.png")
+    legend = page.locator(".legend:visible").inner_text()
+    # this study rates nothing and shows no narrative or posts: no digits, no W or V
+    assert "rate at the cursor" not in legend and "own words" not in legend
+    assert "posts" not in legend and "details" in legend and "earlier answers" in legend
+    other = new_page(viewport=SCREEN)
+    open_pair(other, site.server.login_url(site.tokens["panels"]))
+    legend = other.locator(".legend:visible").inner_text()
+    assert "rate at the cursor" in legend and "own words" in legend and "posts" in legend
+
+
+def test_esc_closes_the_details_words_and_posts_panels(site, new_page):
+    page = new_page(viewport=SCREEN)
+    open_pair(page, site.server.login_url(site.tokens["panels"]))
+    for key, name in [("d", "details"), ("w", "narrative"), ("v", "posts")]:
+        panel = page.locator(f'[data-panel="{name}"]')
+        page.keyboard.press(key)
+        expect(panel).to_be_visible()
+        page.keyboard.press("Escape")
+        expect(panel).to_be_hidden()
+    page.keyboard.press("d")
+    page.keyboard.press("w")
+    page.keyboard.press("Escape")  # every open panel at once
+    expect(page.locator("[data-panel]:visible")).to_have_count(0)
+
+
 def test_guidelines_first_then_the_mouse_works_too(site, new_page):
     page = new_page(viewport=SCREEN)
     goto(page, site.server.login_url(site.tokens["flow"]))
@@ -699,7 +737,9 @@ def test_guidelines_first_then_the_mouse_works_too(site, new_page):
     cookie = next(c for c in page.context.cookies() if c["name"] == "annotate_token")
     assert cookie["httpOnly"] and cookie["value"] == site.tokens["flow"]
     expect(page.get_by_role("heading", name="Guidelines")).to_be_visible()
-    page.get_by_role("button", name="Start labelling").click()
+    # Enter starts, with no Tab to reach the button first
+    expect(page.get_by_role("button", name="Start labelling")).to_be_focused()
+    page.keyboard.press("Enter")
     expect(question_box(page)).to_be_visible()
     wait_idle(page)
     assignment, pair = current_assignment(site, "flow")

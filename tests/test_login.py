@@ -113,10 +113,27 @@ def test_sign_out_from_another_site_only_asks(site):
         assert client.cookies.get(COOKIE) == alice and valid(engine, alice)
 
 
+def test_sign_out_asks_first_even_from_this_site(site):
+    # The "Sign out" link sits next to the pair: one click must not lock the annotator out.
+    engine, client, alice, _ = site
+    client.get(f"/?token={alice}")
+    response = client.get("/logout", headers=SAME_SITE)
+    assert response.status_code == 200 and "Sign out?" in response.text
+    assert client.cookies.get(COOKIE) == alice and valid(engine, alice)
+    text = response.text
+    assert "alice" in text
+    assert "stops working on every device" in text
+    assert "answers are kept" in text
+    assert "maintainer for a new link" in text
+    assert "<form method='post' action='/logout'>" in text
+    assert "href='/'>Cancel" in text  # back to the pair
+    assert response.headers["x-frame-options"] == "DENY"
+
+
 def test_sign_out_retires_the_link_left_in_the_history(site):
     engine, client, alice, bob = site
     client.get(f"/?token={alice}")
-    response = client.get("/logout", headers=SAME_SITE)
+    response = client.post("/logout", headers=SAME_SITE)
     assert response.status_code == 200 and "signed out" in response.text
     assert client.cookies.get(COOKIE) is None
     assert not valid(engine, alice) and valid(engine, bob)

@@ -253,8 +253,44 @@ def test_json_lines_that_are_not_objects_are_refused_with_their_line(tmp_path):
     path.write_text('{"pair_id": "p1", "preference": "tie"}\n[1, 2]\n{oops\n', encoding="utf-8")
     assert refused(path) == [
         "line 2: expected a JSON object, got list",
-        "line 3: not valid JSON (Expecting property name enclosed in double quotes)",
+        "line 3: not valid JSON: expecting property name enclosed in double quotes at column 2",
     ]
+
+
+@pytest.mark.parametrize(
+    "line, problem",
+    [
+        (
+            '{"pair_id": "p2", "score_chosen": 1, "score_chosen": 0, "score_rejected": 0}',
+            "line 2: not valid JSON: the key 'score_chosen' appears twice in one object",
+        ),
+        (
+            '{"pair_id": "p2", "score_chosen": NaN, "score_rejected": 0}',
+            "line 2: not valid JSON: NaN is not a JSON value (JSON has no NaN or infinity)",
+        ),
+        (
+            '{"pair_id": "p2", "score_chosen": -Infinity, "score_rejected": 0}',
+            "line 2: not valid JSON: -Infinity is not a JSON value (JSON has no NaN or infinity)",
+        ),
+    ],
+)
+def test_json_lines_are_strict_json_as_the_importers_read_it(tmp_path, line, problem):
+    # json.loads read NaN as a number and kept the last of two keys: the importers refuse both
+    path = tmp_path / "m.jsonl"
+    first = '{"pair_id": "p1", "score_chosen": 1, "score_rejected": 0}'
+    path.write_text(f"{first}\n{line}\n", encoding="utf-8")
+    assert refused(path, known=("p1", "p2")) == [problem]
+
+
+def test_json_lines_with_a_byte_order_mark_and_a_line_separator_in_a_value_are_read(tmp_path):
+    path = tmp_path / "m.jsonl"
+    path.write_text(
+        '\ufeff{"pair_id": "p1", "preference": "tie", "note": "a\u2028b"}\n'
+        '{"pair_id": "p2", "preference": "chosen"}\n',
+        encoding="utf-8",
+    )
+    model = read_model_file(path, name="m", known_ids=["p1", "p2"])
+    assert list(model.pair_id) == ["p1", "p2"] and list(model.pick) == [TIE, CHOSEN]
 
 
 def test_gold_pairs_need_no_row_but_may_have_one(tmp_path):

@@ -555,3 +555,18 @@ def test_charts_are_valid_plotly_figures():
         assert len(charts) == 5
         for _, figure in charts:
             go.Figure(figure)  # raises on any invalid property
+
+
+def test_the_reading_never_calls_constant_ratings_from_one_annotator_equivalent():
+    # One annotator rating every response 5: zero spread, which is no evidence of equivalence;
+    # and the sentences read as English ("the label check found not enough evidence").
+    from analysis.html_report import reading
+
+    rows = [row(f"p{i}", "a1", "chosen", chosen=(5, 5, 5), rejected=(5, 5, 5)) for i in range(6)]
+    report = report_of(rows)
+    text = " ".join(reading(report))
+    assert "shows the two within" not in text and "shown equivalent" not in text
+    assert "same difference, which is no evidence" in text
+    assert " check not enough evidence" not in text
+    assert "check found not enough evidence" in text
+    assert "has a enough" not in json.dumps(report)

@@ -9,7 +9,10 @@ from sqlmodel import select
 from analysis.tables import COLUMNS, RATING_COLUMNS, validate_annotations
 from annotate.annotations import (
     Answer,
+    Loaded,
+    StaleAnswer,
     annotations_frame,
+    get_answer,
     preference_from_slot,
     submit_and_next,
     submit_answer,
@@ -305,3 +308,34 @@ def test_gold_pairs_the_coin_never_brings_up_come_before_the_queue_ends(engine, 
     _, gold_ids, served, totals = _label_a_study_with_gold(engine, tmp_path, secret_for=secret_for)
     assert [x.pair_id in gold_ids for x in served] == [False] * 58 + [True, True]
     assert set(totals) == {60}
+
+
+def test_a_stale_tab_cannot_replace_the_answer_given_in_another(engine, tmp_path):
+    """Two tabs loaded the same unanswered pair; tab 1 submits. Tab 2's different answer is
+    refused (naming when the pair was answered) and changes nothing; the same answer again (a
+    double Submit) is no conflict; an edit from the answer it loaded is kept, and a second edit
+    from that same, now stale, answer is refused."""
+    _, [(a, _)] = make_study(engine, tmp_path, n_pairs=3, annotators=1)
+    shown = next_assignment(engine, annotator_id=a)
+    keys = {"annotator_id": a, "pair_id": shown.pair_id}
+    unanswered = Loaded(submitted_at=None)
+    first = Answer(preference="chosen", chosen_position=shown.chosen_position, comment="tab 1")
+    other = Answer(preference="rejected", chosen_position=shown.chosen_position, comment="tab 2")
+    following = submit_and_next(engine, **keys, answer=first, loaded=unanswered)
+    stored = get_answer(engine, **keys)
+    for call in (submit_and_next, submit_answer):
+        with pytest.raises(StaleAnswer) as refused:
+            call(engine, **keys, answer=other, loaded=unanswered)
+        assert refused.value.submitted_at == stored.submitted_at
+    assert [(r.preference, r.comment) for r in rows(engine)] == [("chosen", "tab 1")]
+    assert next_assignment(engine, annotator_id=a).id == following.id
+    # the same tab's Submit twice: one row, no error
+    again = submit_and_next(engine, **keys, answer=first, loaded=unanswered)
+    assert again.id == following.id and len(rows(engine)) == 1
+    # an intentional edit (reopened from the history) starts from the answer it loaded
+    loaded = Loaded(submitted_at=get_answer(engine, **keys).submitted_at)
+    submit_answer(engine, **keys, answer=other, loaded=loaded)
+    assert [(r.preference, r.comment) for r in rows(engine)] == [("rejected", "tab 2")]
+    with pytest.raises(StaleAnswer):
+        submit_answer(engine, **keys, answer=first, loaded=loaded)
+    assert [r.preference for r in rows(engine)] == ["rejected"]

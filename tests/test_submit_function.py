@@ -4,8 +4,8 @@ included), and computing the same keyed coins as Python."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
+from pathlib import Path
 
 from sqlalchemy import text
 
@@ -13,7 +13,7 @@ from annotate import queue_sql
 from annotate.assignment import next_assignment
 from annotate.assignment_rules import Coins, ab_coin_sql, gold_coin_sql
 from annotate.db import create_db_engine, get_engine
-from annotate.schema import MIGRATIONS, Mode, ensure_schema
+from annotate.schema import Mode, ensure_schema
 from tests.factories import make_study
 
 _VERSIONS = """
@@ -21,12 +21,8 @@ _VERSIONS = """
       FROM pg_proc p WHERE p.proname = 'annotate_submit_and_next'"""
 
 
-def _migration_0003():
-    path = MIGRATIONS / "versions" / "0003_submit_function.py"
-    spec = importlib.util.spec_from_file_location("migration_0003", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+# The function as migration 0003's release created it, before it was generated from the rules
+RELEASED_0003 = Path(__file__).parent / "fixtures" / "submit_function_0003.sql"
 
 
 def _versions(engine) -> list[tuple[str, str | None]]:
@@ -39,7 +35,7 @@ def test_a_database_upgraded_from_0003_holds_only_the_generated_function(pg_url)
     ensure_schema(engine, mode=Mode.UPGRADE, revision="0003")
     with engine.begin() as conn:  # as the release of migration 0003 left it: its frozen function
         conn.exec_driver_sql(queue_sql._DROP_FUNCTIONS.replace("%", "%%"))
-        conn.exec_driver_sql(_migration_0003()._FUNCTION.replace("%", "%%"))
+        conn.exec_driver_sql(RELEASED_0003.read_text(encoding="utf-8").replace("%", "%%"))
     [(arguments, comment)] = _versions(engine)
     assert comment is None and "p_gold_every integer, p_preference" in arguments
     ensure_schema(engine, mode=Mode.UPGRADE)  # annotate migrate

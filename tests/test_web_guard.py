@@ -264,7 +264,15 @@ def test_sign_out_from_the_labelling_page_retires_the_link(site, new_page):
         _, token = create_annotator(s, name="leaving", study_id=study.id)
     page = new_page()
     goto(page, server.login_url(token))
+    # one click on "Sign out" only asks; Cancel goes back to the pair with the link intact
     page.get_by_text("Sign out").first.click()
+    expect(page.get_by_role("heading", name="Sign out?")).to_be_visible()
+    expect(page.get_by_text("stops working on every device")).to_be_visible()
+    page.get_by_role("link", name="Cancel").click()
+    page.wait_for_url(server.url + "/")
+    assert "annotate_token" in {c["name"] for c in page.context.cookies()}
+    page.get_by_text("Sign out").first.click()
+    page.get_by_role("button", name="Sign out and retire my link").click()
     expect(page.get_by_role("heading", name="Signed out")).to_be_visible()
     assert "annotate_token" not in {c["name"] for c in page.context.cookies()}
     # the link from the history no longer signs anyone in

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import argparse
 
-from annotate.auth import DEFAULT_BASE_URL, create_annotator, login_link
+from annotate.auth import (
+    BASE_URL_VAR,
+    DEFAULT_BASE_URL,
+    configured_base_url,
+    create_annotator,
+    login_link,
+)
 from annotate.commands._common import add_study_option, engine_from
 from annotate.db import write
 from annotate.studies import get_study
@@ -23,7 +29,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--admin", action="store_true", help="a maintainer: may open /admin")
     parser.add_argument("--email", help="email for single sign-on (maintainers with st.login)")
     parser.add_argument(
-        "--url", default=DEFAULT_BASE_URL, help=f"the app's address (default: {DEFAULT_BASE_URL})"
+        "--url",
+        help=f"the app's address as annotators open it (default: ${BASE_URL_VAR}, "
+        f"else {DEFAULT_BASE_URL})",
     )
 
 
@@ -36,6 +44,15 @@ def run(args: argparse.Namespace) -> int:
 
     annotator, token = write(engine_from(args), work)
     role = "maintainer" if annotator.is_admin else "annotator"
-    print(f"{role} {annotator.name!r} added to study {args.study!r}; their personal link:")
-    print(login_link(token, args.url))
+    # never a guess at a running server's port: the address is given, configured or the default
+    url = args.url or configured_base_url()
+    print(f"{role} {annotator.name!r} added to study {args.study!r}.")
+    if url is None:
+        url = DEFAULT_BASE_URL
+        print(
+            f"The link points at {DEFAULT_BASE_URL}; for the address annotators open, give "
+            f"--url https://... or set ${BASE_URL_VAR}."
+        )
+    print("Their personal link:")
+    print(login_link(token, url))
     return 0

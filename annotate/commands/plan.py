@@ -4,8 +4,14 @@ from __future__ import annotations
 
 import argparse
 
-from analysis.conclusion import LABEL_THRESHOLD, MIN_RATED_PAIRS, MIN_REASONS
-from annotate.commands.report import _dimensions, _non_negative_int, _positive_float, _share
+from annotate.commands.report import (
+    _non_negative_int,
+    add_conclusion_checks,
+    add_dimensions,
+    add_equivalence_margin,
+    add_min_annotations,
+    add_no_ties,
+)
 from annotate.errors import UserError
 
 NAME = "plan"
@@ -122,18 +128,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
 
     checks = parser.add_argument_group("the report's checks (same options and defaults)")
-    checks.add_argument("--label-threshold", type=_share, default=LABEL_THRESHOLD, metavar="X")
-    checks.add_argument(
-        "--min-rated-pairs", type=_non_negative_int, default=MIN_RATED_PAIRS, metavar="N"
-    )
-    checks.add_argument("--min-reasons", type=_non_negative_int, default=MIN_REASONS, metavar="N")
-    checks.add_argument("--equivalence-margin", type=_positive_float, default=None, metavar="X")
-    checks.add_argument("--min-annotations", type=_non_negative_int, default=2, metavar="N")
+    add_conclusion_checks(checks)
+    add_equivalence_margin(checks)
+    add_min_annotations(checks)
     checks.add_argument(
         "--scale", default="1-5", metavar="LO-HI", help="rating scale (default 1-5)"
     )
-    checks.add_argument("--no-ties", action="store_true", help="the study offers no tie")
-    checks.add_argument("--dimensions", type=_dimensions, default=None, metavar="LIST")
+    add_no_ties(checks)
+    add_dimensions(checks)
 
 
 def _scale(text: str) -> tuple[int, int]:

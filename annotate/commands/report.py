@@ -51,6 +51,78 @@ def _dimensions(text: str) -> tuple[str, ...]:
     return names
 
 
+# Options `annotate plan` takes as the report does (same names, types, defaults and help), each
+# added to a parser or an argument group
+
+
+def add_min_annotations(group) -> None:
+    group.add_argument(
+        "--min-annotations",
+        type=_non_negative_int,
+        default=2,
+        metavar="N",
+        help="annotations a pair needs for a verdict (default 2)",
+    )
+
+
+def add_equivalence_margin(group) -> None:
+    group.add_argument(
+        "--equivalence-margin",
+        type=_positive_float,
+        default=None,
+        metavar="X",
+        help="TOST margin for equal quality, in scale points (default 0.5 on a 1-5 scale, "
+        "the same share of the range on other scales: 0.75 on 1-7)",
+    )
+
+
+def add_conclusion_checks(group) -> None:
+    """The conclusion checks' thresholds."""
+    group.add_argument(
+        "--label-threshold",
+        type=_share,
+        default=LABEL_THRESHOLD,
+        metavar="X",
+        help=f"the lower 95%% bound of the share of pairs whose majority picks chosen must "
+        f"exceed this (default {LABEL_THRESHOLD}: confirmed pairs outnumber flipped or split "
+        "ones 3 to 2)",
+    )
+    group.add_argument(
+        "--min-rated-pairs",
+        type=_non_negative_int,
+        default=MIN_RATED_PAIRS,
+        metavar="N",
+        help=f"pairs rated on both responses each asked dimension needs (default "
+        f"{MIN_RATED_PAIRS}, from where the TOST's t test is trustworthy)",
+    )
+    group.add_argument(
+        "--min-reasons",
+        type=_non_negative_int,
+        default=MIN_REASONS,
+        metavar="N",
+        help=f"stated main reasons the reason check needs (default {MIN_REASONS})",
+    )
+
+
+def add_no_ties(group) -> None:
+    group.add_argument(
+        "--no-ties",
+        action="store_true",
+        help="the study did not offer a tie: chance-corrected statistics use two categories",
+    )
+
+
+def add_dimensions(group) -> None:
+    group.add_argument(
+        "--dimensions",
+        type=_dimensions,
+        default=None,
+        metavar="LIST",
+        help="comma-separated quality dimensions the study asked (default: every dimension "
+        f"with columns in the file; known: {', '.join(DIMENSIONS)})",
+    )
+
+
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", required=True, metavar="DIR", help="directory for the report")
     parser.add_argument(
@@ -68,13 +140,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--seed", type=int, default=0, metavar="N", help="bootstrap seed (default 0)"
     )
-    parser.add_argument(
-        "--min-annotations",
-        type=_non_negative_int,
-        default=2,
-        metavar="N",
-        help="annotations a pair needs for a verdict (default 2)",
-    )
+    add_min_annotations(parser)
     parser.add_argument(
         "--quality-threshold",
         type=float,
@@ -89,57 +155,16 @@ def configure(parser: argparse.ArgumentParser) -> None:
         metavar="X",
         help="largest acceptable quality advantage of chosen over rejected (default 1.0)",
     )
-    parser.add_argument(
-        "--equivalence-margin",
-        type=_positive_float,
-        default=None,
-        metavar="X",
-        help="TOST margin for equal quality, in scale points (default 0.5 on a 1-5 scale, "
-        "the same share of the range on other scales: 0.75 on 1-7)",
-    )
+    add_equivalence_margin(parser)
     checks = parser.add_argument_group(
         "conclusion checks", "thresholds of the checks behind the conclusion (README: Report)"
     )
-    checks.add_argument(
-        "--label-threshold",
-        type=_share,
-        default=LABEL_THRESHOLD,
-        metavar="X",
-        help=f"the lower 95%% bound of the share of pairs whose majority picks chosen must "
-        f"exceed this (default {LABEL_THRESHOLD}: confirmed pairs outnumber flipped or split "
-        "ones 3 to 2)",
-    )
-    checks.add_argument(
-        "--min-rated-pairs",
-        type=_non_negative_int,
-        default=MIN_RATED_PAIRS,
-        metavar="N",
-        help=f"pairs rated on both responses each asked dimension needs (default "
-        f"{MIN_RATED_PAIRS}, from where the TOST's t test is trustworthy)",
-    )
-    checks.add_argument(
-        "--min-reasons",
-        type=_non_negative_int,
-        default=MIN_REASONS,
-        metavar="N",
-        help=f"stated main reasons the reason check needs (default {MIN_REASONS})",
-    )
+    add_conclusion_checks(checks)
     design = parser.add_argument_group(
         "study design (files only; from the database the study's settings are used)"
     )
-    design.add_argument(
-        "--no-ties",
-        action="store_true",
-        help="the study did not offer a tie: chance-corrected statistics use two categories",
-    )
-    design.add_argument(
-        "--dimensions",
-        type=_dimensions,
-        default=None,
-        metavar="LIST",
-        help="comma-separated quality dimensions the study asked (default: every dimension "
-        f"with columns in the file; known: {', '.join(DIMENSIONS)})",
-    )
+    add_no_ties(design)
+    add_dimensions(design)
     parser.add_argument(
         "--aspect-scores",
         metavar="FILE",

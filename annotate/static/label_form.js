@@ -184,10 +184,14 @@ function mount(data, root, parentElement, setTriggerValue) {
   box.append(refused); // right under Submit, across the page
 
   const legend = el("div", { class: "legend" });
-  const legendItems = [["A", "B", data.allow_ties ? "N" : null, "choose"], [`${data.scale[0]}–${data.scale[data.scale.length - 1]}`, "rate at the cursor"]];
+  // Only keys that act on this pair: no digits when the study rates nothing, no W or V
+  // without the user's words or posts.
+  const legendItems = [["A", "B", data.allow_ties ? "N" : null, "choose"]];
+  if (data.order.some((c) => c.kind === "rating")) legendItems.push([`${data.scale[0]}–${data.scale[data.scale.length - 1]}`, "rate at the cursor"]);
   if (data.aspect_check) legendItems.push(["0–2", "aspect scores"]);
   if (data.reasons.length) legendItems.push([...data.reasons.map((r) => r[2]), "main reason"]);
-  legendItems.push(["C", "comment (Esc leaves it)"], ["S", data.editing ? "save" : "submit"], ["K", data.editing ? "cancel" : "skip"], ["⌫", "previous pair"], ["D", "W", "V", "H", "details, own words, posts, earlier answers"]);
+  const panelKeys = [["D", "details"], data.narrative_html ? ["W", "own words"] : null, data.posts_count ? ["V", "posts"] : null, ["H", "earlier answers"]].filter(Boolean);
+  legendItems.push(["C", "comment (Esc leaves it)"], ["S", data.editing ? "save" : "submit"], ["K", data.editing ? "cancel" : "skip"], ["⌫", "previous pair"], [...panelKeys.map((k) => k[0]), `${panelKeys.map((k) => k[1]).join(", ")} (Esc closes)`]);
   legend.append("Keys: ");
   legendItems.forEach((item, i) => {
     const keys = item.slice(0, -1).filter(Boolean);
@@ -319,6 +323,7 @@ function mount(data, root, parentElement, setTriggerValue) {
     d: () => toggle("details"), w: () => toggle("narrative"), v: () => toggle("posts"),
     h: () => toggle("history"), "?": () => toggle("guidelines"),
     backspace: () => { if (data.can_go_back) send("back", true); },
+    escape: () => { for (const p of Object.values(panels)) p.classList.add("hidden"); },
   };
   if (data.allow_ties) keyActions.n = () => setSlot("tie");
   for (const [value, , key] of data.reasons) keyActions[key.toLowerCase()] = () => setReason(value);

@@ -15,6 +15,27 @@ from annotate.render import safe_markdown
 SIGN_OUT_LINK = '<a href="/logout" target="_self">Sign out</a>'
 
 
+# Focus a Streamlit button by its key once it is drawn, so that Enter presses it (Streamlit
+# buttons take no autofocus). Only when nothing else has the focus; tries for about 2 seconds.
+_FOCUS_JS = """export default function ({ data }) {
+  let tries = 0;
+  const focus = () => {
+    const button = document.querySelector(`.st-key-${data.key} button`);
+    if (button) {
+      const active = document.activeElement;
+      if (!active || active === document.body) button.focus();
+    } else if (++tries < 40) setTimeout(focus, 50);
+  };
+  focus();
+}"""
+_focus = st.components.v2.component("annotate_focus_button", html="<span></span>", js=_FOCUS_JS)
+
+
+def focus_button(key: str) -> None:
+    """Give the button drawn with `key` (letters, digits, _ and -) the keyboard focus."""
+    _focus(key=f"focus_{key}", data={"key": key})
+
+
 def sign_out_link() -> None:
     st.markdown(SIGN_OUT_LINK, unsafe_allow_html=True)
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import streamlit as st
 
 from annotate.access import engine, require_user
+from annotate.annotations import StaleAnswer
 from annotate.answers import FormState, missing_questions
 from annotate.assignment import progress, queue_status, skip
 from annotate.assignment_rules import AccountClosed
@@ -15,6 +16,7 @@ from annotate.labelling import Item, current_item, draft_seconds, load_study, sa
 from annotate.models import Annotator, Study
 from annotate.views.common import (
     finished_extras,
+    focus_button,
     mark_guidelines_seen,
     show_guidelines,
     sign_out_link,
@@ -76,6 +78,15 @@ def _on_event(name: str, *, key: str, item: Item, study: Study, user: Annotator)
             submit(engine(), item=item, form=form, seconds=_seconds(payload))
         except AccountClosed:
             return  # nothing saved; the rerun's sign-in check shows the page for a closed account
+        except StaleAnswer as stale:
+            # another tab answered this pair after this one loaded it: show the answer kept
+            st.session_state["flash"] = (
+                f"This pair was answered in another tab at {stale.submitted_at:%H:%M} UTC; your "
+                "answer here was not saved. That answer is shown below: change it if you meant to."
+            )
+            st.session_state[EDIT_KEY] = item.pair.id
+            st.session_state.pop(REFUSED_KEY, None)
+            return
         st.session_state["flash"] = "Your change was saved." if item.editing else "Answer saved."
         st.session_state.pop(EDIT_KEY, None)
         st.session_state.pop(REFUSED_KEY, None)
@@ -153,6 +164,7 @@ def main() -> None:
         if st.button("Start labelling", type="primary", key="start_labelling"):
             mark_guidelines_seen(engine(), annotator_id=user.id)
             st.rerun()
+        focus_button("start_labelling")  # Enter starts, no Tab first
         sign_out_link()
         return
     st.html(PAGE_CSS)

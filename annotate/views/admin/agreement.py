@@ -7,7 +7,12 @@ from analysis.summary import fmt
 from annotate import monitoring, study_report
 from annotate.access import engine
 from annotate.views.admin.model_upload import model_comparison, show_models
-from annotate.views.admin.shared import page, study_report_data, study_report_files
+from annotate.views.admin.shared import (
+    download_when_clicked,
+    page,
+    study_report_data,
+    study_report_files,
+)
 
 user, study = page("Agreement")
 if study is None:
@@ -89,16 +94,12 @@ selection = {"categories": tuple(categories), "annotators": tuple(annotators)}
 with st.container(horizontal=True):
     files = {**study_report.REPORT_FILES, "valid_pairs.jsonl": "application/jsonl"}
     for name, mime in files.items():
-        st.download_button(
+        download_when_clicked(
             name,
-            data=lambda name=name: study_report_files(study, **selection, bootstrap=bootstrap)[
-                name
-            ],
+            lambda name=name: study_report_files(study, **selection, bootstrap=bootstrap)[name],
             file_name=name,
             mime=mime,
             key=f"agreement_download_{name}",
-            on_click="ignore",
-            icon=":material/download:",
         )
 
 st.subheader("Models against the humans")

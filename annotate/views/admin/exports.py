@@ -6,7 +6,7 @@ import streamlit as st
 
 from annotate import exports, study_report
 from annotate.access import engine
-from annotate.views.admin.shared import page, study_report_files
+from annotate.views.admin.shared import download_when_clicked, page, study_report_files
 
 user, study = page("Exports")
 if study is None:
@@ -22,14 +22,12 @@ st.caption(
 )
 with st.container(horizontal=True):
     for fmt, mime in exports.EXPORT_FORMATS.items():
-        st.download_button(
+        download_when_clicked(
             fmt.upper(),
-            data=lambda fmt=fmt: exports.export_annotations(db, study=name, fmt=fmt),
+            lambda fmt=fmt: exports.export_annotations(db, study=name, fmt=fmt),
             file_name=f"{name}-annotations.{fmt}",
             mime=mime,
             key=f"export_annotations_{fmt}",
-            on_click="ignore",
-            icon=":material/download:",
         )
 
 st.subheader("Report")
@@ -46,14 +44,12 @@ def _report_file(file_name: str) -> bytes:
 
 with st.container(horizontal=True):
     for file_name, mime in study_report.REPORT_FILES.items():
-        st.download_button(
+        download_when_clicked(
             file_name,
-            data=lambda file_name=file_name: _report_file(file_name),
+            lambda file_name=file_name: _report_file(file_name),
             file_name=f"{name}-{file_name}",
             mime=mime,
             key=f"export_report_{file_name}",
-            on_click="ignore",
-            icon=":material/download:",
         )
 
 st.subheader("Pairs")
@@ -62,22 +58,18 @@ st.caption(
     "whose report verdict is `valid` (gold checks left out)."
 )
 with st.container(horizontal=True):
-    st.download_button(
+    download_when_clicked(
         "Validated pairs",
-        data=lambda: exports.export_pairs(db, study=name, valid_only=True),
+        lambda: exports.export_pairs(db, study=name, valid_only=True),
         file_name=f"{name}-valid-pairs.jsonl",
         mime="application/jsonl",
         key="export_valid_pairs",
-        on_click="ignore",
-        icon=":material/download:",
         type="primary",
     )
-    st.download_button(
+    download_when_clicked(
         "All pairs",
-        data=lambda: exports.export_pairs(db, study=name),
+        lambda: exports.export_pairs(db, study=name),
         file_name=f"{name}-pairs.jsonl",
         mime="application/jsonl",
         key="export_all_pairs",
-        on_click="ignore",
-        icon=":material/download:",
     )

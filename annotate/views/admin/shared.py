@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from urllib.parse import urlsplit
 
 import streamlit as st
@@ -141,4 +142,22 @@ def study_report_files(
     version = study_report.data_version(engine(), study_id=study.id)
     return cached_report_files(
         db_key(), study.name, version, tuple(categories), tuple(annotators), bootstrap
+    )
+
+
+def download_when_clicked(
+    label: str, make: Callable[[], bytes], *, file_name: str, mime: str, key: str, **options
+) -> None:
+    """A download button whose file `make` builds only when it is clicked, without rerunning
+    the page: nothing is computed while a page merely shows (Streamlit calls a callable
+    `data` on click)."""
+    st.download_button(
+        label,
+        data=make,
+        file_name=file_name,
+        mime=mime,
+        key=key,
+        on_click="ignore",
+        icon=":material/download:",
+        **options,
     )
