@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
+from analysis.distributions import binom_half_two_sided
 from analysis.frames import Coded, first_slot_picked
 from analysis.tables import PREFERENCES, RATING_COLUMNS
 
@@ -76,7 +76,7 @@ def annotator_table(coded: Coded, *, gold_counts: pd.Series) -> pd.DataFrame:
     # One p-value per annotator; the exact interval of validity.position_bias is left out
     # here because its root finding costs ~30 ms per annotator.
     out["first_slot_p"] = [
-        float(stats.binomtest(int(k), int(n), 0.5).pvalue) if n else None
+        binom_half_two_sided(int(k), int(n)) if n else None
         for k, n in zip(sums["first"], sums["counted"], strict=True)
     ]
     out["median_seconds"] = g["seconds"].median()

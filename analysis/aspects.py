@@ -19,7 +19,6 @@ from itertools import chain
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from analysis.agreement import Estimate, alpha_statistic, estimate
 from analysis.aspect_scores import SCORES, SIDES
@@ -359,6 +358,8 @@ def gap_correlation(x: np.ndarray, y: np.ndarray, *, bootstrap: int, seed: int) 
             "n": n,
             "note": "undefined: fewer than 3 pairs or no variation",
         }
+    from scipy import stats  # here, not at the top: a second of import, needed only here
+
     value = float(stats.spearmanr(x, y).statistic)
     out = {"value": value, "ci95": None, "n": n}
     if n < MIN_INTERVAL_UNITS:

@@ -35,9 +35,11 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import sparse, special, stats
+from scipy import sparse, special
 
-Z975 = float(stats.norm.ppf(0.975))
+from analysis.distributions import norm_ppf, t_ppf
+
+Z975 = norm_ppf(0.975)
 # Below this many pairable units a statistic is null with a note: with one or two units alpha
 # is 0 or 1 by construction, whatever the annotators did.
 MIN_UNITS = 3
@@ -230,7 +232,10 @@ def pair_bootstrap(
 ) -> PairInterval:
     """BCa interval of ``statistic`` over unit patterns resampled with ``weights``."""
     features = statistic.features(patterns)
-    samples = np.concatenate([statistic.finish(w.astype(np.float64) @ features) for w in weights])
+    # copy=False: drawn weights are float64 already, and copying 1000 rows per batch cost 0.4 s
+    samples = np.concatenate(
+        [statistic.finish(w.astype(np.float64, copy=False) @ features) for w in weights]
+    )
     total = frequencies.astype(np.float64) @ features
     jackknife = statistic.finish(total[None, :] - features)
     ci, note = bca_interval(
@@ -359,7 +364,7 @@ def annotator_interval(
     # Each side's half-width and the annotators' own 95% margin are added in squares (the
     # MOVER rule, Zou & Donner 2008): a lopsided interval near a bound stays lopsided, and the
     # margin takes a t quantile with as many degrees of freedom as the annotator jackknife has.
-    margin = float(stats.t.ppf(0.975, panel.n_annotators - 1)) ** 2 * between
+    margin = t_ppf(0.975, panel.n_annotators - 1) ** 2 * between
     lo = point - np.sqrt((point - lo) ** 2 + margin)
     hi = point + np.sqrt((hi - point) ** 2 + margin)
     if bounds[0] is not None:

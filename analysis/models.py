@@ -15,7 +15,6 @@ from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from analysis.intervals import bootstrap_weights
 from analysis.model_files import CHOSEN, FAILED, PICKS, REJECTED, TIE, ModelJudgements
@@ -159,6 +158,8 @@ def position_test(pick: np.ndarray, chosen_first: np.ndarray) -> dict:
         ),
     }
     if n_first and n_second:
+        from scipy import stats  # here, not at the top: a second of import, needed only here
+
         out["p_value"] = float(stats.fisher_exact(table).pvalue)
     else:
         out["note"] = "undefined: chosen was never shown " + ("first" if not n_first else "second")

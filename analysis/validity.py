@@ -10,19 +10,24 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
-from scipy import stats
 
+from analysis.distributions import (
+    binom_half_greater,
+    binom_half_two_sided,
+    clopper_pearson,
+    norm_ppf,
+    t_cdf,
+    t_ppf,
+    t_sf,
+)
 from analysis.intervals import PairInterval, Panel, SumStatistic, annotator_interval
 
-_Z95 = float(stats.norm.ppf(0.975))
+_Z95 = norm_ppf(0.975)
 
 
 def _exact_ci(k: int, n: int) -> list[float]:
-    """Two-sided 95% Clopper-Pearson interval, from its beta-quantile form (what scipy's
-    ``binomtest(k, n).proportion_ci(method="exact")`` finds by root search, 20x slower)."""
-    lo = 0.0 if k == 0 else float(stats.beta.ppf(0.025, k, n - k + 1))
-    hi = 1.0 if k == n else float(stats.beta.ppf(0.975, k + 1, n - k))
-    return [lo, hi]
+    """Two-sided 95% Clopper-Pearson interval, as a JSON list."""
+    return list(clopper_pearson(k, n))
 
 
 def _checked_counts(k: int, n: int) -> tuple[int, int]:
@@ -51,7 +56,7 @@ def label_agreement(majorities: Sequence[str]) -> dict:
             "k": 0,
             "note": "undefined: no pair has a chosen or rejected majority",
         }
-    p_value = stats.binomtest(k, n, 0.5, alternative="greater").pvalue
+    p_value = binom_half_greater(k, n)
     return {"value": k / n, "ci95": _exact_ci(k, n), "p_value": float(p_value), "n": n, "k": k}
 
 
@@ -109,7 +114,7 @@ def label_share(
         if panel is not None:
             out["ci95_annotators"] = None
         return out
-    p_value = stats.binomtest(k, n, 0.5, alternative="greater").pvalue
+    p_value = binom_half_greater(k, n)
     out = {"value": k / n, "ci95": _exact_ci(k, n), "p_value": float(p_value), "n": n, "k": k}
     if panel is not None:
         pair = PairInterval(ci95=tuple(out["ci95"]), note=None)
@@ -133,7 +138,7 @@ def position_bias(*, first_slot_picks: int, n: int) -> dict:
             "ci95": None,
             "note": "undefined: no decisive annotation with a known slot",
         }
-    p_value = stats.binomtest(first_slot_picks, n, 0.5).pvalue
+    p_value = binom_half_two_sided(first_slot_picks, n)
     return {
         "first_slot_rate": first_slot_picks / n,
         "p_value": float(p_value),
@@ -206,11 +211,11 @@ def tost_paired(differences: Sequence[float], *, margin: float, alpha: float = 0
 
     df = n - 1
     se = sd / math.sqrt(n)
-    p_lower = stats.t.sf((mean + margin) / se, df)  # H0: mu <= -margin
-    p_upper = stats.t.cdf((mean - margin) / se, df)  # H0: mu >= +margin
+    p_lower = t_sf((mean + margin) / se, df)  # H0: mu <= -margin
+    p_upper = t_cdf((mean - margin) / se, df)  # H0: mu >= +margin
     tost_p = float(max(p_lower, p_upper))
-    half_width = float(stats.t.ppf(1 - alpha, df)) * se
-    half_95 = float(stats.t.ppf(0.975, df)) * se
+    half_width = t_ppf(1 - alpha, df) * se
+    half_95 = t_ppf(0.975, df) * se
     return {
         "mean_diff": mean,
         "tost_p": tost_p,
