@@ -16,6 +16,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from analysis.distributions import fisher_exact_p
 from analysis.intervals import bootstrap_weights
 from analysis.model_files import CHOSEN, FAILED, PICKS, REJECTED, TIE, ModelJudgements
 
@@ -158,9 +159,7 @@ def position_test(pick: np.ndarray, chosen_first: np.ndarray) -> dict:
         ),
     }
     if n_first and n_second:
-        from scipy import stats  # here, not at the top: a second of import, needed only here
-
-        out["p_value"] = float(stats.fisher_exact(table).pvalue)
+        out["p_value"] = fisher_exact_p(table)
     else:
         out["note"] = "undefined: chosen was never shown " + ("first" if not n_first else "second")
     return out

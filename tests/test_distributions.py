@@ -114,3 +114,30 @@ def test_normal_matches_scipy() -> None:
     for x in (-30.0, -3.0, -1.96, 0.0, 0.5, 1.96, 8.0):
         assert d.norm_cdf(x) == pytest.approx(stats.norm.cdf(x), rel=1e-12, abs=1e-300)
     assert d.norm_ppf(0.975) == pytest.approx(1.959964, abs=1e-6)
+
+
+def _tables():
+    rng = np.random.default_rng(7)
+    fixed = [
+        [[3, 1], [1, 3]],  # Fisher's tea-tasting table: p = 17/35
+        [[0, 0], [0, 0]],
+        [[5, 0], [0, 5]],
+        [[0, 4], [0, 6]],
+        [[10, 10], [10, 10]],
+        [[1, 9], [11, 3]],
+        [[250, 240], [260, 250]],
+        [[0, 1], [1, 0]],
+    ]
+    drawn = [rng.integers(0, 40, size=(2, 2)).tolist() for _ in range(300)]
+    return fixed + drawn
+
+
+@pytest.mark.parametrize("table", _tables())
+def test_fisher_exact_matches_scipy(table):
+    expected = stats.fisher_exact(table).pvalue
+    assert d.fisher_exact_p(table) == pytest.approx(expected, rel=1e-9, abs=1e-15)
+
+
+def test_fisher_exact_on_the_tea_tasting_table_by_hand():
+    # 8 cups, 4 with milk first, 3 guessed right: P = (1 + 16 + 1 + 16) / 70 of tables as or less likely
+    assert d.fisher_exact_p([[3, 1], [1, 3]]) == pytest.approx(34 / 70, rel=1e-12)
