@@ -172,3 +172,22 @@ def test_serve_listens_where_address_says(tmp_path):
     assert args.address == "localhost"
     args = build_parser(["demo"]).parse_args(["demo", "--address", "0.0.0.0"])
     assert args.address == "0.0.0.0"  # where it listens by default: checked in test_sigterm_...
+
+
+def test_demo_without_serving_needs_no_free_port(tmp_path):
+    """`demo --no-serve` only builds the demo and prints links: a server already on the port (the
+    user's own demo, say) is no reason to refuse."""
+    holder = socket.socket()
+    holder.bind(("127.0.0.1", 0))
+    holder.listen()
+    port = holder.getsockname()[1]
+    try:
+        done = subprocess.run(
+            [*annotate_command(), "demo", "--no-serve", "--db", f"sqlite:///{tmp_path / 'a.db'}",
+             "--port", str(port)],
+            cwd=tmp_path, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+    finally:
+        holder.close()
+    assert done.returncode == 0, done.stderr
+    assert "token=" in done.stdout and f":{port}/?token=" in done.stdout

@@ -32,7 +32,8 @@ def link_host(address: str) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    url = prepare(args)  # the port is checked first: no links to whatever holds it
+    # the port is checked first when it will serve: no links to whatever holds it
+    url = prepare(args, serving=not args.no_serve)
     demo = build_demo(get_engine(url))
     base = f"http://{link_host(args.address)}:{args.port}"
     print(f"Demo study {DEMO_STUDY!r} is ready in {url}")

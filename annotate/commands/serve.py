@@ -97,9 +97,11 @@ def check_port_free(address: str, port: int) -> None:
                 raise UserError(f"cannot listen on {address}:{port}: {exc.strerror}") from None
 
 
-def prepare(args: argparse.Namespace) -> str:
-    """Check the address and port, create or upgrade the schema; the database URL to serve."""
-    check_port_free(args.address, args.port)
+def prepare(args: argparse.Namespace, *, serving: bool = True) -> str:
+    """Check the address and port (when it will serve), create or upgrade the schema; the
+    database URL to serve."""
+    if serving:
+        check_port_free(args.address, args.port)
     url = absolute_url(resolve_url(args.db))
     get_engine(url, schema=Mode.UPGRADE)  # and fail early with a clear message
     return url
