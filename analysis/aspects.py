@@ -23,7 +23,7 @@ import pandas as pd
 from analysis.agreement import Estimate, alpha_statistic, estimate
 from analysis.aspect_scores import SCORES, SIDES
 from analysis.conclusion import LABEL_THRESHOLD, _check, _compare
-from analysis.intervals import MIN_INTERVAL_UNITS, Panel
+from analysis.intervals import MIN_INTERVAL_UNITS, Panel, defined_resamples
 from analysis.validity import label_agreement
 
 VERDICT = "rubric_not_reflected"
@@ -258,16 +258,11 @@ def too_few_for_an_interval(n: int) -> str:
 def percentile_interval(samples: np.ndarray, *, resamples: int) -> tuple[list | None, str | None]:
     """95% percentile interval of the defined resamples of a statistic that is not a sum over
     pairs (AUC, a rank correlation), with a note on dropped ones."""
-    defined = samples[np.isfinite(samples)]
-    dropped = resamples - defined.size
-    if defined.size * 2 < resamples:
-        return None, (
-            f"bootstrap interval omitted: the statistic is undefined in {dropped} of "
-            f"{resamples} resamples"
-        )
+    defined, omitted, dropped_note = defined_resamples(samples, resamples=resamples)
+    if omitted:
+        return None, omitted
     lo, hi = np.percentile(defined, (2.5, 97.5))
-    note = f"{dropped} of {resamples} bootstrap resamples were undefined and dropped"
-    return [float(lo), float(hi)], note if dropped else None
+    return [float(lo), float(hi)], dropped_note
 
 
 # --- the fourth conclusion check -------------------------------------------------------------

@@ -175,6 +175,26 @@ class PairInterval:
     note: str | None
 
 
+def defined_resamples(
+    samples: np.ndarray, *, resamples: int
+) -> tuple[np.ndarray, str | None, str | None]:
+    """The defined bootstrap values, why the interval is omitted (more than half undefined) or
+    None, and a note on the dropped ones or None: the rule every bootstrap interval here keeps."""
+    defined = samples[np.isfinite(samples)]
+    dropped = resamples - defined.size
+    if defined.size * 2 < resamples:
+        return (
+            defined,
+            (
+                f"bootstrap interval omitted: the statistic is undefined in {dropped} of "
+                f"{resamples} resamples"
+            ),
+            None,
+        )
+    note = f"{dropped} of {resamples} bootstrap resamples were undefined and dropped"
+    return defined, None, note if dropped else None
+
+
 def bca_interval(
     samples: np.ndarray,
     *,
@@ -190,16 +210,10 @@ def bca_interval(
     interval is omitted when more than half are undefined. An undefined jackknife value leaves
     the acceleration at 0 (bias correction only), with a note.
     """
-    defined = samples[np.isfinite(samples)]
-    dropped = resamples - defined.size
-    if defined.size * 2 < resamples:
-        return None, (
-            f"bootstrap interval omitted: the statistic is undefined in {dropped} of "
-            f"{resamples} resamples"
-        )
-    notes = []
-    if dropped:
-        notes.append(f"{dropped} of {resamples} bootstrap resamples were undefined and dropped")
+    defined, omitted, dropped_note = defined_resamples(samples, resamples=resamples)
+    if omitted:
+        return None, omitted
+    notes = [dropped_note] if dropped_note else []
     n = defined.size
     below = (np.count_nonzero(defined < point) + 0.5 * np.count_nonzero(defined == point)) / n
     z0 = float(special.ndtri(np.clip(below, 1 / (n + 1), n / (n + 1))))
