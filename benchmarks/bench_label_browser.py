@@ -45,6 +45,7 @@ from annotate.auth import create_annotator  # noqa: E402
 from annotate.db import get_engine, session  # noqa: E402
 from annotate.importer import import_pairs  # noqa: E402
 from annotate.models import Annotation, Annotator  # noqa: E402
+from annotate.schema import Mode  # noqa: E402
 from annotate.studies import get_or_create_study  # noqa: E402
 from tests.browser import AppServer, goto, launch_browser, rerun, wait_idle  # noqa: E402
 from tests.realistic_pairs import realistic_record  # noqa: E402
@@ -69,7 +70,9 @@ def build(folder: Path, *, pairs: int, posts: int) -> tuple[str, str]:
     """The database (built once per folder) and a fresh annotator's token."""
     db = folder / f"label-{pairs}-{posts}.sqlite"
     url = f"sqlite:///{db}"
-    engine = get_engine(url)
+    # a kept database may predate this release (the old page's run builds it): upgrade it, as
+    # `annotate serve` would
+    engine = get_engine(url, schema=Mode.UPGRADE)
     if not (folder / f"label-{pairs}-{posts}.done").exists():
         source = folder / "pairs.jsonl"
         rng = random.Random(0)
