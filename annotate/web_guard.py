@@ -20,11 +20,15 @@ maintainers:
   cookie of an active maintainer, or the same sign-in cookies as an open console session
   (covers maintainers signed in with their organisation through `st.login`).
 
-Refusals are answered before Streamlit reads anything, so they cost no memory.
+Refusals are answered before Streamlit reads anything, so they cost no memory. A refused body
+that is small enough is read and thrown away first (see `_refuse`), so that the client reads the
+answer instead of a reset connection.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import hashlib
 import threading
 from collections.abc import Callable
@@ -43,6 +47,11 @@ UPLOAD_LIMIT_MB = 200
 # page), and their total: a maintainer's stolen session cannot fill the server either.
 MAX_UPLOADS_PER_SESSION = 8
 SESSION_UPLOAD_LIMIT_MB = 400
+
+# How much of a refused body is read (and thrown away) before the answer: a stranger's small
+# request, or any file a maintainer's session may send; larger bodies are answered at once.
+DRAIN_STRANGER_BYTES = 64 * 1024
+DRAIN_SECONDS = 30
 
 LOGIN_COOKIE = "annotate_token"  # the same name as login.COOKIE (login imports it from here)
 OIDC_COOKIE_PREFIX = "_streamlit_user"  # st.login's signed identity cookies (maybe chunked)
@@ -203,13 +212,25 @@ class StreamlitEndpointGuard:
         if entry is None or not await run_in_threadpool(
             _is_active_maintainer, self.get_engine(), annotator_id=entry.annotator_id, token=None
         ):
-            await _refuse(scope, receive, send, 403, "Uploads are for maintainers only.")
+            await _refuse(
+                scope,
+                receive,
+                send,
+                403,
+                "Uploads are for maintainers only.",
+                drain_up_to=DRAIN_STRANGER_BYTES,
+            )
             return
         if method == "PUT":
             length = _content_length(scope)
             if length is None or length > UPLOAD_LIMIT_MB * 1024 * 1024 + 64 * 1024:
                 await _refuse(
-                    scope, receive, send, 413, f"An upload is limited to {UPLOAD_LIMIT_MB} MB."
+                    scope,
+                    receive,
+                    send,
+                    413,
+                    f"An upload is limited to {UPLOAD_LIMIT_MB} MB.",
+                    drain_up_to=DRAIN_STRANGER_BYTES,
                 )
                 return
             count, held = _files_held(session_id)
@@ -221,6 +242,7 @@ class StreamlitEndpointGuard:
                     413,
                     f"The uploads of one session are limited to {SESSION_UPLOAD_LIMIT_MB} MB "
                     "held at once: remove one first.",
+                    drain_up_to=length,
                 )
                 return
             if count >= MAX_UPLOADS_PER_SESSION:
@@ -230,6 +252,7 @@ class StreamlitEndpointGuard:
                     send,
                     429,
                     f"At most {MAX_UPLOADS_PER_SESSION} uploaded files at once: remove one first.",
+                    drain_up_to=length,
                 )
                 return
         await self.app(scope, receive, send)
@@ -253,11 +276,27 @@ def _files_held(session_id: str) -> tuple[int, int]:
     return len(files), sum(len(f.data) for f in files)
 
 
-async def _refuse(scope, receive, send, status: int, text: str) -> None:
+async def _refuse(scope, receive, send, status: int, text: str, *, drain_up_to: int = 0) -> None:
+    """Answer `status` and close. A body of at most `drain_up_to` bytes is read and thrown away
+    first: closing a connection with unread bytes, or with bytes still on their way, makes the
+    kernel reset it, and the client then loses the answer (a browser shows a network error
+    instead of the reason). The drain keeps one chunk at a time and gives up after
+    `DRAIN_SECONDS`, so a slow or silent client costs neither memory nor a stuck task."""
+    length = _content_length(scope)
+    if length and length <= drain_up_to:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(_discard_body(receive), DRAIN_SECONDS)
     response = PlainTextResponse(
         text, status_code=status, headers={"Cache-Control": "no-store", "Connection": "close"}
     )
     await response(scope, receive, send)
+
+
+async def _discard_body(receive) -> None:
+    while True:
+        message = await receive()
+        if message["type"] != "http.request" or not message.get("more_body", False):
+            return
 
 
 def _no_downloads(send):
