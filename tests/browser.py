@@ -16,6 +16,9 @@ Use it from a test module (not from a conftest): importing the fixture functions
 - `goto(page, url)` opens (or reloads) a page and waits for its first script run to finish.
 - `with rerun(page): <click or key press>` returns once the script run that the interaction
   started is over; `wait_idle(page)` only waits for "not running" (plus a short settle).
+- `hold_timers(page)`: the page's timers fire only when the test says (`page.clock.run_for`,
+  `page.clock.resume`), so that what a test counts (a draft every few seconds) does not depend
+  on how fast a busy machine runs it. Call `page.clock.install()` before opening the page.
 - `save_screenshot(page, name)`: into docs/screenshots/ with ANNOTATE_SCREENSHOTS=update (to
   refresh the committed pictures), else into a temporary folder (a test run leaves git clean).
 - `RequestRecorder()`: a tiny local HTTP server recording every request (untrusted-text tests).
@@ -44,10 +47,11 @@ from pathlib import Path
 import pytest
 
 try:
+    from playwright.sync_api import Error as PlaywrightError
     from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
     from playwright.sync_api import expect
 except ImportError:  # browser tests skip (or fail), saying why, without playwright
-    PlaywrightTimeoutError = TimeoutError
+    PlaywrightError = PlaywrightTimeoutError = TimeoutError
     expect = None
 
 BROWSER_MODE = os.environ.get("ANNOTATE_TEST_BROWSER", "auto").lower()  # auto | require | off
@@ -295,6 +299,24 @@ def rerun(page, *, start_timeout_ms: int = 3_000, timeout_ms: int = IDLE_TIMEOUT
     with contextlib.suppress(PlaywrightTimeoutError):
         page.wait_for_function(_RUN_SEEN, timeout=start_timeout_ms)
     wait_idle(page, timeout_ms=timeout_ms)
+
+
+def hold_timers(page) -> None:
+    """Stop the page's clock (installed with `page.clock.install()` before the page opened):
+    from here on no timer of the page fires until `page.clock.run_for(ms)` or
+    `page.clock.resume()`. Keys, clicks and messages still act at once.
+
+    Playwright pauses at a given time, which must not have passed yet when the pause arrives:
+    ask for one a second ahead (timers due within it fire once, as when a laptop wakes), and
+    again should the machine have taken longer than that."""
+    while True:
+        now = page.evaluate("() => Date.now()") / 1000
+        try:
+            page.clock.pause_at(now + 1)
+            return
+        except PlaywrightError as exc:
+            if "to the past" not in str(exc):
+                raise
 
 
 def goto(page, url: str, *, timeout_ms: int = 60_000) -> None:
