@@ -9,8 +9,9 @@ Use it from a test module (not from a conftest): importing the fixture functions
 - `require_browser()` skips, saying why, when /usr/bin/chromium or the playwright package is
   missing; ANNOTATE_TEST_BROWSER=require (CI) makes that a failure, =off skips browser tests.
   ANNOTATE_TEST_CHROMIUM points at another Chromium binary.
-- `AppServer(db_url)` runs `annotate serve` on a free port, waits for /_stcore/health, keeps the
-  server's output (`.logs()`) and stops the whole process group on exit.
+- `AppServer(db_url)` runs `annotate serve` on a free port (another one if that was taken before
+  the server listened), waits for /_stcore/health, keeps the server's output (`.logs()`) and
+  stops the whole process group on exit.
 - `launch_browser(playwright)` starts Chromium headless with a fresh profile and no background
   traffic. Playwright's own browser downloads are never used (no `playwright install`).
 - `goto(page, url)` opens (or reloads) a page and waits for its first script run to finish.
@@ -69,6 +70,11 @@ CHROMIUM_ARGS = [
 SERVER_START_SECONDS = 90.0
 IDLE_TIMEOUT_MS = 30_000
 EXPECT_TIMEOUT_MS = 15_000  # for playwright's `expect(...)` (its default is 5 s)
+# How often AppServer picks another free port when the one it picked was taken before the server
+# could listen on it (see AppServer.start).
+PORT_ATTEMPTS = 5
+# What `annotate serve` (and Streamlit after it) print when the port is taken.
+PORT_TAKEN = ("is already in use", "is not available")
 IDLE_SELECTOR = '[data-testid="stApp"][data-test-script-state="notRunning"]'
 RUNNING_SELECTOR = '[data-testid="stApp"][data-test-script-state="running"]'
 
@@ -139,6 +145,7 @@ class AppServer:
         env: dict[str, str] | None = None,
     ):
         self.db_url = db_url
+        self._port_given = port is not None
         self.port = port or free_port()
         self.start_timeout = start_timeout
         self.env = env or {}
@@ -158,6 +165,32 @@ class AppServer:
         return text
 
     def start(self) -> AppServer:
+        """Start the server and wait until it answers.
+
+        A port from `free_port()` is only free when picked: another process (a parallel test
+        worker's server, a connection's local port) can take it in the seconds before the server
+        listens. The server then stops saying so, and another free port is picked."""
+        for attempt in range(1, PORT_ATTEMPTS + 1):
+            logged = len(self.logs())
+            self._launch()
+            try:
+                self._wait_healthy()
+                return self
+            except RuntimeError:
+                self.stop()
+                said = self.logs()[logged:]
+                if self._port_given or attempt == PORT_ATTEMPTS:
+                    raise
+                if not any(words in said for words in PORT_TAKEN):
+                    raise
+                self.port = free_port()
+                self.url = f"http://127.0.0.1:{self.port}"
+            except BaseException:
+                self.stop()
+                raise
+        raise AssertionError("unreachable")
+
+    def _launch(self) -> None:
         command = [
             *annotate_command(),
             "serve",
@@ -177,12 +210,6 @@ class AppServer:
             env=env,
             start_new_session=True,  # its own process group: stop() ends streamlit too
         )
-        try:
-            self._wait_healthy()
-        except BaseException:
-            self.stop()
-            raise
-        return self
 
     def _wait_healthy(self) -> None:
         deadline = time.monotonic() + self.start_timeout
