@@ -20,6 +20,7 @@ from analysis.model_render import (
     model_rows,
     models_csv_bytes,
     models_figure,
+    undefined_notes,
 )
 from analysis.models import with_models
 
@@ -72,6 +73,10 @@ def show_models(report: dict) -> None:
         st.text(sentence)  # plain text: the model's name is data
     st.caption("Human reference (the ceiling), by the same rule")
     st.dataframe(pd.DataFrame(human_rows(report), columns=list(HUMAN_HEADER)), hide_index=True)
+    notes = undefined_notes(report)
+    if notes:  # why a cell says n/a: before any human answer, all that needs one
+        st.caption("Where the tables say n/a")
+        st.text("\n".join(notes))  # plain text: model names are data
     if report["model_differences"]:
         st.caption("Differences between models (accuracy, paired bootstrap)")
         st.dataframe(
