@@ -149,8 +149,12 @@ def error_sentences(report: dict) -> list[str]:
         if not e["total"]:
             out.append(f"{m['name']}: no errors.")
             continue
+        errors = f"{e['total']:g} error{'' if e['total'] == 1 else 's'} (ties count 1/2)"
+        if e["share_not_valid"] is None:  # no human verdict on any pair yet
+            out.append(f"{m['name']}: {errors}; no pair has a human verdict yet.")
+            continue
         out.append(
-            f"{m['name']}: {e['total']:g} errors (ties count 1/2): {e['preference_flip']:g} on "
+            f"{m['name']}: {errors}: {e['preference_flip']:g} on "
             f"pairs the humans flipped, {e['other']:g} on other pairs they did not validate, "
             f"{e['valid']:g} on valid pairs; {e['share_not_valid']:.0%} of its error is on "
             "pairs whose label the humans did not confirm."

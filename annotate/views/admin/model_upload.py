@@ -23,6 +23,7 @@ from analysis.model_render import (
     undefined_notes,
 )
 from analysis.models import with_models
+from annotate.inert import md_literal
 
 
 def model_comparison(
@@ -75,8 +76,8 @@ def show_models(report: dict) -> None:
     st.dataframe(pd.DataFrame(human_rows(report), columns=list(HUMAN_HEADER)), hide_index=True)
     notes = undefined_notes(report)
     if notes:  # why a cell says n/a: before any human answer, all that needs one
-        st.caption("Where the tables say n/a")
-        st.text("\n".join(notes))  # plain text: model names are data
+        # model names are data: every line shown as its literal characters
+        st.caption("  \n".join(["**Where the tables say n/a**", *map(md_literal, notes)]))
     if report["model_differences"]:
         st.caption("Differences between models (accuracy, paired bootstrap)")
         st.dataframe(
