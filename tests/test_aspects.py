@@ -673,3 +673,18 @@ def test_scorer_agreement_matches_the_krippendorff_package_with_fractional_means
     scorer = read_scorer_file(write_jsonl(tmp_path / "s.jsonl", records), aspect_counts=counts)
     result = report_of(rows, counts, scorer=scorer)["aspects"]["scorer"]
     assert result["agreement"]["value"] == pytest.approx(expected, abs=1e-12)
+
+
+def test_the_verdict_chart_gives_rubric_not_reflected_its_own_colour():
+    """The chart had six colours for seven verdicts: with the aspect check `valid` came out
+    black and `rubric_not_reflected` took valid's green."""
+    from analysis.html_report import figures
+
+    rows = [scored("p1", a, "chosen", [(2, 0)]) for a in ("a", "b")]
+    rows += [scored("p2", a, "chosen", [(1, 1)]) for a in ("a", "b")]
+    report = report_of(rows, {"p1": 1, "p2": 1})
+    chart = dict(figures(report))["Pair verdicts"]["data"][0]
+    colours = dict(zip(chart["x"], chart["marker"]["color"], strict=True))
+    assert list(colours) == list(report["verdicts"])
+    assert colours["valid"] == "#1a9850"  # green, as without the aspect check
+    assert len(set(colours.values())) == len(colours)
