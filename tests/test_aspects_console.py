@@ -79,8 +79,10 @@ def test_the_aspect_section_shows_the_reports_aspect_tables(demo, downloads):  #
         assert shown.loc[statistic, "n / note"] == note, statistic
     assert any(s.startswith("Agreement on aspect 4 of each rubric") for s in shown.index)
     # the fourth conclusion check
-    check = table_with(at, "Check", "aspects")
-    assert check.loc["aspects", "n"] == "6"
+    outcome = report["conclusion"]["checks"]["aspects"]["outcome"]
+    assert outcome == "insufficient"  # 5 of 6 confirmed: [0.359, 0.996] reaches below 0.6
+    assert "Conclusion check `aspects`: **not enough evidence** (threshold 0.6)" in texts(at)
+    assert "lower end of the exact 95% interval" in texts(at)
     # per pair: coverage, gap and the verdict; the broken pair is not reflected
     pairs = table_with(at, "pair", BROKEN_PAIR)
     assert pairs.loc[BROKEN_PAIR, "verdict"] == "rubric_not_reflected"

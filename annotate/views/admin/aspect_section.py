@@ -56,7 +56,14 @@ def show_aspects(
     st.subheader("Aspects")
     st.markdown(f"**{TITLE}**")
     st.markdown(SCALE_SENTENCE + " " + verdict_sentence(report, verdict="`rubric_not_reflected`"))
-    _table([row for row in check_rows(report) if row[0] == "aspects"], CHECK_HEADER)
+    # The fourth conclusion check, from the same row as report.html's table of checks (its
+    # value and interval are the table's "construction confirmed" row): outcome, then the rule.
+    row = next(r for r in check_rows(report) if r[0] == "aspects")
+    check = dict(zip(CHECK_HEADER, row, strict=True))
+    st.markdown(
+        f"Conclusion check `aspects`: **{check['Outcome']}** (threshold {check['Threshold']})"
+    )
+    st.caption(check["Rule / note"])
     _table(human_rows(report), ROW_HEADER)
 
     st.markdown("**Per pair**, the smallest gap first")
