@@ -165,3 +165,22 @@ def test_models_can_be_compared_before_any_human_answer(db):  # noqa: F811
     assert models.loc["early-rm", "accuracy"] == "0.625"
     assert "n/a" in models.loc["early-rm", "agrees with majority"]
     assert "no pair with a human majority" in texts(at)
+
+
+def test_a_scorer_file_of_the_whole_study_is_compared_on_the_selected_pairs(demo):
+    """The file is checked against the whole study; with a category chosen only its pairs
+    enter the comparison (as the models' upload does)."""
+    at = agreement_page(demo["token"], DEMO_ASPECT_STUDY)
+    at.multiselect(key="agreement_categories").set_value(["Society_and_Culture"]).run()
+    upload = demo["scorer"].read_bytes()
+    at.file_uploader(key="agreement_aspect_scores").set_value(
+        ("scorer.jsonl", upload, "application/jsonl")
+    )
+    at.run()
+    assert not at.exception and not at.error
+    shown = table_with(at, "statistic", "Automatic scorer vs human mean score, ordinal alpha")
+    assert shown.loc["Automatic scorer vs human mean score, ordinal alpha", "n / note"].startswith(
+        "n = 2 pairs"
+    )
+    pairs = table_with(at, "pair", BROKEN_PAIR)
+    assert sorted(pairs.index) == ["demo-soc-01", "demo-soc-02"]
