@@ -83,10 +83,10 @@ class ReportOptions:
 # --- inputs --------------------------------------------------------------------------------
 
 
-
 def report_options(scale: tuple[int, int], **overrides) -> ReportOptions:
     """The report's options for a study's rating scale (lowest, highest) and the given overrides."""
     return ReportOptions(scale_min=scale[0], scale_max=scale[1], **overrides)
+
 
 def _pair_index(annotations: pd.DataFrame, pairs: pd.DataFrame | None) -> pd.DataFrame:
     """The report's pairs in file order: every pair of the pair set, plus any annotated one."""
