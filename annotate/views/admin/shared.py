@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from urllib.parse import urlsplit
 
@@ -143,6 +144,62 @@ def study_report_files(
     return cached_report_files(
         db_key(), study.name, version, tuple(categories), tuple(annotators), bootstrap
     )
+
+
+@st.cache_resource(ttl=REPORT_TTL, max_entries=8, show_spinner=False)
+def cached_scorer_report(
+    db: str,
+    study: str,
+    version: tuple,
+    categories: tuple[str, ...],
+    annotators: tuple[str, ...],
+    bootstrap: int,
+    digest: str,
+    _name: str,
+    _data: bytes,
+) -> dict:
+    """The report of the selection with an uploaded scorer file compared (the file is keyed
+    by its name and digest, not hashed by Streamlit on every run). A broken file raises (and
+    is not cached)."""
+    report, annotations, pairs = cached_report(
+        db, study, version, categories, annotators, bootstrap
+    )
+    return study_report.scorer_report(
+        engine(),
+        study=study,
+        report=report,
+        annotations=annotations,
+        pairs=pairs,
+        name=_name,
+        data=_data,
+    )
+
+
+def study_scorer_report(
+    study: Study,
+    *,
+    name: str,
+    data: bytes,
+    categories: tuple[str, ...] = (),
+    annotators: tuple[str, ...] = (),
+    bootstrap: int = 1000,
+) -> dict:
+    """The study's report (or a selection's) with the uploaded automatic aspect scores
+    compared with the annotators; raises UserError (InputError for a broken file)."""
+    version = study_report.data_version(engine(), study_id=study.id)
+    digest = f"{name}:{hashlib.sha256(data).hexdigest()}"
+    with st.spinner("Comparing the scorer with the annotators…", show_time=True):
+        return cached_scorer_report(
+            db_key(),
+            study.name,
+            version,
+            tuple(categories),
+            tuple(annotators),
+            bootstrap,
+            digest,
+            name,
+            data,
+        )
 
 
 def download_when_clicked(
