@@ -80,7 +80,9 @@ def test_a_prefixed_login_link_signs_in_and_stays_in_the_prefix(people, where):
     assert client.get("/annotate/admin?token=" + alice).headers["location"] == "/annotate/admin"
 
 
-@pytest.mark.parametrize("where", PREFIXED)
+# Under a root_path every path the app receives is inside it (a path without it is read as the
+# app's own, as Starlette's routing reads it): only server.baseUrlPath has an outside.
+@pytest.mark.parametrize("where", PREFIXED[:2])
 @pytest.mark.parametrize(
     "path",
     ["/?token={t}", "/other/?token={t}", "//evil.example/?token={t}", "/annotate/../x?token={t}"],
@@ -132,9 +134,7 @@ def test_switching_accounts_under_the_prefix(people, where):
 def test_the_switch_never_sends_the_browser_out_of_the_prefix(people, where, next_):
     engine, _, bob = people
     client = served(engine, **where)
-    switched = client.post(
-        "/annotate/login", data={"token": bob, "next": next_}, headers=SAME_SITE
-    )
+    switched = client.post("/annotate/login", data={"token": bob, "next": next_}, headers=SAME_SITE)
     assert switched.status_code == 303 and switched.headers["location"] == "/annotate/"
 
 
