@@ -13,6 +13,8 @@ other sites out of it (docs/security.md):
 - When the browser is already signed in as another account, a link does not switch accounts by
   itself (another site could otherwise sign a visitor in as an account of its choosing): the
   visitor gets a page saying so, and only its button, a same-origin POST to `/login`, switches.
+- The cookie's Path is the prefix (`/annotate`; `/` at the root), so other apps on the host
+  never receive it.
 - The cookie is `Secure` when the request came over HTTPS, as seen through the reverse proxies
   trusted by uvicorn's `FORWARDED_ALLOW_IPS` (docs/deployment.md).
 - Sign-out (`/logout`) is honoured only from the confirmation page's button (a same-origin
@@ -103,7 +105,14 @@ def _secure(scope) -> bool:
     return scope.get("scheme") in ("https", "wss")
 
 
-def _signed_in(target: str, token: str, *, secure: bool) -> Response:
+def _cookie_path(prefix: str) -> str:
+    """The login cookie's Path: the app's prefix (another app on the host, another study under
+    another prefix among them, neither receives the token nor replaces it; Streamlit scopes its
+    own cookies the same way), the whole host at the root."""
+    return prefix or "/"
+
+
+def _signed_in(target: str, token: str, *, secure: bool, prefix: str) -> Response:
     response = RedirectResponse(target, status_code=303, headers=NO_STORE)
     response.set_cookie(
         COOKIE,
@@ -112,8 +121,12 @@ def _signed_in(target: str, token: str, *, secure: bool) -> Response:
         httponly=True,
         samesite="lax",
         secure=secure,
-        path="/",
+        path=_cookie_path(prefix),
     )
+    if prefix:
+        # A cookie at / (set before the app had a prefix) would be sent after this one and
+        # shadow it: servers read the last of two cookies with one name.
+        response.delete_cookie(COOKIE, path="/", secure=secure, httponly=True)
     return response
 
 
@@ -176,7 +189,7 @@ class LoginLinkMiddleware:
         current = await run_in_threadpool(_account, engine, Request(scope).cookies.get(COOKIE))
         if current is not None and current[0] != account[0]:
             return _switch_page(current=current[1], token=token, target=target, prefix=prefix)
-        return _signed_in(target, token, secure=_secure(scope))
+        return _signed_in(target, token, secure=_secure(scope), prefix=prefix)
 
 
 def login_routes(get_engine: Callable[[], Engine], *, prefix: str = "") -> list[Route]:
@@ -193,11 +206,12 @@ def login_routes(get_engine: Callable[[], Engine], *, prefix: str = "") -> list[
             return _page("Not signed in", "<p>This request is not a sign-in.</p>", status=413)
         form = await request.form(max_files=0, max_fields=4, max_part_size=MAX_FORM_BYTES)
         token = str(form.get("token") or "")
-        target = app_path(str(form.get("next") or "/"), prefix=root_path(request.scope) + prefix)
+        here = root_path(request.scope) + prefix
+        target = app_path(str(form.get("next") or "/"), prefix=here)
         account = await run_in_threadpool(_account, get_engine(), token)
         if account is None:
             return RedirectResponse(target, status_code=303, headers=NO_STORE)
-        return _signed_in(target, token, secure=_secure(request.scope))
+        return _signed_in(target, token, secure=_secure(request.scope), prefix=here)
 
     async def logout(request: Request) -> Response:
         # Only the confirmation page's own button (a same-origin POST) signs out: a link, from
@@ -215,7 +229,9 @@ def login_routes(get_engine: Callable[[], Engine], *, prefix: str = "") -> list[
             "<p>You are signed out. Your personal link no longer works: ask the study's "
             "maintainer for a new one.</p>",
         )
-        response.delete_cookie(COOKIE, path="/", secure=_secure(request.scope), httponly=True)
+        here = root_path(request.scope) + prefix
+        for path in dict.fromkeys((_cookie_path(here), "/")):
+            response.delete_cookie(COOKIE, path=path, secure=_secure(request.scope), httponly=True)
         return response
 
     return [

@@ -166,3 +166,31 @@ def test_url_prefix_is_streamlits_base_url_path_as_a_path():
     assert url_prefix("") == "" and url_prefix(None) == "" and url_prefix("/") == ""
     assert url_prefix("annotate") == url_prefix("/annotate/") == "/annotate"
     assert url_prefix("tools/annotate") == "/tools/annotate"
+
+
+@pytest.mark.parametrize("where", PREFIXED)
+def test_the_login_cookie_belongs_to_the_prefix(people, where):
+    """Another app on the same host (another study under /other/, say) neither receives the
+    token nor replaces it with its own; a cookie left at / by an earlier sign-in is cleared, so
+    that it cannot shadow the new one."""
+    engine, alice, _ = people
+    client = served(engine, **where)
+    response = client.get(f"/annotate/?token={alice}")
+    cookies = response.headers.get_list("set-cookie")
+    signed = [c for c in cookies if c.startswith(f"{COOKIE}={alice}")]
+    assert len(signed) == 1 and "Path=/annotate;" in signed[0] + ";"
+    cleared = [c for c in cookies if "Path=/;" in c + ";"]
+    assert len(cleared) == 1 and "Max-Age=0" in cleared[0]
+    done = client.post("/annotate/logout", headers=SAME_SITE)
+    removed = done.headers.get_list("set-cookie")
+    assert {("Path=/annotate;" in c + ";", "Max-Age=0" in c) for c in removed} == {
+        (True, True),
+        (False, True),
+    }
+
+
+def test_at_the_root_the_cookie_is_the_hosts_as_before(people):
+    engine, alice, _ = people
+    response = served(engine).get(f"/?token={alice}")
+    [cookie] = response.headers.get_list("set-cookie")
+    assert cookie.startswith(f"{COOKIE}={alice}") and "Path=/;" in cookie + ";"
