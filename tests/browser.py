@@ -10,7 +10,9 @@ Use it from a test module (not from a conftest): importing the fixture functions
   missing; ANNOTATE_TEST_BROWSER=require (CI) makes that a failure, =off skips browser tests.
   ANNOTATE_TEST_CHROMIUM points at another Chromium binary.
 - `AppServer(db_url)` runs `annotate serve` on a free port, waits for /_stcore/health, keeps the
-  server's output (`.logs()`) and stops the whole process group on exit.
+  server's output (`.logs()`) and stops the whole process group on exit. `base_url_path="x"`
+  serves it under /x/ (`--base-url-path`; `.app_url` and `.login_url()` follow), `serve_args`
+  passes further options to `annotate serve`.
 - `launch_browser(playwright)` starts Chromium headless with a fresh profile and no background
   traffic. Playwright's own browser downloads are never used (no `playwright install`).
 - `goto(page, url)` opens (or reloads) a page and waits for its first script run to finish.
@@ -38,7 +40,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -133,17 +135,24 @@ class AppServer:
         *,
         start_timeout: float = SERVER_START_SECONDS,
         env: dict[str, str] | None = None,
+        base_url_path: str = "",
+        serve_args: Sequence[str] = (),
     ):
         self.db_url = db_url
         self.port = port or free_port()
         self.start_timeout = start_timeout
         self.env = env or {}
-        self.url = f"http://127.0.0.1:{self.port}"
+        self.serve_args = list(serve_args)
+        if base_url_path:
+            self.serve_args += ["--base-url-path", base_url_path]
+        self.url = f"http://127.0.0.1:{self.port}"  # the host's root
+        prefix = base_url_path.strip("/")
+        self.app_url = f"{self.url}/{prefix}" if prefix else self.url  # where the app is
         self._process: subprocess.Popen | None = None
         self._log = tempfile.TemporaryFile(mode="w+b")  # noqa: SIM115 - closed in __exit__
 
     def login_url(self, token: str) -> str:
-        return f"{self.url}/?token={token}"
+        return f"{self.app_url}/?token={token}"
 
     def logs(self) -> str:
         """Everything the server printed so far (stdout and stderr)."""
@@ -163,6 +172,7 @@ class AppServer:
             str(self.port),
             "--address",
             "127.0.0.1",
+            *self.serve_args,
         ]
         env = {**os.environ, "PYTHONUNBUFFERED": "1", **self.env}
         self._process = subprocess.Popen(
@@ -182,7 +192,7 @@ class AppServer:
 
     def _wait_healthy(self) -> None:
         deadline = time.monotonic() + self.start_timeout
-        health = f"{self.url}/_stcore/health"
+        health = f"{self.app_url}/_stcore/health"
         while True:
             code = self._process.poll()
             if code is not None:

@@ -86,7 +86,7 @@ function mount(data, root, parentElement, setTriggerValue) {
     el("span", { class: "spacer" }),
     el("button", { class: "link", type: "button", onclick: () => toggle("history") }, "Earlier answers ", kbd("H")),
     data.guidelines_html ? el("button", { class: "link", type: "button", onclick: () => toggle("guidelines") }, "Guidelines ", kbd("?")) : null,
-    el("a", { href: "/logout", target: "_self", text: "Sign out" }),
+    el("a", { href: data.sign_out_url, target: "_self", text: "Sign out" }),
   );
   box.append(bar);
   if (data.editing) {

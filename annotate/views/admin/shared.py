@@ -15,6 +15,7 @@ from annotate.errors import UserError
 from annotate.inert import md_literal
 from annotate.models import Annotator, Study
 from annotate.studies import DEFAULT_STUDY
+from annotate.views.common import app_prefix
 
 STUDY_KEY = "console_study"
 REPORT_TTL = 120  # seconds; the key also holds the data version, so new answers show at once
@@ -58,18 +59,15 @@ def choose_study(name: str) -> None:
 
 
 def base_url() -> str:
-    """This app's address as the browser sees it (for login links), else the default."""
+    """This app's address as the browser sees it (for login links), else the default's host;
+    with the app's path prefix either way."""
     try:
         url = st.context.url
     except Exception:
         url = None
-    if not url:
-        return DEFAULT_BASE_URL
-    parts = urlsplit(url)
-    if not parts.scheme or not parts.netloc:
-        return DEFAULT_BASE_URL
-    root = (st.get_option("server.baseUrlPath") or "").strip("/")
-    return f"{parts.scheme}://{parts.netloc}" + (f"/{root}" if root else "")
+    parts = urlsplit(url or "")
+    origin = f"{parts.scheme}://{parts.netloc}" if parts.scheme and parts.netloc else None
+    return (origin or DEFAULT_BASE_URL) + app_prefix()
 
 
 def show_error(exc: UserError) -> None:
