@@ -18,6 +18,7 @@ The comparison, over the (pair, aspect, response) units that humans scored:
 
 from __future__ import annotations
 
+import io
 import json
 from collections.abc import Mapping
 from pathlib import Path
@@ -49,27 +50,32 @@ MAX_LINE_BYTES = 8 * 1024**2  # a line holds a response, as long as a pair recor
 # --- reading -----------------------------------------------------------------------------------
 
 
-def _records(path: Path) -> tuple[list[dict], str]:
-    """(records, what a record is called in messages)."""
+def _records(path: Path, data: bytes | None) -> tuple[list[dict], str]:
+    """(records, what a record is called in messages); ``data``: the bytes of an upload."""
     suffix = path.suffix.lower()
     if suffix not in SUFFIXES:
         raise UserError(
             f"{path}: unsupported file type {suffix!r}; use one of {', '.join(SUFFIXES)}"
         )
-    if not path.is_file():
+    if data is None and not path.is_file():
         raise UserError(f"{path}: no such file")
+
+    def opened():
+        return path.open("rb") if data is None else io.BytesIO(data)
+
     try:
         if suffix == ".jsonl":
-            with path.open("rb") as handle:
+            with opened() as handle:
                 numbered, problems = strict_input.json_object_lines(handle, limit=MAX_LINE_BYTES)
             records = [{**record, "_at": f"line {number}"} for number, record in numbered]
             if problems:
                 raise InputError(str(path), problems)
             return records, "line"
-        if suffix == ".csv":
-            frame = pd.read_csv(path, dtype=str, keep_default_na=False, na_values=[""])
-        else:
-            frame = pd.read_parquet(path)
+        with opened() as handle:
+            if suffix == ".csv":
+                frame = pd.read_csv(handle, dtype=str, keep_default_na=False, na_values=[""])
+            else:
+                frame = pd.read_parquet(handle)
     except UnicodeDecodeError as exc:
         raise InputError(str(path), [f"not valid UTF-8 text (byte {exc.start + 1})"]) from None
     except pd.errors.EmptyDataError:
@@ -109,12 +115,23 @@ def _score_list(value, *, n_aspects: int) -> list[int]:
     return values
 
 
-def read_scorer_file(path: str | Path, *, aspect_counts: Mapping[str, int]) -> pd.DataFrame:
+def aspect_counts(pairs: pd.DataFrame) -> dict[str, int]:
+    """Pair id -> number of rubric aspects, from a pairs frame with ``n_aspects``: what
+    :func:`read_scorer_file` checks each score list against."""
+    return dict(zip(pairs["pair_id"].astype(str), pairs["n_aspects"].astype(int), strict=True))
+
+
+def read_scorer_file(
+    path: str | Path, *, aspect_counts: Mapping[str, int], data: bytes | None = None
+) -> pd.DataFrame:
     """The scorer's scores as (pair_id, aspect, side, score) rows, or InputError listing every
     problem: unknown id, unknown response, a malformed or wrongly sized score list, a value
-    outside 0-2, a second row for the same response, a pair missing one of its two rows."""
+    outside 0-2, a second row for the same response, a pair missing one of its two rows.
+
+    ``data``: the file's bytes when it is not on disk (an upload in the console); ``path``
+    then only gives the suffix and the name in messages."""
     path = Path(path)
-    records, _ = _records(path)
+    records, _ = _records(path, data)
     problems: list[str] = []
     seen: dict[tuple[str, str], str] = {}
     rows = []

@@ -17,8 +17,32 @@ def _estimate(estimate: dict | None, n: str = "") -> tuple[str, str, str]:
     return fmt(estimate.get("value")), fmt_ci(estimate.get("ci95")), note
 
 
+ROW_HEADER = ("statistic", "value", "95% interval", "n / note")
+SCALE_SENTENCE = (
+    "Annotators gave each rubric aspect a match score for each response (0 not covered, "
+    "1 somewhat, 2 very well, the benchmark's scorer's scale)."
+)
+
+
+def verdict_sentence(report: dict, *, verdict: str = "rubric_not_reflected") -> str:
+    """How a pair gets the verdict and how many have it; ``verdict``: the verdict's name as
+    the caller marks it up (already escaped for HTML)."""
+    section = report["aspects"]
+    return (
+        f"A pair is {verdict} when chosen's mean coverage exceeds rejected's by less than "
+        f"{fmt(section['gap_threshold'], 2)}; pairs with this verdict: "
+        f"{report['verdicts'].get('rubric_not_reflected', 0):,}."
+    )
+
+
 def aspect_rows(report: dict) -> list[tuple[str, str, str, str]]:
-    """(statistic, value, 95% interval, n / note) rows of the aspect check."""
+    """(statistic, value, 95% interval, n / note) rows of the aspect check: the annotators'
+    rows, then the scorer's (with --aspect-scores)."""
+    return human_rows(report) + scorer_rows(report)
+
+
+def human_rows(report: dict) -> list[tuple[str, str, str, str]]:
+    """The rows of the annotators' own scores."""
     section = report["aspects"]
     check = report["conclusion"]["checks"]["aspects"]
     n_pairs = f"n = {section['n_pairs']:,} pairs with aspect scores"
@@ -54,7 +78,13 @@ def aspect_rows(report: dict) -> list[tuple[str, str, str, str]]:
                 *_estimate(part["agreement"], f"n = {part['n_pairs']:,} pairs"),
             )
         )
-    scorer = section.get("scorer")
+    return rows
+
+
+def scorer_rows(report: dict) -> list[tuple[str, str, str, str]]:
+    """The rows comparing the automatic scorer with the annotators (none without a scorer)."""
+    scorer = report["aspects"].get("scorer")
+    rows = []
     if scorer:
         rows.append(
             (
@@ -86,7 +116,8 @@ def aspect_rows(report: dict) -> list[tuple[str, str, str, str]]:
     return rows
 
 
-def _disagreements(report: dict) -> list[tuple[str, str, str, str]]:
+def disagreement_rows(report: dict) -> list[tuple[str, str, str, str]]:
+    """The pairs where the scorer and the annotators disagree most (DISAGREEMENT_HEADER)."""
     scorer = report["aspects"].get("scorer") or {}
     return [
         (d["pair_id"], fmt(d["mean_abs_diff"]), fmt(d["scorer_gap"]), fmt(d["human_gap"]))
@@ -94,7 +125,42 @@ def _disagreements(report: dict) -> list[tuple[str, str, str, str]]:
     ]
 
 
-_DISAGREEMENT_HEADER = ("pair", "mean absolute difference", "scorer's gap", "humans' gap")
+DISAGREEMENT_HEADER = ("pair", "mean absolute difference", "scorer's gap", "humans' gap")
+COVERAGE_HEADER = (
+    "pair",
+    "verdict",
+    "chosen coverage",
+    "rejected coverage",
+    "gap",
+    "chosen per aspect",
+    "rejected per aspect",
+    "annotations",
+)
+
+
+def coverage_rows(report: dict) -> list[tuple]:
+    """Per non-gold pair with aspect scores (COVERAGE_HEADER), the smallest gap first: its
+    verdict, chosen's and rejected's coverage (numbers, 0-2), the gap, the annotators' mean
+    score per aspect in rubric order, and how many annotations scored its aspects."""
+    pairs = [p for p in report["pairs"] if not p["is_gold"] and p.get("n_aspect_annotations")]
+    pairs.sort(key=lambda p: (p["aspects_gap"] is None, p["aspects_gap"]))
+
+    def means(values) -> str:
+        return ", ".join(fmt(v, 2) for v in values or [])
+
+    return [
+        (
+            p["pair_id"],
+            p["verdict"],
+            p["aspects_chosen_coverage"],
+            p["aspects_rejected_coverage"],
+            p["aspects_gap"],
+            means(p["aspects_chosen_means"]),
+            means(p["aspects_rejected_means"]),
+            p["n_aspect_annotations"],
+        )
+        for p in pairs
+    ]
 
 
 def _md_cell(text) -> str:
@@ -120,12 +186,12 @@ def aspect_markdown(report: dict) -> list[str]:
         f"{report['conclusion']['checks']['aspects']['threshold']}).",
         "",
     ]
-    rows = _disagreements(report)
+    rows = disagreement_rows(report)
     if rows:
         lines += [
             "Pairs where the automatic scorer and the annotators disagree most:",
             "",
-            "| " + " | ".join(_DISAGREEMENT_HEADER) + " |",
+            "| " + " | ".join(DISAGREEMENT_HEADER) + " |",
             "| --- | ---: | ---: | ---: |",
             *["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in rows],
             "",
@@ -144,20 +210,16 @@ def aspect_html(report: dict) -> list[str]:
     """report.html parts of the section (none without aspect scores)."""
     if "aspects" not in report:
         return []
-    section = report["aspects"]
     parts = [
         f"<h2>{html.escape(TITLE)}</h2>",
-        "<p>Annotators gave each rubric aspect a match score for each response (0 not covered, "
-        "1 somewhat, 2 very well, the benchmark's scorer's scale). A pair is "
-        f"<code>rubric_not_reflected</code> when chosen's mean coverage exceeds rejected's by "
-        f"less than {html.escape(fmt(section['gap_threshold'], 2))}; pairs with this verdict: "
-        f"{report['verdicts'].get('rubric_not_reflected', 0):,}.</p>",
-        _html_table(aspect_rows(report), ("statistic", "value", "95% interval", "n / note")),
+        f"<p>{html.escape(SCALE_SENTENCE, quote=False)} "
+        f"{verdict_sentence(report, verdict='<code>rubric_not_reflected</code>')}</p>",
+        _html_table(aspect_rows(report), ROW_HEADER),
     ]
-    rows = _disagreements(report)
+    rows = disagreement_rows(report)
     if rows:
         parts += [
             "<p>Pairs where the automatic scorer and the annotators disagree most:</p>",
-            _html_table(rows, _DISAGREEMENT_HEADER),
+            _html_table(rows, DISAGREEMENT_HEADER),
         ]
     return parts

@@ -148,14 +148,26 @@ def _quality_chart(report: dict) -> dict:
     )
 
 
+# One colour per verdict, by name: with the aspect check there are seven, and a list by
+# position gave `valid` no colour and `rubric_not_reflected` valid's green.
+VERDICT_COLOURS = {
+    "insufficient_annotations": "#999999",
+    "no_consensus": "#fdae61",
+    "preference_flip": "#d73027",
+    "low_quality": "#f46d43",
+    "quality_confound": "#fee090",
+    "rubric_not_reflected": "#9970ab",
+    "valid": "#1a9850",
+}
+
+
 def _verdict_chart(report: dict) -> dict:
     verdicts = report["verdicts"]
-    colours = ["#999999", "#fdae61", "#d73027", "#f46d43", "#fee090", "#1a9850"]
     trace = {
         "type": "bar",
         "x": list(verdicts),
         "y": list(verdicts.values()),
-        "marker": {"color": colours},
+        "marker": {"color": [VERDICT_COLOURS.get(v, "#666666") for v in verdicts]},
         "text": list(verdicts.values()),
     }
     return _figure(

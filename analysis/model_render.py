@@ -77,6 +77,37 @@ def human_rows(report: dict) -> list[tuple[str, ...]]:
     ]
 
 
+_NOTED = (
+    ("accuracy", "ci95_note", "accuracy's interval"),
+    ("accuracy_valid", "note", "valid pairs"),
+    ("accuracy_valid", "ci95_note", "valid pairs' interval"),
+    ("accuracy_flip", "note", "flipped pairs"),
+    ("agreement_with_humans", "note", "agrees with majority"),
+    ("position", "note", "chosen first / second"),
+)
+
+
+def undefined_notes(report: dict) -> list[str]:
+    """Why the tables show n/a (or no interval) where they do: each note of the models and
+    of the human reference once, with the models it applies to (most depend on the human
+    answers, not on the model)."""
+    models: dict[tuple[str, str], list[str]] = {}
+    for m in report["models"]:
+        for key, note_key, label in _NOTED:
+            note = (m[key] or {}).get(note_key)  # position: None for scores
+            if note:
+                models.setdefault((label, note), []).append(m["name"])
+    out = [f"{label} ({', '.join(names)}): {note}" for (label, note), names in models.items()]
+    for label, key in (
+        ("majority of annotators", "majority_accuracy"),
+        ("average single annotator", "annotator_accuracy"),
+    ):
+        note = report["human_reference"][key].get("note")
+        if note:
+            out.append(f"human reference, {label}: {note}")
+    return out
+
+
 def difference_rows(report: dict) -> list[tuple[str, ...]]:
     return [
         (
@@ -118,8 +149,12 @@ def error_sentences(report: dict) -> list[str]:
         if not e["total"]:
             out.append(f"{m['name']}: no errors.")
             continue
+        errors = f"{e['total']:g} error{'' if e['total'] == 1 else 's'} (ties count 1/2)"
+        if e["share_not_valid"] is None:  # no human verdict on any pair yet
+            out.append(f"{m['name']}: {errors}; no pair has a human verdict yet.")
+            continue
         out.append(
-            f"{m['name']}: {e['total']:g} errors (ties count 1/2): {e['preference_flip']:g} on "
+            f"{m['name']}: {errors}: {e['preference_flip']:g} on "
             f"pairs the humans flipped, {e['other']:g} on other pairs they did not validate, "
             f"{e['valid']:g} on valid pairs; {e['share_not_valid']:.0%} of its error is on "
             "pairs whose label the humans did not confirm."

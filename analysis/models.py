@@ -204,7 +204,12 @@ def model_summary(
         "position": position_test(pick, chosen_first) if model.layout == "pairwise" else None,
         "ties": int((pick == TIE).sum()),
         "parse_failed": int((pick == FAILED).sum()) if model.parse_failed_given else None,
-        "errors": error_split(credit, valid=valid, flip=flip),
+        "errors": error_split(
+            credit,
+            valid=valid,
+            flip=flip,
+            judged=(pairs["verdict"] != "insufficient_annotations").to_numpy(),
+        ),
         "picks": {
             "chosen": int((pick == CHOSEN).sum()),
             "rejected": int((pick == REJECTED).sum()),
@@ -223,22 +228,28 @@ def model_summary(
     return out
 
 
-def error_split(credit: np.ndarray, *, valid: np.ndarray, flip: np.ndarray) -> dict:
+def error_split(
+    credit: np.ndarray, *, valid: np.ndarray, flip: np.ndarray, judged: np.ndarray
+) -> dict:
     """Where a model's errors (credit lost: 1 - credit per pair) fall: on pairs the humans
     validated, on pairs they flipped, on the other pairs they did not validate (no consensus,
     quality problems, too few annotations). The share outside valid pairs is the part of the
-    error that the benchmark's labels, not the model, may own."""
+    error that the benchmark's labels, not the model, may own; it needs a human verdict on
+    some pair (``judged``: pairs with enough annotations for one), else it is undefined."""
     lost = 1.0 - credit
     total = float(lost.sum())
+    defined = bool(total) and bool(np.any(judged))
     out = {
         "total": total,
         "valid": float(lost[valid].sum()),
         "preference_flip": float(lost[flip].sum()),
         "other": float(lost[~valid & ~flip].sum()),
-        "share_not_valid": (total - float(lost[valid].sum())) / total if total else None,
+        "share_not_valid": (total - float(lost[valid].sum())) / total if defined else None,
     }
     if not total:
         out["note"] = "undefined share: the model makes no error"
+    elif not defined:
+        out["note"] = "undefined share: no pair has a human verdict yet (too few annotations)"
     return out
 
 
@@ -382,7 +393,8 @@ def method_note(*, min_annotations: int, bootstrap: int, seed: int) -> dict:
         "accuracy_valid": "over the pairs whose human verdict is valid",
         "errors": (
             "credit lost (1 - credit) summed over valid pairs, preference flips and the other "
-            "pairs; share_not_valid = the part outside valid pairs"
+            "pairs; share_not_valid = the part outside valid pairs (null while no pair has "
+            "enough annotations for a human verdict)"
         ),
         "accuracy_flip": (
             "over the pairs whose human majority prefers rejected (preference_flip): a low "

@@ -83,10 +83,10 @@ class ReportOptions:
 # --- inputs --------------------------------------------------------------------------------
 
 
-
 def report_options(scale: tuple[int, int], **overrides) -> ReportOptions:
     """The report's options for a study's rating scale (lowest, highest) and the given overrides."""
     return ReportOptions(scale_min=scale[0], scale_max=scale[1], **overrides)
+
 
 def _pair_index(annotations: pd.DataFrame, pairs: pd.DataFrame | None) -> pd.DataFrame:
     """The report's pairs in file order: every pair of the pair set, plus any annotated one."""
@@ -379,8 +379,6 @@ def _aspects(
 ) -> tuple[pd.DataFrame, dict, dict]:
     """The aspect check's parts: the pair table with its aspect columns and verdict, the
     report's `aspects` section and the conclusion's `aspects` check."""
-    from analysis.aspect_scorer import compare_with_scorer
-
     scores = aspect_check.long_scores(coded.annotations, coded.pair)
     coverage = aspect_check.pair_coverage(scores, coded.n_pairs)
     table = aspect_check.apply_verdict(table, coverage, threshold=options.aspect_gap)
@@ -399,10 +397,11 @@ def _aspects(
         seed=options.seed,
     )
     if scorer is not None:
-        section["scorer"] = compare_with_scorer(
-            scorer[~gold[coded.pair_ids.get_indexer(scorer["pair_id"])]],
+        section["scorer"] = _scorer_comparison(
+            scorer,
             humans,
             pair_ids=coded.pair_ids,
+            gold=gold,
             majority=table["majority"].to_numpy(dtype=object),
             gap_threshold=options.aspect_gap,
             bootstrap=options.bootstrap,
@@ -411,6 +410,74 @@ def _aspects(
     gaps = coverage["aspects_gap"].to_numpy(dtype=np.float64)[counted]
     check = aspect_check.aspects_check(gaps, gap_threshold=options.aspect_gap)
     return table, section, check
+
+
+def _scorer_comparison(
+    scorer: pd.DataFrame,
+    humans: aspect_check.Scores,
+    *,
+    pair_ids: pd.Index,
+    gold: np.ndarray,
+    majority: np.ndarray,
+    gap_threshold: float,
+    bootstrap: int,
+    seed: int,
+) -> dict:
+    """`aspects.scorer`: the scorer's rows of non-gold pairs against the annotators' scores."""
+    from analysis.aspect_scorer import compare_with_scorer
+
+    where = pair_ids.get_indexer(scorer["pair_id"])
+    if (where < 0).any():
+        raise ValueError("the scorer's rows name pairs that are not in the report")
+    return compare_with_scorer(
+        scorer[~gold[where]],
+        humans,
+        pair_ids=pair_ids,
+        majority=majority,
+        gap_threshold=gap_threshold,
+        bootstrap=bootstrap,
+        seed=seed,
+    )
+
+
+_NO_ASPECT_SCORES = (
+    "--aspect-scores needs annotations with aspect scores (studies with the aspect check); "
+    "these annotations have none"
+)
+
+
+def with_aspect_scores(
+    report: dict, annotations: pd.DataFrame, pairs: pd.DataFrame | None, scorer: pd.DataFrame
+) -> dict:
+    """The report with `aspects.scorer` added, as ``build_report(annotations, pairs,
+    aspect_scores=scorer)`` gives it, without computing the rest again (the console compares
+    an uploaded scorer file with a report it has already). ``report`` must have been built
+    from these annotations and pairs; it is not changed. Every row of ``scorer`` must name a
+    pair of the report (analysis.aspect_scorer.read_scorer_file checks the ids)."""
+    if "aspects" not in report:
+        raise UserError(_NO_ASPECT_SCORES)
+    index = _pair_index(annotations, pairs)
+    pair_ids = pd.Index(index["pair_id"].to_numpy(dtype=object))
+    gold = index["is_gold"].to_numpy(dtype=bool)
+    coded = code(annotations, pair_ids)
+    scores = aspect_check.long_scores(coded.annotations, coded.pair)
+    majority = pd.Series(
+        [p["majority"] for p in report["pairs"]],
+        index=[p["pair_id"] for p in report["pairs"]],
+        dtype=object,
+    )
+    options = report["options"]
+    section = _scorer_comparison(
+        scorer,
+        scores.subset(~gold[scores.pair]),
+        pair_ids=pair_ids,
+        gold=gold,
+        majority=majority.reindex(pair_ids).to_numpy(dtype=object),
+        gap_threshold=options["aspect_gap"],
+        bootstrap=options["bootstrap"],
+        seed=options["seed"],
+    )
+    return {**report, "aspects": {**report["aspects"], "scorer": json_safe(section)}}
 
 
 # --- the report ----------------------------------------------------------------------------
@@ -482,12 +549,7 @@ def build_report(
             coded, table, gold=gold, options=options, scorer=aspect_scores
         )
     elif aspect_scores is not None:
-        from analysis.errors import UserError
-
-        raise UserError(
-            "--aspect-scores needs annotations with aspect scores (studies with the aspect "
-            "check); these annotations have none"
-        )
+        raise UserError(_NO_ASPECT_SCORES)
     gold_counts = coded.annotations.loc[gold_annotation, "annotator"].value_counts()
     annotators = annotator_table(stats, gold_counts=gold_counts)
     if len(gold_counts):

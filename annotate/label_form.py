@@ -71,6 +71,7 @@ def form_data(
     history: list | None,
     refused: list[Question] | None,
     flash: str | None,
+    sign_out_url: str,
 ) -> dict:
     """Everything the component shows for one pair (JSON)."""
     pair = item.pair
@@ -88,6 +89,7 @@ def form_data(
         "editing": item.editing,
         "progress": {"done": progress[0], "total": progress[1]},
         "flash": flash,
+        "sign_out_url": sign_out_url,
         "guidelines_html": safe_html(study.guidelines) if study.guidelines.strip() else "",
         "question_html": safe_html(pair.question),
         "aspects": [

@@ -11,6 +11,7 @@ from annotate.db import get_engine
 from annotate.health import health_routes
 from annotate.login import LoginLinkMiddleware, login_routes
 from annotate.web_guard import UPLOAD_LIMIT_MB, StreamlitEndpointGuard
+from annotate.web_paths import url_prefix
 
 # The uploader shows this limit and Streamlit enforces it while reading; a larger configured
 # value (an old config.toml said 1,024) is lowered to what a console pairs file needs.
@@ -22,11 +23,19 @@ def _base_path() -> str:
     return config.get_option("server.baseUrlPath") or ""
 
 
+# Streamlit serves its page and endpoints under server.baseUrlPath (read once, when it builds its
+# routes; `streamlit run` has loaded the configuration before importing this file): ours go there
+# too, so that a reverse proxy passing only /annotate/ reaches sign-in, sign-out and /healthz.
+PREFIX = url_prefix(_base_path())
+
 app = st.App(
     str(Path(__file__).with_name("app.py")),
-    routes=[*login_routes(get_engine), *health_routes(get_engine)],
+    routes=[
+        *login_routes(get_engine, prefix=PREFIX),
+        *health_routes(get_engine, path=f"{PREFIX}/healthz"),
+    ],
     middleware=[
         Middleware(StreamlitEndpointGuard, get_engine=get_engine, base_path=_base_path),
-        Middleware(LoginLinkMiddleware, get_engine=get_engine),
+        Middleware(LoginLinkMiddleware, get_engine=get_engine, prefix=PREFIX),
     ],
 )

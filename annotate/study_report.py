@@ -103,6 +103,29 @@ def build_study_report(
     return report, data.annotations, data.pairs
 
 
+def scorer_report(
+    engine: Engine,
+    *,
+    study: str,
+    report: dict,
+    annotations: pd.DataFrame,
+    pairs: pd.DataFrame,
+    name: str,
+    data: bytes,
+) -> dict:
+    """The report with an automatic scorer's file (its upload: name and bytes) compared with
+    the annotators, as `annotate report --aspect-scores` does. The file is checked against the
+    whole study's pairs (a broken file raises InputError naming its lines); rows of pairs
+    outside the report's selection are left out."""
+    from analysis.aspect_scorer import aspect_counts, read_scorer_file
+    from analysis.report import with_aspect_scores
+
+    counts = aspect_counts(stored.pairs_frame(engine, study=study, content=False))
+    scorer = read_scorer_file(name, aspect_counts=counts, data=data)
+    selected = scorer["pair_id"].isin(set(pairs["pair_id"].astype(str)))
+    return with_aspect_scores(report, annotations, pairs, scorer[selected].reset_index(drop=True))
+
+
 def valid_pair_records(engine: Engine, *, study: str, report: dict) -> list[dict]:
     """The original records of the report's `valid` non-gold pairs, in the study's order."""
     from analysis.report import valid_pair_ids

@@ -39,6 +39,8 @@ from sqlalchemy.engine import Engine
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import PlainTextResponse
 
+from annotate.web_paths import route_path, url_prefix
+
 # A pairs file for the console: 200 MB holds about 2,000 records of 100 KB. Bigger files go
 # through `annotate import-pairs`, which streams them. `.streamlit/config.toml` says the same;
 # the server lowers any larger configured value to this one (server.py).
@@ -175,9 +177,11 @@ class StreamlitEndpointGuard:
         await self.app(scope, receive, send)
 
     def _relative_path(self, scope) -> str:
-        path = scope.get("path", "")
-        base = "/" + self.base_path().strip("/")
-        if base != "/" and (path == base or path.startswith(base + "/")):
+        """The path as Streamlit routes it: without the ASGI root_path (a server or parent app
+        that mounts this one puts it in front of `path`) and without server.baseUrlPath."""
+        path = route_path(scope)
+        base = url_prefix(self.base_path())
+        if base and (path == base or path.startswith(base + "/")):
             path = path[len(base) :] or "/"
         return path
 

@@ -11,7 +11,9 @@ Use it from a test module (not from a conftest): importing the fixture functions
   ANNOTATE_TEST_CHROMIUM points at another Chromium binary.
 - `AppServer(db_url)` runs `annotate serve` on a free port (another one if that was taken before
   the server listened), waits for /_stcore/health, keeps the server's output (`.logs()`) and
-  stops the whole process group on exit.
+  stops the whole process group on exit. `base_url_path="x"` serves it under /x/
+  (`--base-url-path`; `.app_url` and `.login_url()` follow), `serve_args` passes further options
+  to `annotate serve`.
 - `launch_browser(playwright)` starts Chromium headless with a fresh profile and no background
   traffic. Playwright's own browser downloads are never used (no `playwright install`).
 - `goto(page, url)` opens (or reloads) a page and waits for its first script run to finish.
@@ -42,7 +44,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -143,18 +145,28 @@ class AppServer:
         *,
         start_timeout: float = SERVER_START_SECONDS,
         env: dict[str, str] | None = None,
+        base_url_path: str = "",
+        serve_args: Sequence[str] = (),
     ):
         self.db_url = db_url
         self._port_given = port is not None
-        self.port = port or free_port()
         self.start_timeout = start_timeout
         self.env = env or {}
-        self.url = f"http://127.0.0.1:{self.port}"
+        self.serve_args = list(serve_args)
+        if base_url_path:
+            self.serve_args += ["--base-url-path", base_url_path]
+        self._prefix = base_url_path.strip("/")
+        self._use_port(port or free_port())
         self._process: subprocess.Popen | None = None
         self._log = tempfile.TemporaryFile(mode="w+b")  # noqa: SIM115 - closed in __exit__
 
+    def _use_port(self, port: int) -> None:
+        self.port = port
+        self.url = f"http://127.0.0.1:{port}"  # the host's root
+        self.app_url = f"{self.url}/{self._prefix}" if self._prefix else self.url  # the app's
+
     def login_url(self, token: str) -> str:
-        return f"{self.url}/?token={token}"
+        return f"{self.app_url}/?token={token}"
 
     def logs(self) -> str:
         """Everything the server printed so far (stdout and stderr)."""
@@ -183,8 +195,7 @@ class AppServer:
                     raise
                 if not any(words in said for words in PORT_TAKEN):
                     raise
-                self.port = free_port()
-                self.url = f"http://127.0.0.1:{self.port}"
+                self._use_port(free_port())
             except BaseException:
                 self.stop()
                 raise
@@ -200,6 +211,7 @@ class AppServer:
             str(self.port),
             "--address",
             "127.0.0.1",
+            *self.serve_args,
         ]
         env = {**os.environ, "PYTHONUNBUFFERED": "1", **self.env}
         self._process = subprocess.Popen(
@@ -213,7 +225,7 @@ class AppServer:
 
     def _wait_healthy(self) -> None:
         deadline = time.monotonic() + self.start_timeout
-        health = f"{self.url}/_stcore/health"
+        health = f"{self.app_url}/_stcore/health"
         while True:
             code = self._process.poll()
             if code is not None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import krippendorff
 import numpy as np
@@ -16,10 +17,10 @@ from hypothesis import strategies as st
 
 from analysis import aspects as aspect_check
 from analysis.aspect_scorer import read_scorer_file
-from analysis.report import ReportOptions, build_report, write_report
+from analysis.report import ReportOptions, build_report, with_aspect_scores, write_report
 from analysis.tables import load_annotations, validate_annotations, write_table
 from annotate.cli import main
-from annotate.errors import InputError
+from annotate.errors import InputError, UserError
 from tests.published_examples import EXAMPLE_A
 from tests.report_fixtures import frame, pair_record, row
 from tests.test_report_property import undefined_without_note
@@ -426,6 +427,69 @@ def test_scorer_csv_and_parquet_are_read_alike(tmp_path):
     assert caught.value.problems == ["row 2, field 'scores': not a JSON list (Expecting value)"]
 
 
+def test_an_uploaded_scorer_file_reads_as_the_same_file_on_disk(tmp_path):
+    """The console reads an upload's bytes (no file on disk): the same rows and the same
+    problems, named by the upload's name, as the command line gets from the file."""
+    records = scorer_rows()
+    counts = {pair_id: 1 for pair_id in SCORER}
+    files = {
+        "s.jsonl": write_jsonl(tmp_path / "s.jsonl", records),
+        "s.csv": tmp_path / "s.csv",
+        "s.parquet": tmp_path / "s.parquet",
+    }
+    pd.DataFrame([{**r, "scores": json.dumps(r["scores"])} for r in records]).to_csv(
+        files["s.csv"], index=False
+    )
+    pd.DataFrame(records).to_parquet(files["s.parquet"])
+    for name, path in files.items():
+        data = Path(path).read_bytes()
+        pd.testing.assert_frame_equal(
+            read_scorer_file(name, aspect_counts=counts, data=data),
+            read_scorer_file(path, aspect_counts=counts),
+        )
+    broken = b'{"id": "p1", "response": "chosen", "scores": [1]}\n{"id": "p1", "response": "x"}\n'
+    with pytest.raises(InputError) as caught:
+        read_scorer_file("upload.jsonl", aspect_counts=counts, data=broken)
+    assert caught.value.source == "upload.jsonl"
+    assert caught.value.problems == [
+        "line 2, field 'response': must be chosen or rejected (got 'x')",
+        "line 1: pair 'p1' has a chosen row but no rejected row",
+    ]
+
+
+def test_a_scorer_added_to_a_finished_report_gives_the_reports_own_section(tmp_path):
+    """with_aspect_scores (the console's upload) adds exactly what build_report computes with
+    the scorer given from the start; a gold pair's scorer rows stay out of both."""
+    rows = [
+        scored(pair_id, annotator, "rejected" if pair_id == "p4" else "chosen", [scores])
+        for pair_id, scores in HUMANS.items()
+        for annotator in ("a", "b", "c")
+    ]
+    counts = {pair_id: 1 for pair_id in HUMANS}
+    scorer = read_scorer_file(
+        write_jsonl(tmp_path / "s.jsonl", scorer_rows()), aspect_counts=counts
+    )
+    table = validate_annotations(frame(rows), source="test", aspect_counts=counts)
+    pairs = pairs_frame(counts)
+    pairs.loc[pairs["pair_id"] == "p2", "is_gold"] = True
+    options = ReportOptions(bootstrap=200, seed=3)
+    plain = build_report(table, pairs, options=options)
+    added = with_aspect_scores(plain, table, pairs, scorer)
+    assert "scorer" not in plain["aspects"]
+    assert added == build_report(table, pairs, options=options, aspect_scores=scorer)
+    assert added["aspects"]["scorer"]["n"] == 3  # p2 is gold
+    assert json.dumps(added, allow_nan=False)
+
+
+def test_a_scorer_cannot_be_added_to_a_report_without_aspect_scores():
+    rows = [row("p1", "a", "chosen"), row("p1", "b", "chosen")]
+    table = validate_annotations(frame(rows), source="test")
+    report = build_report(table, None, options=ReportOptions(bootstrap=0))
+    scorer = pd.DataFrame({"pair_id": ["p1"], "aspect": [0], "side": [0], "score": [2]})
+    with pytest.raises(UserError, match="needs annotations with aspect scores"):
+        with_aspect_scores(report, table, None, scorer)
+
+
 # --- through the command ---------------------------------------------------------------------
 
 
@@ -609,3 +673,18 @@ def test_scorer_agreement_matches_the_krippendorff_package_with_fractional_means
     scorer = read_scorer_file(write_jsonl(tmp_path / "s.jsonl", records), aspect_counts=counts)
     result = report_of(rows, counts, scorer=scorer)["aspects"]["scorer"]
     assert result["agreement"]["value"] == pytest.approx(expected, abs=1e-12)
+
+
+def test_the_verdict_chart_gives_rubric_not_reflected_its_own_colour():
+    """The chart had six colours for seven verdicts: with the aspect check `valid` came out
+    black and `rubric_not_reflected` took valid's green."""
+    from analysis.html_report import figures
+
+    rows = [scored("p1", a, "chosen", [(2, 0)]) for a in ("a", "b")]
+    rows += [scored("p2", a, "chosen", [(1, 1)]) for a in ("a", "b")]
+    report = report_of(rows, {"p1": 1, "p2": 1})
+    chart = dict(figures(report))["Pair verdicts"]["data"][0]
+    colours = dict(zip(chart["x"], chart["marker"]["color"], strict=True))
+    assert list(colours) == list(report["verdicts"])
+    assert colours["valid"] == "#1a9850"  # green, as without the aspect check
+    assert len(set(colours.values())) == len(colours)

@@ -595,6 +595,13 @@ def test_backspace_reopens_the_previous_pair_at_its_top_and_says_so(site, new_pa
     expect(listed.first).to_contain_text(first_pair.question[:40])
     expect(listed.first).to_contain_text("No preference")
     assert second.id != first.id
+    # keyboard only: Tab goes from the opened panel to its first answer, not back to the top of
+    # the page (Streamlit's skip link), and Enter opens it
+    page.keyboard.press("Tab")
+    expect(listed.first.locator("button")).to_be_focused()
+    save_screenshot(page, "label-history.png")
+    page.keyboard.press("Enter")
+    expect(question_box(page)).to_contain_text(snippet(first_pair.question))
 
 
 def test_untrusted_text_loads_nothing_runs_nothing(site, new_page):
@@ -760,6 +767,8 @@ def test_the_key_legend_names_only_keys_that_act(site, new_page):
     # this study rates nothing and shows no narrative or posts: no digits, no W or V
     assert "rate at the cursor" not in legend and "own words" not in legend
     assert "posts" not in legend and "details" in legend and "earlier answers" in legend
+    # and nothing to rate draws no empty scores box (a dashed rule) under the responses
+    assert page.locator(".response .scores:visible").count() == 0
     other = new_page(viewport=SCREEN)
     open_pair(other, site.server.login_url(site.tokens["panels"]))
     legend = other.locator(".legend:visible").inner_text()

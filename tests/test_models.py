@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 
 from analysis.model_files import CHOSEN, FAILED, REJECTED, TIE, ModelFileError, read_model_file
+from analysis.model_render import error_sentences, undefined_notes
 from analysis.models import (
     compare_models,
     human_credit,
@@ -462,3 +463,32 @@ def test_no_valid_pairs_gives_null_with_a_note_and_bootstrap_zero_no_interval(tm
     assert entry["accuracy"]["ci95"] is None and "--bootstrap 0" in entry["accuracy"]["ci95_note"]
     valid = next(d for d in result["model_differences"] if d["subset"] == "valid")
     assert valid["difference"] is None and "note" in valid
+
+
+def test_before_any_human_answer_only_the_label_accuracy_is_defined(tmp_path):
+    """A model compared before annotators answered (issue 14): accuracy against the
+    constructed label has its value and interval; everything that needs a human verdict is
+    null with a note, the error split's share too (no pair was judged, so none was "not
+    confirmed"), and the sentences say so instead of putting every error on the humans."""
+    path = write_csv(tmp_path / "m.csv", "pair_id,preference\n" + "".join(
+        f"{p},{'rejected' if p == 'p1' else 'chosen'}\n" for p in ids(12)
+    ))  # fmt: skip
+    model = read_model_file(path, name="m", known_ids=ids(12))
+    pairs = pair_table(
+        [None] * 12, verdicts=["insufficient_annotations"] * 12, counts=[(0, 0, 0)] * 12
+    )
+    result = compare(pairs, model)
+    entry = result["models"][0]
+    assert entry["accuracy"]["value"] == pytest.approx(11 / 12)
+    assert entry["accuracy"]["ci95"] is not None
+    for key in ("accuracy_valid", "accuracy_flip", "agreement_with_humans"):
+        assert entry[key]["value"] is None and entry[key]["note"].startswith("undefined"), key
+    assert entry["errors"]["total"] == 1.0
+    assert entry["errors"]["share_not_valid"] is None
+    assert "no pair has a human verdict" in entry["errors"]["note"]
+    for label in ("majority_accuracy", "annotator_accuracy"):
+        assert result["human_reference"][label]["value"] is None
+    sentences = error_sentences({"models": result["models"]})
+    assert sentences == ["m: 1 error (ties count 1/2); no pair has a human verdict yet."]
+    notes = undefined_notes(result)
+    assert "agrees with majority (m): undefined: no pair with a human majority" in notes

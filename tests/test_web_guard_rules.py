@@ -106,3 +106,58 @@ def test_uploads_only_into_a_registered_maintainer_session(guarded):
     big = {"Content-Length": str((web_guard.UPLOAD_LIMIT_MB + 1) * 1024 * 1024)}
     too_big = client.put(put.format("console-session"), headers=big, content=b"")
     assert too_big.status_code == 413
+
+
+@pytest.mark.parametrize(
+    ("base_path", "root_path"), [("annotate", ""), ("/annotate/", ""), ("", "/annotate")]
+)
+def test_the_guard_holds_under_a_path_prefix(db_url, monkeypatch, base_path, root_path):
+    """Under `server.baseUrlPath` Streamlit's routes are at /annotate/_stcore/...; under an ASGI
+    root_path the request's path carries the prefix too. A stranger is refused either way."""
+    engine = get_engine(db_url)
+    with session(engine) as s:
+        study = get_or_create_study(s, "default")
+        boss, boss_token = create_annotator(s, name="boss", study_id=study.id, is_admin=True)
+    live = LiveSessions({"console-session"})
+    live.uploaded_file_mgr = None  # no files held yet
+    monkeypatch.setattr(web_guard, "_runtime", lambda: live)
+    monkeypatch.setattr(web_guard, "_sessions", {})
+    stcore = "/annotate/_stcore" if base_path else "/_stcore"
+    media = "/annotate/media" if base_path else "/media"
+
+    async def metrics(request):
+        return PlainTextResponse("counters")
+
+    async def download(request):
+        return Response(b"secret,export", headers={"Content-Disposition": "attachment"})
+
+    async def stored(request):
+        return PlainTextResponse("stored")
+
+    app = Starlette(
+        routes=[
+            Route(f"{stcore}/metrics", metrics),
+            Route(f"{stcore}/health", metrics),
+            Route(f"{media}/export.csv", download),
+            Route(f"{stcore}/upload_file/{{session}}/{{file}}", stored, methods=["PUT"]),
+        ],
+        middleware=[
+            Middleware(
+                web_guard.StreamlitEndpointGuard,
+                get_engine=lambda: engine,
+                base_path=lambda: base_path,
+            )
+        ],
+    )
+    client = TestClient(app, root_path=root_path)
+    assert client.get("/annotate/_stcore/metrics").status_code == 403
+    assert client.get("/annotate/media/export.csv").status_code == 404
+    upload = "/annotate/_stcore/upload_file/stranger-session/file-1"
+    assert client.put(upload, content=b"x").status_code == 403
+    assert client.get("/annotate/_stcore/health").status_code == 200  # what the page needs
+    maintainer = {"annotate_token": boss_token}
+    assert client.get("/annotate/_stcore/metrics", cookies=maintainer).status_code == 200
+    assert client.get("/annotate/media/export.csv", cookies=maintainer).status_code == 200
+    web_guard.register_maintainer_session("console-session", annotator_id=boss.id, cookies={})
+    ok = client.put("/annotate/_stcore/upload_file/console-session/file-1", content=b"x")
+    assert ok.status_code == 200

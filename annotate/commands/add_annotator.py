@@ -14,6 +14,7 @@ from annotate.auth import (
 from annotate.commands._common import add_study_option, engine_from
 from annotate.db import write
 from annotate.studies import get_study
+from annotate.web_paths import configured_prefix
 
 NAME = "add-annotator"
 ORDER = 20
@@ -30,8 +31,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--email", help="email for single sign-on (maintainers with st.login)")
     parser.add_argument(
         "--url",
-        help=f"the app's address as annotators open it (default: ${BASE_URL_VAR}, "
-        f"else {DEFAULT_BASE_URL})",
+        help=f"the app's address as annotators open it, with its path if it has one, e.g. "
+        f"https://example.org/annotate (default: ${BASE_URL_VAR}, else {DEFAULT_BASE_URL} "
+        "and server.baseUrlPath from .streamlit/config.toml)",
     )
 
 
@@ -48,9 +50,10 @@ def run(args: argparse.Namespace) -> int:
     url = args.url or configured_base_url()
     print(f"{role} {annotator.name!r} added to study {args.study!r}.")
     if url is None:
-        url = DEFAULT_BASE_URL
+        # the local server's address, under the path prefix it would be started with
+        url = DEFAULT_BASE_URL + configured_prefix()
         print(
-            f"The link points at {DEFAULT_BASE_URL}; for the address annotators open, give "
+            f"The link points at {url}; for the address annotators open, give "
             f"--url https://... or set ${BASE_URL_VAR}."
         )
     print("Their personal link:")

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 
 from annotate.auth import login_link
-from annotate.commands.serve import add_server_options, prepare, run_server
+from annotate.commands.serve import add_server_options, app_prefix, prepare, run_server
 from annotate.db import get_engine
 from annotate.demo import DEMO_STUDY, build_demo
 
@@ -35,7 +35,8 @@ def run(args: argparse.Namespace) -> int:
     # the port is checked first when it will serve: no links to whatever holds it
     url = prepare(args, serving=not args.no_serve)
     demo = build_demo(get_engine(url))
-    base = f"http://{link_host(args.address)}:{args.port}"
+    prefix = app_prefix(args)
+    base = f"http://{link_host(args.address)}:{args.port}{prefix}"
     print(f"Demo study {DEMO_STUDY!r} is ready in {url}")
     if demo.reissued:
         print(
@@ -43,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
             "database no longer work; answers given with them are kept)"
         )
     for name, is_admin, token in demo.accounts:
-        role = "maintainer (also opens /admin)" if is_admin else "annotator"
+        role = f"maintainer (also opens {prefix}/admin)" if is_admin else "annotator"
         print(f"  {name:<18} {role:<32} {login_link(token, base)}")
     if args.no_serve:
         return 0

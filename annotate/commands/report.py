@@ -250,6 +250,7 @@ def _read_models(specs: list[tuple[str, str]], pairs: pd.DataFrame) -> list:
 def _from_files(args) -> tuple[pd.DataFrame, pd.DataFrame, tuple[int, int], dict]:
     import pyarrow as pa
 
+    from analysis.aspect_scorer import aspect_counts
     from analysis.tables import DEFAULT_SCALE, read_table, validate_annotations
     from annotate.pairs_io import read_pairs
 
@@ -271,7 +272,7 @@ def _from_files(args) -> tuple[pd.DataFrame, pd.DataFrame, tuple[int, int], dict
         source=str(args.annotations),
         scale=DEFAULT_SCALE,
         pair_ids=set(frame["pair_id"]),
-        aspect_counts=_aspect_counts(frame),
+        aspect_counts=aspect_counts(frame),
     )
     del raw
     pa.default_memory_pool().release_unused()
@@ -286,11 +287,6 @@ def _from_files(args) -> tuple[pd.DataFrame, pd.DataFrame, tuple[int, int], dict
         "dimensions": args.dimensions if args.dimensions is not None else present,
     }
     return annotations, frame, DEFAULT_SCALE, design
-
-
-def _aspect_counts(pairs: pd.DataFrame) -> dict[str, int]:
-    """Pair id -> number of rubric aspects."""
-    return dict(zip(pairs["pair_id"].astype(str), pairs["n_aspects"].astype(int), strict=True))
 
 
 def _from_database(args) -> tuple[pd.DataFrame, pd.DataFrame, tuple[int, int], dict]:
@@ -335,9 +331,9 @@ def run(args: argparse.Namespace) -> int:
     )
     scorer = None
     if args.aspect_scores:
-        from analysis.aspect_scorer import read_scorer_file
+        from analysis.aspect_scorer import aspect_counts, read_scorer_file
 
-        scorer = read_scorer_file(args.aspect_scores, aspect_counts=_aspect_counts(pairs))
+        scorer = read_scorer_file(args.aspect_scores, aspect_counts=aspect_counts(pairs))
     report = build_report(annotations, pairs, options=options, aspect_scores=scorer)
     export = Path(args.export_valid) if args.export_valid else None
     if args.model:

@@ -1,4 +1,4 @@
-"""annotate serve [--port N] [--address HOST]"""
+"""annotate serve [--port N] [--address HOST] [--base-url-path PATH]"""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from sqlalchemy.engine import make_url
 from annotate.db import ENV_VAR, get_engine, is_sqlite, resolve_url
 from annotate.errors import UserError
 from annotate.schema import Mode
+from annotate.web_paths import checked_base_url_path, configured_prefix, url_prefix
 
 NAME = "serve"
 ORDER = 30
@@ -60,6 +61,15 @@ def add_server_options(parser: argparse.ArgumentParser) -> None:
             "interface, normally behind a reverse proxy: see docs/deployment.md)"
         ),
     )
+    parser.add_argument(
+        "--base-url-path",
+        metavar="PATH",
+        help=(
+            "serve the app under this path, e.g. annotate for http://HOST:PORT/annotate/ "
+            "(Streamlit's server.baseUrlPath; default: what .streamlit/config.toml or "
+            "STREAMLIT_SERVER_BASE_URL_PATH says, else the root; see docs/deployment.md)"
+        ),
+    )
 
 
 def absolute_url(url: str) -> str:
@@ -100,6 +110,8 @@ def check_port_free(address: str, port: int) -> None:
 def prepare(args: argparse.Namespace, *, serving: bool = True) -> str:
     """Check the address and port (when it will serve), create or upgrade the schema; the
     database URL to serve."""
+    if args.base_url_path is not None:
+        args.base_url_path = checked_base_url_path(args.base_url_path)
     if serving:
         check_port_free(args.address, args.port)
     url = absolute_url(resolve_url(args.db))
@@ -107,14 +119,30 @@ def prepare(args: argparse.Namespace, *, serving: bool = True) -> str:
     return url
 
 
-def run_server(url: str, args: argparse.Namespace) -> int:
-    """Run Streamlit until it stops. SIGTERM, SIGHUP and Ctrl+C reach the server and this
-    command waits for it, so the port is free when the command has ended."""
+def server_command(args: argparse.Namespace) -> list[str]:
+    """`streamlit run` of the server with our flags. A base path is passed only when given:
+    otherwise Streamlit's own configuration (config.toml, environment) decides, as it always
+    did."""
     command = [sys.executable, "-m", "streamlit", "run", str(SERVER_SCRIPT)]
     command += ["--server.port", str(args.port), "--server.address", args.address]
     for key, value in STREAMLIT_FLAGS.items():
         command += [f"--{key}", value]
-    server = subprocess.Popen(command, env={**os.environ, ENV_VAR: url})
+    if args.base_url_path is not None:
+        command += ["--server.baseUrlPath", checked_base_url_path(args.base_url_path)]
+    return command
+
+
+def app_prefix(args: argparse.Namespace) -> str:
+    """The path prefix the server will use: the option's, else Streamlit's configuration's."""
+    if args.base_url_path is not None:
+        return url_prefix(args.base_url_path)
+    return configured_prefix()
+
+
+def run_server(url: str, args: argparse.Namespace) -> int:
+    """Run Streamlit until it stops. SIGTERM, SIGHUP and Ctrl+C reach the server and this
+    command waits for it, so the port is free when the command has ended."""
+    server = subprocess.Popen(server_command(args), env={**os.environ, ENV_VAR: url})
     stop_by: list[float] = []  # when the server must be gone, once a stop was asked for
 
     def pass_on(signum, _frame):

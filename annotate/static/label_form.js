@@ -86,7 +86,7 @@ function mount(data, root, parentElement, setTriggerValue) {
     el("span", { class: "spacer" }),
     el("button", { class: "link", type: "button", onclick: () => toggle("history") }, "Earlier answers ", kbd("H")),
     data.guidelines_html ? el("button", { class: "link", type: "button", onclick: () => toggle("guidelines") }, "Guidelines ", kbd("?")) : null,
-    el("a", { href: "/logout", target: "_self", text: "Sign out" }),
+    el("a", { href: data.sign_out_url, target: "_self", text: "Sign out" }),
   );
   box.append(bar);
   if (data.editing) {
@@ -301,7 +301,18 @@ function mount(data, root, parentElement, setTriggerValue) {
       for (const post of data.posts) postsBox.append(el("div", { class: "post" }, post.category ? el("div", { class: "muted", text: post.category }) : null, el("div", { class: "text", html: post.html })));
     }
     if (name === "history" && !p.classList.contains("hidden") && data.history === null) setTriggerValue("history", true);
-    if (!p.classList.contains("hidden")) p.scrollIntoView({ block: "nearest" });
+    if (!p.classList.contains("hidden")) {
+      p.scrollIntoView({ block: "nearest" });
+      // Keyboard users go on from the panel: Tab reaches its first link, not the page's top.
+      p.tabIndex = -1;
+      p.focus({ preventScroll: true });
+    } else {
+      leavePanel(p);
+    }
+  }
+  function leavePanel(p) {
+    const focused = p.getRootNode().activeElement;
+    if (focused && (focused === p || p.contains(focused))) focused.blur();
   }
   function renderHistory() {
     const items = state.data.history;
@@ -323,7 +334,7 @@ function mount(data, root, parentElement, setTriggerValue) {
     d: () => toggle("details"), w: () => toggle("narrative"), v: () => toggle("posts"),
     h: () => toggle("history"), "?": () => toggle("guidelines"),
     backspace: () => { if (data.can_go_back) send("back", true); },
-    escape: () => { for (const p of Object.values(panels)) p.classList.add("hidden"); },
+    escape: () => { for (const p of Object.values(panels)) { p.classList.add("hidden"); leavePanel(p); } },
   };
   if (data.allow_ties) keyActions.n = () => setSlot("tie");
   for (const [value, , key] of data.reasons) keyActions[key.toLowerCase()] = () => setReason(value);

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import html
+
 import streamlit as st
 from sqlalchemy import update
 from sqlalchemy.engine import Engine
@@ -9,11 +11,7 @@ from sqlalchemy.engine import Engine
 from annotate.db import retrying, session
 from annotate.models import Annotator, Study
 from annotate.render import safe_markdown
-
-# Our own constant markup (never data): a same-tab link, which st.link_button is not. The
-# labelling form draws its own; this one is for the pages without the form.
-SIGN_OUT_LINK = '<a href="/logout" target="_self">Sign out</a>'
-
+from annotate.web_paths import url_prefix
 
 # Focus a Streamlit button by its key once it is drawn, so that Enter presses it (Streamlit
 # buttons take no autofocus). Only when nothing else has the focus; tries for about 2 seconds.
@@ -36,8 +34,21 @@ def focus_button(key: str) -> None:
     _focus(key=f"focus_{key}", data={"key": key})
 
 
+def app_prefix() -> str:
+    """Where the app is on its host: "" or "/annotate" for server.baseUrlPath = "annotate"."""
+    return url_prefix(st.get_option("server.baseUrlPath"))
+
+
+def sign_out_url() -> str:
+    return f"{app_prefix()}/logout"
+
+
 def sign_out_link() -> None:
-    st.markdown(SIGN_OUT_LINK, unsafe_allow_html=True)
+    """Our own markup (the prefix is a plain path, see web_paths): a same-tab link, which
+    st.link_button is not. The labelling form draws its own; this one is for the pages without
+    the form."""
+    href = html.escape(sign_out_url(), quote=True)
+    st.markdown(f'<a href="{href}" target="_self">Sign out</a>', unsafe_allow_html=True)
 
 
 def show_guidelines(study: Study) -> None:

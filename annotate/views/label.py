@@ -20,6 +20,7 @@ from annotate.views.common import (
     mark_guidelines_seen,
     show_guidelines,
     sign_out_link,
+    sign_out_url,
 )
 
 EDIT_KEY = "edit_pair_id"
@@ -189,6 +190,7 @@ def main() -> None:
         history=earlier_answers(engine(), annotator_id=user.id) if show_history else None,
         refused=st.session_state.get(REFUSED_KEY),
         flash=flash,
+        sign_out_url=sign_out_url(),
     )
     label_form(
         key=key,

@@ -6,12 +6,14 @@ import streamlit as st
 from analysis.summary import fmt
 from annotate import monitoring, study_report
 from annotate.access import engine
+from annotate.views.admin.aspect_section import show_aspects
 from annotate.views.admin.model_upload import model_comparison, show_models
 from annotate.views.admin.shared import (
     download_when_clicked,
     page,
     study_report_data,
     study_report_files,
+    study_scorer_report,
 )
 
 user, study = page("Agreement")
@@ -35,13 +37,9 @@ bootstrap = cols[2].selectbox(
     "Bootstrap", [200, 1000, 2000], index=1, key="agreement_bootstrap", help="resamples"
 )
 
-report, _annotations, _pairs = study_report_data(
-    study, categories=tuple(categories), annotators=tuple(annotators), bootstrap=bootstrap
-)
+selection = {"categories": tuple(categories), "annotators": tuple(annotators)}
+report, _annotations, _pairs = study_report_data(study, **selection, bootstrap=bootstrap)
 counts = report["counts"]
-if not counts["annotations"]:
-    st.info("No annotations of real pairs in this selection yet.")
-    st.stop()
 
 # The conclusion's three outcomes (analysis/conclusion.py): too few data is not evidence against.
 HEADLINES = {
@@ -55,52 +53,74 @@ HEADLINES = {
         "The data are **too few to say** whether personal preference is the main factor",
     ),
 }
-show, headline = HEADLINES[report["conclusion"]["status"]]
-show(
-    headline
-    + " that separates chosen from rejected"
-    + (" in this selection." if categories or annotators else ".")
-)
-pref = report["preference"]
-cells = st.columns(5)
-cells[0].metric("Pairs annotated", f"{counts['pairs_with_annotations']:,} / {counts['pairs']:,}")
-cells[1].metric("Annotations", f"{counts['annotations']:,}")
-cells[2].metric("Percent agreement", fmt(pref["percent_agreement"]))
-cells[3].metric("Krippendorff's alpha", fmt(pref["alpha"]["value"]))
-cells[4].metric("Label agreement", fmt(pref["label_agreement"]["value"]))
-
-for paragraph in study_report.report_reading(report):
-    st.markdown(paragraph.replace("$", r"\$"))
-
-st.subheader("Headline numbers")
-st.dataframe(study_report.headline_table(report), hide_index=True)
-
-st.subheader("Charts")
-for title, figure in study_report.report_figures(report):  # each chart carries its own title
-    st.plotly_chart(figure, config={"displaylogo": False}, key=f"chart_{title}")
-
-st.subheader("Pairs")
-verdicts = report["verdicts"]
-st.caption(", ".join(f"{name.replace('_', ' ')}: {n:,}" for name, n in verdicts.items()))
-pair_rows = pd.DataFrame(report["pairs"])
-if len(pair_rows):
-    pair_rows["flags"] = pair_rows["flags"].map(", ".join)
-    st.dataframe(pair_rows, hide_index=True)
-
-st.subheader("Report files for this selection")
-selection = {"categories": tuple(categories), "annotators": tuple(annotators)}
 
 
-with st.container(horizontal=True):
-    files = {**study_report.REPORT_FILES, "valid_pairs.jsonl": "application/jsonl"}
-    for name, mime in files.items():
-        download_when_clicked(
-            name,
-            lambda name=name: study_report_files(study, **selection, bootstrap=bootstrap)[name],
-            file_name=name,
-            mime=mime,
-            key=f"agreement_download_{name}",
-        )
+def show_report() -> None:
+    """Everything that needs human answers: the conclusion, the numbers, charts, the aspect
+    check, the pairs and the report files."""
+    show, headline = HEADLINES[report["conclusion"]["status"]]
+    show(
+        headline
+        + " that separates chosen from rejected"
+        + (" in this selection." if categories or annotators else ".")
+    )
+    pref = report["preference"]
+    cells = st.columns(5)
+    cells[0].metric(
+        "Pairs annotated", f"{counts['pairs_with_annotations']:,} / {counts['pairs']:,}"
+    )
+    cells[1].metric("Annotations", f"{counts['annotations']:,}")
+    cells[2].metric("Percent agreement", fmt(pref["percent_agreement"]))
+    cells[3].metric("Krippendorff's alpha", fmt(pref["alpha"]["value"]))
+    cells[4].metric("Label agreement", fmt(pref["label_agreement"]["value"]))
+
+    for paragraph in study_report.report_reading(report):
+        st.markdown(paragraph.replace("$", r"\$"))
+
+    st.subheader("Headline numbers")
+    st.dataframe(study_report.headline_table(report), hide_index=True)
+
+    st.subheader("Charts")
+    for title, figure in study_report.report_figures(report):  # each chart carries its own title
+        st.plotly_chart(figure, config={"displaylogo": False}, key=f"chart_{title}")
+
+    show_aspects(
+        report,
+        aspect_check=bool(study.aspect_check),
+        compare=lambda name, data: study_scorer_report(
+            study, name=name, data=data, **selection, bootstrap=bootstrap
+        ),
+    )
+
+    st.subheader("Pairs")
+    verdicts = report["verdicts"]
+    st.caption(", ".join(f"{name.replace('_', ' ')}: {n:,}" for name, n in verdicts.items()))
+    pair_rows = pd.DataFrame(report["pairs"])
+    if len(pair_rows):
+        pair_rows["flags"] = pair_rows["flags"].map(", ".join)
+        st.dataframe(pair_rows, hide_index=True)
+
+    st.subheader("Report files for this selection")
+    with st.container(horizontal=True):
+        files = {**study_report.REPORT_FILES, "valid_pairs.jsonl": "application/jsonl"}
+        for name, mime in files.items():
+            download_when_clicked(
+                name,
+                lambda name=name: study_report_files(study, **selection, bootstrap=bootstrap)[name],
+                file_name=name,
+                mime=mime,
+                key=f"agreement_download_{name}",
+            )
+
+
+if counts["annotations"]:
+    show_report()
+else:
+    # A model's accuracy against the constructed label needs no human answer (issue 14).
+    st.info(
+        "No annotations of real pairs in this selection yet. Model files can be compared with "
+        "the constructed label already; what needs human answers stays undefined until then."
+    )
 
 st.subheader("Models against the humans")
 st.caption(

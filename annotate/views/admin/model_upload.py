@@ -20,8 +20,10 @@ from analysis.model_render import (
     model_rows,
     models_csv_bytes,
     models_figure,
+    undefined_notes,
 )
 from analysis.models import with_models
+from annotate.inert import md_literal
 
 
 def model_comparison(
@@ -72,6 +74,10 @@ def show_models(report: dict) -> None:
         st.text(sentence)  # plain text: the model's name is data
     st.caption("Human reference (the ceiling), by the same rule")
     st.dataframe(pd.DataFrame(human_rows(report), columns=list(HUMAN_HEADER)), hide_index=True)
+    notes = undefined_notes(report)
+    if notes:  # why a cell says n/a: before any human answer, all that needs one
+        # model names are data: every line shown as its literal characters
+        st.caption("  \n".join(["**Where the tables say n/a**", *map(md_literal, notes)]))
     if report["model_differences"]:
         st.caption("Differences between models (accuracy, paired bootstrap)")
         st.dataframe(

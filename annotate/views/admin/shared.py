@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from urllib.parse import urlsplit
 
@@ -14,6 +15,7 @@ from annotate.errors import UserError
 from annotate.inert import md_literal
 from annotate.models import Annotator, Study
 from annotate.studies import DEFAULT_STUDY
+from annotate.views.common import app_prefix
 
 STUDY_KEY = "console_study"
 REPORT_TTL = 120  # seconds; the key also holds the data version, so new answers show at once
@@ -57,18 +59,15 @@ def choose_study(name: str) -> None:
 
 
 def base_url() -> str:
-    """This app's address as the browser sees it (for login links), else the default."""
+    """This app's address as the browser sees it (for login links), else the default's host;
+    with the app's path prefix either way."""
     try:
         url = st.context.url
     except Exception:
         url = None
-    if not url:
-        return DEFAULT_BASE_URL
-    parts = urlsplit(url)
-    if not parts.scheme or not parts.netloc:
-        return DEFAULT_BASE_URL
-    root = (st.get_option("server.baseUrlPath") or "").strip("/")
-    return f"{parts.scheme}://{parts.netloc}" + (f"/{root}" if root else "")
+    parts = urlsplit(url or "")
+    origin = f"{parts.scheme}://{parts.netloc}" if parts.scheme and parts.netloc else None
+    return (origin or DEFAULT_BASE_URL) + app_prefix()
 
 
 def show_error(exc: UserError) -> None:
@@ -143,6 +142,62 @@ def study_report_files(
     return cached_report_files(
         db_key(), study.name, version, tuple(categories), tuple(annotators), bootstrap
     )
+
+
+@st.cache_resource(ttl=REPORT_TTL, max_entries=8, show_spinner=False)
+def cached_scorer_report(
+    db: str,
+    study: str,
+    version: tuple,
+    categories: tuple[str, ...],
+    annotators: tuple[str, ...],
+    bootstrap: int,
+    digest: str,
+    _name: str,
+    _data: bytes,
+) -> dict:
+    """The report of the selection with an uploaded scorer file compared (the file is keyed
+    by its name and digest, not hashed by Streamlit on every run). A broken file raises (and
+    is not cached)."""
+    report, annotations, pairs = cached_report(
+        db, study, version, categories, annotators, bootstrap
+    )
+    return study_report.scorer_report(
+        engine(),
+        study=study,
+        report=report,
+        annotations=annotations,
+        pairs=pairs,
+        name=_name,
+        data=_data,
+    )
+
+
+def study_scorer_report(
+    study: Study,
+    *,
+    name: str,
+    data: bytes,
+    categories: tuple[str, ...] = (),
+    annotators: tuple[str, ...] = (),
+    bootstrap: int = 1000,
+) -> dict:
+    """The study's report (or a selection's) with the uploaded automatic aspect scores
+    compared with the annotators; raises UserError (InputError for a broken file)."""
+    version = study_report.data_version(engine(), study_id=study.id)
+    digest = f"{name}:{hashlib.sha256(data).hexdigest()}"
+    with st.spinner("Comparing the scorer with the annotators…", show_time=True):
+        return cached_scorer_report(
+            db_key(),
+            study.name,
+            version,
+            tuple(categories),
+            tuple(annotators),
+            bootstrap,
+            digest,
+            name,
+            data,
+        )
 
 
 def download_when_clicked(
