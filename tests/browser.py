@@ -9,15 +9,19 @@ Use it from a test module (not from a conftest): importing the fixture functions
 - `require_browser()` skips, saying why, when /usr/bin/chromium or the playwright package is
   missing; ANNOTATE_TEST_BROWSER=require (CI) makes that a failure, =off skips browser tests.
   ANNOTATE_TEST_CHROMIUM points at another Chromium binary.
-- `AppServer(db_url)` runs `annotate serve` on a free port, waits for /_stcore/health, keeps the
-  server's output (`.logs()`) and stops the whole process group on exit. `base_url_path="x"`
-  serves it under /x/ (`--base-url-path`; `.app_url` and `.login_url()` follow), `serve_args`
-  passes further options to `annotate serve`.
+- `AppServer(db_url)` runs `annotate serve` on a free port (another one if that was taken before
+  the server listened), waits for /_stcore/health, keeps the server's output (`.logs()`) and
+  stops the whole process group on exit. `base_url_path="x"` serves it under /x/
+  (`--base-url-path`; `.app_url` and `.login_url()` follow), `serve_args` passes further options
+  to `annotate serve`.
 - `launch_browser(playwright)` starts Chromium headless with a fresh profile and no background
   traffic. Playwright's own browser downloads are never used (no `playwright install`).
 - `goto(page, url)` opens (or reloads) a page and waits for its first script run to finish.
 - `with rerun(page): <click or key press>` returns once the script run that the interaction
   started is over; `wait_idle(page)` only waits for "not running" (plus a short settle).
+- `hold_timers(page)`: the page's timers fire only when the test says (`page.clock.run_for`,
+  `page.clock.resume`), so that what a test counts (a draft every few seconds) does not depend
+  on how fast a busy machine runs it. Call `page.clock.install()` before opening the page.
 - `save_screenshot(page, name)`: into docs/screenshots/ with ANNOTATE_SCREENSHOTS=update (to
   refresh the committed pictures), else into a temporary folder (a test run leaves git clean).
 - `RequestRecorder()`: a tiny local HTTP server recording every request (untrusted-text tests).
@@ -46,10 +50,11 @@ from pathlib import Path
 import pytest
 
 try:
+    from playwright.sync_api import Error as PlaywrightError
     from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
     from playwright.sync_api import expect
 except ImportError:  # browser tests skip (or fail), saying why, without playwright
-    PlaywrightTimeoutError = TimeoutError
+    PlaywrightError = PlaywrightTimeoutError = TimeoutError
     expect = None
 
 BROWSER_MODE = os.environ.get("ANNOTATE_TEST_BROWSER", "auto").lower()  # auto | require | off
@@ -67,6 +72,11 @@ CHROMIUM_ARGS = [
 SERVER_START_SECONDS = 90.0
 IDLE_TIMEOUT_MS = 30_000
 EXPECT_TIMEOUT_MS = 15_000  # for playwright's `expect(...)` (its default is 5 s)
+# How often AppServer picks another free port when the one it picked was taken before the server
+# could listen on it (see AppServer.start).
+PORT_ATTEMPTS = 5
+# What `annotate serve` (and Streamlit after it) print when the port is taken.
+PORT_TAKEN = ("is already in use", "is not available")
 IDLE_SELECTOR = '[data-testid="stApp"][data-test-script-state="notRunning"]'
 RUNNING_SELECTOR = '[data-testid="stApp"][data-test-script-state="running"]'
 
@@ -139,17 +149,21 @@ class AppServer:
         serve_args: Sequence[str] = (),
     ):
         self.db_url = db_url
-        self.port = port or free_port()
+        self._port_given = port is not None
         self.start_timeout = start_timeout
         self.env = env or {}
         self.serve_args = list(serve_args)
         if base_url_path:
             self.serve_args += ["--base-url-path", base_url_path]
-        self.url = f"http://127.0.0.1:{self.port}"  # the host's root
-        prefix = base_url_path.strip("/")
-        self.app_url = f"{self.url}/{prefix}" if prefix else self.url  # where the app is
+        self._prefix = base_url_path.strip("/")
+        self._use_port(port or free_port())
         self._process: subprocess.Popen | None = None
         self._log = tempfile.TemporaryFile(mode="w+b")  # noqa: SIM115 - closed in __exit__
+
+    def _use_port(self, port: int) -> None:
+        self.port = port
+        self.url = f"http://127.0.0.1:{port}"  # the host's root
+        self.app_url = f"{self.url}/{self._prefix}" if self._prefix else self.url  # the app's
 
     def login_url(self, token: str) -> str:
         return f"{self.app_url}/?token={token}"
@@ -163,6 +177,31 @@ class AppServer:
         return text
 
     def start(self) -> AppServer:
+        """Start the server and wait until it answers.
+
+        A port from `free_port()` is only free when picked: another process (a parallel test
+        worker's server, a connection's local port) can take it in the seconds before the server
+        listens. The server then stops saying so, and another free port is picked."""
+        for attempt in range(1, PORT_ATTEMPTS + 1):
+            logged = len(self.logs())
+            self._launch()
+            try:
+                self._wait_healthy()
+                return self
+            except RuntimeError:
+                self.stop()
+                said = self.logs()[logged:]
+                if self._port_given or attempt == PORT_ATTEMPTS:
+                    raise
+                if not any(words in said for words in PORT_TAKEN):
+                    raise
+                self._use_port(free_port())
+            except BaseException:
+                self.stop()
+                raise
+        raise AssertionError("unreachable")
+
+    def _launch(self) -> None:
         command = [
             *annotate_command(),
             "serve",
@@ -183,12 +222,6 @@ class AppServer:
             env=env,
             start_new_session=True,  # its own process group: stop() ends streamlit too
         )
-        try:
-            self._wait_healthy()
-        except BaseException:
-            self.stop()
-            raise
-        return self
 
     def _wait_healthy(self) -> None:
         deadline = time.monotonic() + self.start_timeout
@@ -305,6 +338,24 @@ def rerun(page, *, start_timeout_ms: int = 3_000, timeout_ms: int = IDLE_TIMEOUT
     with contextlib.suppress(PlaywrightTimeoutError):
         page.wait_for_function(_RUN_SEEN, timeout=start_timeout_ms)
     wait_idle(page, timeout_ms=timeout_ms)
+
+
+def hold_timers(page) -> None:
+    """Stop the page's clock (installed with `page.clock.install()` before the page opened):
+    from here on no timer of the page fires until `page.clock.run_for(ms)` or
+    `page.clock.resume()`. Keys, clicks and messages still act at once.
+
+    Playwright pauses at a given time, which must not have passed yet when the pause arrives:
+    ask for one a second ahead (timers due within it fire once, as when a laptop wakes), and
+    again should the machine have taken longer than that."""
+    while True:
+        now = page.evaluate("() => Date.now()") / 1000
+        try:
+            page.clock.pause_at(now + 1)
+            return
+        except PlaywrightError as exc:
+            if "to the past" not in str(exc):
+                raise
 
 
 def goto(page, url: str, *, timeout_ms: int = 60_000) -> None:

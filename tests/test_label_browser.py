@@ -32,6 +32,7 @@ from tests.browser import (  # noqa: F401  (the fixtures `browser` and `new_page
     browser_fixture,
     expect,
     goto,
+    hold_timers,
     new_page_fixture,
     save_screenshot,
     wait_idle,
@@ -105,6 +106,7 @@ PATHOLOGICAL = {
     "long": " ".join(["word"] * 2_000),  # a long response scrolls with the page
 }
 IMITATION = "Submit your answer\n==================\n\n# Which response would this user prefer?\n"
+DRAFT_MS = 4_000  # the form sends a draft at most this often (annotate/static/label_form.js)
 
 
 def write_jsonl(path: Path, records: list[dict]) -> Path:
@@ -222,6 +224,15 @@ def watch_messages(page) -> list[float]:
     return sent
 
 
+def count_sent(page, sent: list[float], *, at_least: int, timeout_s: float = 30) -> int:
+    """How many messages the page has sent, once at least `at_least` are counted: a message
+    the server has already acted on can reach this process's count a moment later."""
+    deadline = time.monotonic() + timeout_s
+    while len(sent) < at_least and time.monotonic() < deadline:
+        page.wait_for_timeout(50)
+    return len(sent)
+
+
 def question_box(page):
     # :visible: the previous pair's form lingers, hidden, until the run that replaced it ends
     return page.locator('[data-part="question"]:visible')
@@ -330,6 +341,18 @@ def stored_draft(site: Site, assignment_id: int) -> dict:
         return s.get(Assignment, assignment_id).draft or {}
 
 
+def draft_once(page, site: Site, assignment_id: int, ready, *, timeout_s: float = 60) -> dict:
+    """The stored draft once `ready(draft)` holds: the server stores a draft in the script run
+    its message starts, which a busy machine may take a while to finish. Waits on the page
+    (not with time.sleep) so that the messages it sent are counted meanwhile."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        draft = stored_draft(site, assignment_id)
+        if ready(draft) or time.monotonic() > deadline:
+            return draft
+        page.wait_for_timeout(100)
+
+
 def expect_row(row, *, assignment: Assignment, pair: Pair, slot: str, given: dict, reason: str):
     """The stored row is exactly what was given in slots A/B, mapped back to chosen/rejected."""
     chosen, rejected = assignment.chosen_position, other_slot(assignment.chosen_position)
@@ -357,6 +380,7 @@ GIVEN = {
 
 def test_one_screen_keys_alone_one_message_and_arrival_at_the_top(site, new_page):
     page = new_page(viewport=SCREEN)
+    page.clock.install()
     sent = watch_messages(page)
     open_pair(page, site.server.login_url(site.tokens["keys"]))
     assignment, pair = current_assignment(site, "keys")
@@ -385,7 +409,9 @@ def test_one_screen_keys_alone_one_message_and_arrival_at_the_top(site, new_page
         assert text.evaluate("el => el.scrollHeight <= el.clientHeight + 1")
     save_screenshot(page, "label.png")
 
-    # Every answer on a key, no server message until Submit (at most one draft).
+    # Every answer on a key, no server message until Submit. (The draft the first key starts
+    # waits for the page's clock, held here: however long this takes, none goes meanwhile.)
+    hold_timers(page)
     before = len(sent)
     keys(page, ["a", "b", *RATING_KEYS, "p"])  # a change of mind too: A, then B
     expect_picked(page, "Response B")
@@ -395,11 +421,12 @@ def test_one_screen_keys_alone_one_message_and_arrival_at_the_top(site, new_page
     expect_reason(page, "Personal fit")
     assert side_names_in_page(page) == []
     save_screenshot(page, "label-answered.png")
-    assert len(sent) - before <= 1, f"{len(sent) - before} messages before Submit"
+    assert len(sent) == before, f"{len(sent) - before} messages before Submit"
 
     scroll_down(page)
     before_submit = len(sent)
-    page.keyboard.press("s")
+    page.keyboard.press("s")  # Submit drops the pending draft
+    page.clock.resume()
     shown = next_pair(page, pair.question)
     assert len(sent) - before_submit == 1, "Submit is one message"
     [row] = mine(site, REAL_STUDY, "keys").to_dict("records")
@@ -433,8 +460,10 @@ def test_at_1280x720_the_responses_and_the_choice_still_show(site, new_page):
 
 def test_a_refused_submit_names_the_missing_answers_in_view(site, new_page):
     page = new_page(viewport=SMALL_SCREEN)
+    page.clock.install()
     sent = watch_messages(page)
     open_pair(page, site.server.login_url(site.tokens["refused"]))
+    hold_timers(page)  # the draft "a" starts would be a message too, whenever this gets there
     keys(page, ["a", "4"])
     scroll_down(page)
     page.evaluate("() => window.scrollTo(0, 0)")
@@ -459,9 +488,11 @@ def test_a_refused_submit_names_the_missing_answers_in_view(site, new_page):
 
 def test_reload_or_a_closed_tab_keeps_every_answer_and_typing_fires_no_key(site, new_page):
     page = new_page(viewport=SCREEN)
+    page.clock.install()
     sent = watch_messages(page)
     open_pair(page, site.server.login_url(site.tokens["reload"]))
     assignment, _ = current_assignment(site, "reload")
+    hold_timers(page)  # the periodic draft goes when the test moves the page's clock on
     before = len(sent)
     keys(page, ["b", "3", "4", "g", "c"])
     page.keyboard.type("a b s k 5 Backspace")  # in the comment box: text, never a shortcut
@@ -475,19 +506,25 @@ def test_reload_or_a_closed_tab_keeps_every_answer_and_typing_fires_no_key(site,
                                          {value: 'hidden', configurable: true});
                    document.dispatchEvent(new Event('visibilitychange')); }"""
     )
-    page.wait_for_timeout(1_000)
-    assert len(sent) - before == 1
-    draft = stored_draft(site, assignment.id)
+    page.clock.resume()  # the pending draft went with the page hidden; Streamlit sends on a timer
+    draft = draft_once(page, site, assignment.id, bool)
+    assert count_sent(page, sent, at_least=before + 1) == before + 1
     assert draft["slot"] == "B" and draft["reason"] == "general_quality"
     assert draft["ratings"]["correctness_A"] == 3 and draft["ratings"]["correctness_B"] == 4
     assert draft["comment"] == "a b s k 5 Backspace"
     page.evaluate("() => { delete document.visibilityState; }")
+    hold_timers(page)
     page.keyboard.press("5")  # after Esc, keys act again: the cursor's next rating
     expect_rating(page, "relevance", "A", 5)
-    # Otherwise a draft at most every few seconds: one more message, not one per key.
-    page.wait_for_timeout(5_000)
-    assert len(sent) - before == 2
-    assert stored_draft(site, assignment.id)["ratings"]["relevance_A"] == 5
+    # Otherwise a draft at most every few seconds: none before DRAFT_MS, then one message.
+    page.clock.run_for(DRAFT_MS - 100)
+    page.wait_for_timeout(300)  # a message sent by now would be counted by now
+    assert len(sent) - before == 1
+    page.clock.run_for(200)
+    page.clock.resume()
+    draft = draft_once(page, site, assignment.id, lambda d: d["ratings"].get("relevance_A"))
+    assert draft["ratings"]["relevance_A"] == 5
+    assert count_sent(page, sent, at_least=before + 2) == before + 2
 
     def expect_everything(p):
         expect_picked(p, "Response B")
@@ -617,8 +654,17 @@ def test_untrusted_text_loads_nothing_runs_nothing(site, new_page):
     assert not re.search(r"\b(chosen|rejected)\b", form.inner_text(), re.IGNORECASE)
 
 
+def main_thread_cpu_seconds(cdp) -> float:
+    """CPU time the page's main thread has used (Chromium's Performance.getMetrics): how long
+    the tab was busy, whatever else the machine was doing meanwhile."""
+    metrics = cdp.send("Performance.getMetrics")["metrics"]
+    return next(m["value"] for m in metrics if m["name"] == "ThreadTime")
+
+
 def test_pathological_markdown_shows_fast_and_headings_stay_below_the_page(site, new_page):
     page = new_page(viewport=SCREEN)
+    cdp = page.context.new_cdp_session(page)
+    cdp.send("Performance.enable", {"timeDomain": "threadTicks"})
     open_pair(page, site.server.login_url(site.tokens["heavy"]))
     for n in range(len(PATHOLOGICAL)):
         shown = question_box(page).inner_text()
@@ -637,10 +683,12 @@ def test_pathological_markdown_shows_fast_and_headings_stay_below_the_page(site,
         scroll_down(page)
         assert in_viewport(page, page.locator(".rubric .aspect").first)
         if n < len(PATHOLOGICAL) - 1:
-            started = time.monotonic()
+            busy = main_thread_cpu_seconds(cdp)
             page.keyboard.press("k")  # skip to the next pathological pair
             next_pair(page, shown)
-            assert time.monotonic() - started < 15, "a pathological pair took long to show"
+            busy = main_thread_cpu_seconds(cdp) - busy
+            # about 0.1-0.5 s of CPU here; these froze Chromium on the old page
+            assert busy < 5, f"the tab was busy for {busy:.1f} s showing a pathological pair"
             assert page.evaluate(SCROLL_TOPS) == []
 
 
@@ -650,6 +698,7 @@ ASPECT_KEYS = [str(ASPECT_SCORES[s][i]) for i in range(4) for s in ("A", "B")]
 
 def test_aspect_check_on_keys_in_the_first_screen_and_kept_in_the_draft(site, new_page):
     page = new_page(viewport=SCREEN)
+    page.clock.install()
     sent = watch_messages(page)
     open_pair(page, site.server.login_url(site.tokens["aspects"]))
     assignment, _pair = current_assignment(site, "aspects")
@@ -662,6 +711,7 @@ def test_aspect_check_on_keys_in_the_first_screen_and_kept_in_the_draft(site, ne
     ]:
         assert in_viewport(page, part), f"{part} is not in the first screen"
     save_screenshot(page, "label-aspects.png")
+    hold_timers(page)  # no periodic draft while this answers, however long it takes
     before = len(sent)
     # The digit cursor goes on from the six ratings to the aspect scores, each aspect A then B.
     keys(page, ["b", *RATING_KEYS, *ASPECT_KEYS, "p"])
@@ -675,8 +725,9 @@ def test_aspect_check_on_keys_in_the_first_screen_and_kept_in_the_draft(site, ne
                                          {value: 'hidden', configurable: true});
                    document.dispatchEvent(new Event('visibilitychange')); }"""
     )
-    page.wait_for_timeout(1_000)
-    draft = stored_draft(site, assignment.id)
+    page.clock.resume()  # the pending draft went with the page hidden; Streamlit sends on a timer
+    draft = draft_once(page, site, assignment.id, bool)
+    assert count_sent(page, sent, at_least=before + 1) == before + 1
     assert draft["aspects"] == {
         f"{i}_{slot}": ASPECT_SCORES[slot][i] for slot in ("A", "B") for i in range(4)
     }

@@ -66,9 +66,10 @@ def test_no_invisible_characters_and_no_markup_from_emphasis_markers():
     ids=["dashes", "numbers", "table", "items", "quotes", "stars"],
 )
 def test_pathological_markdown_has_bounded_structure_and_cost(text):
-    started = time.perf_counter()
+    # CPU time of this thread: what rendering costs, however many processes share the machine
+    started = time.thread_time()
     shown = safe_html(text)
-    assert time.perf_counter() - started < 1.0
+    assert time.thread_time() - started < 1.0
     assert shown.count("<li>") <= MAX_STRUCTURED_LINES
     assert shown.count("<") <= 4 * MAX_STRUCTURED_LINES + 10  # tags, not one per marker
 

@@ -221,9 +221,10 @@ def test_large_table_validates_quickly(tmp_path):
             "correctness_chosen": [1, 2, 3, 4, 5] * (n // 5),
         }
     )
-    start = time.perf_counter()
+    # CPU time of this thread: what validating costs, however many processes share the machine
+    start = time.thread_time()
     validate_annotations(raw, source="x")
-    assert time.perf_counter() - start < 5
+    assert time.thread_time() - start < 5
 
 
 def test_an_overlong_comment_is_refused_with_the_limit(tmp_path):
