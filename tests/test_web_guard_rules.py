@@ -21,6 +21,12 @@ from annotate.studies import get_or_create_study
 OIDC = {"_streamlit_user": "signed-identity-of-the-maintainer"}
 
 
+def cookie_header(cookies: dict[str, str]) -> dict[str, str]:
+    """The request's cookies as a header (per-request `cookies=` is deprecated in Starlette's
+    test client)."""
+    return {"Cookie": "; ".join(f"{name}={value}" for name, value in cookies.items())}
+
+
 class LiveSessions:
     """The Streamlit runtime's answer to "is this session open?" for the registered ids."""
 
@@ -68,21 +74,28 @@ def guarded(db_url, monkeypatch):
 
 def test_an_organisation_login_counts_while_its_console_session_is_open(guarded):
     client, boss, _, _, live = guarded
-    assert client.get("/_stcore/metrics", cookies=OIDC).status_code == 403
+    assert client.get("/_stcore/metrics", headers=cookie_header(OIDC)).status_code == 403
     web_guard.register_maintainer_session("console-session", annotator_id=boss.id, cookies=OIDC)
-    assert client.get("/_stcore/metrics", cookies=OIDC).status_code == 200
-    assert client.get("/media/export.csv", cookies=OIDC).status_code == 200
+    assert client.get("/_stcore/metrics", headers=cookie_header(OIDC)).status_code == 200
+    assert client.get("/media/export.csv", headers=cookie_header(OIDC)).status_code == 200
     other = {"_streamlit_user": "someone-else"}
-    assert client.get("/media/export.csv", cookies=other).status_code == 404
+    assert client.get("/media/export.csv", headers=cookie_header(other)).status_code == 404
     live.live.clear()  # the console tab closed
-    assert client.get("/media/export.csv", cookies=OIDC).status_code == 404
+    assert client.get("/media/export.csv", headers=cookie_header(OIDC)).status_code == 404
 
 
 def test_downloads_need_a_maintainer_and_inline_media_do_not(guarded):
     client, _, boss_token, ann_token, _ = guarded
     assert client.get("/media/export.csv").status_code == 404
-    assert client.get("/media/export.csv", cookies={"annotate_token": ann_token}).status_code == 404
-    response = client.get("/media/export.csv", cookies={"annotate_token": boss_token})
+    assert (
+        client.get(
+            "/media/export.csv", headers=cookie_header({"annotate_token": ann_token})
+        ).status_code
+        == 404
+    )
+    response = client.get(
+        "/media/export.csv", headers=cookie_header({"annotate_token": boss_token})
+    )
     assert response.status_code == 200 and response.content == b"secret,export"
     assert client.get("/media/picture.png").status_code == 200
 
@@ -93,8 +106,13 @@ def test_a_deactivated_maintainer_loses_access(guarded, db_url):
     with session(get_engine(db_url)) as s:
         boss = s.merge(boss)
         boss.active = False
-    assert client.get("/_stcore/metrics", cookies=OIDC).status_code == 403
-    assert client.get("/_stcore/metrics", cookies={"annotate_token": boss_token}).status_code == 403
+    assert client.get("/_stcore/metrics", headers=cookie_header(OIDC)).status_code == 403
+    assert (
+        client.get(
+            "/_stcore/metrics", headers=cookie_header({"annotate_token": boss_token})
+        ).status_code
+        == 403
+    )
 
 
 def test_uploads_only_into_a_registered_maintainer_session(guarded):
@@ -156,8 +174,14 @@ def test_the_guard_holds_under_a_path_prefix(db_url, monkeypatch, base_path, roo
     assert client.put(upload, content=b"x").status_code == 403
     assert client.get("/annotate/_stcore/health").status_code == 200  # what the page needs
     maintainer = {"annotate_token": boss_token}
-    assert client.get("/annotate/_stcore/metrics", cookies=maintainer).status_code == 200
-    assert client.get("/annotate/media/export.csv", cookies=maintainer).status_code == 200
+    assert (
+        client.get("/annotate/_stcore/metrics", headers=cookie_header(maintainer)).status_code
+        == 200
+    )
+    assert (
+        client.get("/annotate/media/export.csv", headers=cookie_header(maintainer)).status_code
+        == 200
+    )
     web_guard.register_maintainer_session("console-session", annotator_id=boss.id, cookies={})
     ok = client.put("/annotate/_stcore/upload_file/console-session/file-1", content=b"x")
     assert ok.status_code == 200
