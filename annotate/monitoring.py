@@ -184,22 +184,18 @@ def outlier_flags(table: pd.DataFrame) -> list[str]:
             found.append("failed qualification")
         elif accuracy is not None and n_gold >= MIN_GOLD and accuracy < LOW_GOLD_ACCURACY:
             found.append(f"gold accuracy {accuracy:.0%}")
-        peer = _num(row.get("peer_agreement"))
-        if (
-            peer is not None
-            and peer_median is not None
-            and (_num(row.get("n_peer")) or 0) >= MIN_ITEMS
-            and peer < peer_median - PEER_GAP
+        for name, column, count, typical, gap in (
+            ("peer", "peer_agreement", "n_peer", peer_median, PEER_GAP),
+            ("label", "label_agreement", "n_decisive", label_median, LABEL_GAP),
         ):
-            found.append(f"low peer agreement ({peer:.0%} vs median {peer_median:.0%})")
-        label = _num(row.get("label_agreement"))
-        if (
-            label is not None
-            and label_median is not None
-            and (_num(row.get("n_decisive")) or 0) >= MIN_ITEMS
-            and label < label_median - LABEL_GAP
-        ):
-            found.append(f"low label agreement ({label:.0%} vs median {label_median:.0%})")
+            value = _num(row.get(column))
+            if (
+                value is not None
+                and typical is not None
+                and (_num(row.get(count)) or 0) >= MIN_ITEMS
+                and value < typical - gap
+            ):
+                found.append(f"low {name} agreement ({value:.0%} vs median {typical:.0%})")
         p = _num(row.get("first_slot_p"))
         if p is not None and p < POSITION_P and (_num(row.get("n_slot")) or 0) >= MIN_SLOT_ITEMS:
             rate = _num(row.get("first_slot_rate")) or 0

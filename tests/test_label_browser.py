@@ -307,6 +307,23 @@ def in_viewport(page, locator) -> bool:
     )
 
 
+def expect_first_screen(page, *more) -> None:
+    """The question, the first aspect, both response texts and the choice (and `more`) all lie
+    inside the viewport."""
+    size = page.viewport_size
+    for part in [
+        question_box(page),
+        page.locator(".rubric .aspect").first,
+        response(page, "A").locator(".text"),
+        response(page, "B").locator(".text"),
+        page.get_by_role("radiogroup", name=PREFERENCE_QUESTION),
+        *more,
+    ]:
+        assert in_viewport(page, part), (
+            f"{part} is not in the first screen at {size['width']}x{size['height']}"
+        )
+
+
 def scroll_down(page) -> None:
     page.evaluate(
         """() => { for (const el of document.querySelectorAll('*')) {
@@ -392,16 +409,13 @@ def test_one_screen_keys_alone_one_message_and_arrival_at_the_top(site, new_page
     expect(response(page, other_slot(chosen_slot))).to_contain_text(snippet(pair.rejected))
     aspects = page.locator(".rubric .aspect")
     expect(aspects).to_have_count(4)
-    for part in [
-        question_box(page),
-        aspects.first,
+    expect_first_screen(
+        page,
         aspects.last,
         response(page, "A"),
         response(page, "B"),
-        page.get_by_role("radiogroup", name=PREFERENCE_QUESTION),
         page.get_by_role("button", name=re.compile("^Submit")),
-    ]:
-        assert in_viewport(page, part), f"{part} is not in the first screen"
+    )
     assert page.evaluate(SCROLL_TOPS) == []
     # Response texts flow with the page: no box of their own that scrolls.
     for slot in ("A", "B"):
@@ -447,14 +461,7 @@ def test_one_screen_keys_alone_one_message_and_arrival_at_the_top(site, new_page
 def test_at_1280x720_the_responses_and_the_choice_still_show(site, new_page):
     page = new_page(viewport=SMALL_SCREEN)
     open_pair(page, site.server.login_url(site.tokens["small"]))
-    for part in [
-        question_box(page),
-        page.locator(".rubric .aspect").first,
-        response(page, "A").locator(".text"),
-        response(page, "B").locator(".text"),
-        page.get_by_role("radiogroup", name=PREFERENCE_QUESTION),
-    ]:
-        assert in_viewport(page, part), f"{part} is not in the first screen at 1280x720"
+    expect_first_screen(page)
     save_screenshot(page, "label-1280x720.png")
 
 
@@ -702,14 +709,7 @@ def test_aspect_check_on_keys_in_the_first_screen_and_kept_in_the_draft(site, ne
     sent = watch_messages(page)
     open_pair(page, site.server.login_url(site.tokens["aspects"]))
     assignment, _pair = current_assignment(site, "aspects")
-    for part in [
-        question_box(page),
-        page.locator(".rubric .aspect").first,
-        response(page, "A").locator(".text"),
-        response(page, "B").locator(".text"),
-        page.get_by_role("radiogroup", name=PREFERENCE_QUESTION),
-    ]:
-        assert in_viewport(page, part), f"{part} is not in the first screen"
+    expect_first_screen(page)
     save_screenshot(page, "label-aspects.png")
     hold_timers(page)  # no periodic draft while this answers, however long it takes
     before = len(sent)

@@ -11,6 +11,7 @@ from annotate.views.admin.model_upload import model_comparison, show_models
 from annotate.views.admin.shared import (
     download_when_clicked,
     page,
+    show_problems,
     study_report_data,
     study_report_files,
     study_scorer_report,
@@ -140,8 +141,6 @@ if uploads:
         report, uploads, study_pair_ids=coverage["pair_id"].astype(str).tolist()
     )
     if problems:
-        st.error(problems[0])
-        if problems[1:]:
-            st.code("\n".join(problems[1:]), language=None)
+        show_problems(problems[0], problems[1:])
     else:
         show_models(compared)

@@ -24,7 +24,7 @@ from analysis.aspect_summary import (
 from analysis.errors import InputError, UserError
 from analysis.summary import CHECK_HEADER, check_rows
 from annotate.inert import md_literal
-from annotate.views.admin.shared import show_error
+from annotate.views.admin.shared import show_error, show_problems
 
 UPLOAD_KEY = "agreement_aspect_scores"
 _COVERAGE = st.column_config.NumberColumn(format="%.2f", help="mean match score, 0-2")
@@ -86,8 +86,10 @@ def show_aspects(
         compared = compare(upload.name, upload.getvalue())
     except InputError as exc:
         noun = "problem" if len(exc.problems) == 1 else "problems"
-        st.error(f"{md_literal(exc.source)}: {len(exc.problems)} {noun}; nothing was compared:")
-        st.code("\n".join(exc.problems), language=None)
+        show_problems(
+            f"{md_literal(exc.source)}: {len(exc.problems)} {noun}; nothing was compared:",
+            exc.problems,
+        )
         return
     except UserError as exc:
         show_error(exc)

@@ -70,11 +70,17 @@ def base_url() -> str:
     return (origin or DEFAULT_BASE_URL) + app_prefix()
 
 
-def show_error(exc: UserError) -> None:
-    st.error(md_literal(str(exc).splitlines()[0]))  # it may quote names and ids from a file
-    problems = getattr(exc, "problems", None)
+def show_problems(headline: str, problems: list[str] = ()) -> None:
+    """A refusal: its headline (markdown, with any data in it already `md_literal`) in an
+    error box, then every problem as plain text."""
+    st.error(headline)
     if problems:
         st.code("\n".join(problems), language=None)
+
+
+def show_error(exc: UserError) -> None:
+    # the sentence may quote names and ids from a file
+    show_problems(md_literal(str(exc).splitlines()[0]), getattr(exc, "problems", None) or [])
 
 
 def db_key() -> str:
