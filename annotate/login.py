@@ -38,7 +38,7 @@ from starlette.routing import Route
 from annotate.auth import annotator_for_token, reissue_token
 from annotate.db import read_session, session
 from annotate.web_guard import LOGIN_COOKIE
-from annotate.web_paths import full_path, root_path
+from annotate.web_paths import full_path, is_under, root_path
 
 COOKIE = LOGIN_COOKIE
 COOKIE_MAX_AGE = 60 * 60 * 24 * 60  # sixty days: a study can run for weeks
@@ -74,7 +74,7 @@ def app_path(path: str, *, prefix: str) -> str:
         elif segment != ".":
             resolved.append(segment)
     where = "/" + "/".join(resolved)
-    inside = where == prefix or where.startswith(prefix + "/")
+    inside = is_under(where, prefix)
     return target if inside else prefix + "/"
 
 

@@ -39,7 +39,7 @@ from sqlalchemy.engine import Engine
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import PlainTextResponse
 
-from annotate.web_paths import route_path, url_prefix
+from annotate.web_paths import is_under, route_path, url_prefix
 
 # A pairs file for the console: 200 MB holds about 2,000 records of 100 KB. Bigger files go
 # through `annotate import-pairs`, which streams them. `.streamlit/config.toml` says the same;
@@ -181,7 +181,7 @@ class StreamlitEndpointGuard:
         that mounts this one puts it in front of `path`) and without server.baseUrlPath."""
         path = route_path(scope)
         base = url_prefix(self.base_path())
-        if base and (path == base or path.startswith(base + "/")):
+        if base and is_under(path, base):
             path = path[len(base) :] or "/"
         return path
 

@@ -24,6 +24,12 @@ def url_prefix(base_url_path: str | None) -> str:
     return f"/{path}" if path else ""
 
 
+def is_under(path: str, prefix: str) -> bool:
+    """Whether `path` is `prefix` or below it ("/annotate/x" is under "/annotate",
+    "/annotated" is not)."""
+    return path == prefix or path.startswith(prefix + "/")
+
+
 def root_path(scope) -> str:
     """Where a server or a parent app mounted this ASGI app (`root_path`), "" at the root."""
     return scope.get("root_path", "").rstrip("/")
@@ -33,7 +39,7 @@ def full_path(scope) -> str:
     """The request's path from the host's root. ASGI servers put the `root_path` in front of
     `path` (uvicorn does); older ones left it out, and it is added then."""
     root, path = root_path(scope), scope.get("path", "")
-    return path if not root or path == root or path.startswith(root + "/") else root + path
+    return path if not root or is_under(path, root) else root + path
 
 
 def route_path(scope) -> str:
