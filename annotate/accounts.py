@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from sqlalchemy.engine import Engine
 
-from annotate import db
-from annotate.assignment import release_reservations
 from annotate.auth import DEFAULT_BASE_URL, create_annotator, login_link, reissue_token
-from annotate.db import retrying, session
 from annotate.errors import UserError
-from annotate.models import Annotator
+from annotate.queue.assignment import release_reservations
+from annotate.store import db
+from annotate.store.db import retrying, session
+from annotate.store.models import Annotator
 
 
 def invite(

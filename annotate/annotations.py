@@ -19,9 +19,8 @@ from sqlmodel import Session, select
 from analysis.aspect_scores import parse_aspects
 from analysis.tables import ANSWER_COLUMNS, COLUMNS, RATING_COLUMNS
 from analysis.vocabulary import SIDES, SLOTS, TIE
-from annotate import sqlite_engine
-from annotate.assignment import ensure_assignment, next_assignment, reserve_next
-from annotate.assignment_rules import (
+from annotate.queue.assignment import ensure_assignment, next_assignment, reserve_next
+from annotate.queue.rules import (
     AccountClosed,
     AssignmentRow,
     Coins,
@@ -29,9 +28,10 @@ from annotate.assignment_rules import (
     StudyRules,
     choose_next,
 )
-from annotate.db import read_session, retrying, session, transaction
-from annotate.models import Annotation, Annotator, Assignment, Pair, utcnow
-from annotate.queue_sql import ANSWER_FIELDS, Cursor
+from annotate.queue.sql import ANSWER_FIELDS, Cursor
+from annotate.store import sqlite_engine
+from annotate.store.db import read_session, retrying, session, transaction
+from annotate.store.models import Annotation, Annotator, Assignment, Pair, utcnow
 from annotate.studies import get_study
 
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from analysis.vocabulary import ASPECT_SCORES, DIMENSIONS, SLOTS, TIE
 from annotate.annotations import Answer, other_slot, preference_from_slot, slot_from_preference
-from annotate.models import Annotation, Study
+from annotate.store.models import Annotation, Study
 from annotate.wording import DIMENSION_HELP
 
 MAX_COMMENT = 4000

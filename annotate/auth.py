@@ -11,7 +11,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, select
 
 from annotate.errors import UserError
-from annotate.models import Annotator
+from annotate.store.models import Annotator
 
 DEFAULT_BASE_URL = "http://localhost:8501"
 BASE_URL_VAR = "ANNOTATE_BASE_URL"  # the address annotators open, for links made outside the app

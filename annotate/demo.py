@@ -11,10 +11,10 @@ from sqlalchemy.engine import Engine
 from sqlmodel import select
 
 from annotate.auth import create_annotator, reissue_token
-from annotate.db import write
 from annotate.errors import UserError
 from annotate.importer import import_pairs
-from annotate.models import Annotator
+from annotate.store.db import write
+from annotate.store.models import Annotator
 from annotate.studies import get_or_create_study, update_study_options
 
 DEMO_STUDY = "demo"

@@ -11,9 +11,9 @@ from sqlmodel import select
 
 from analysis.vocabulary import TIE
 from annotate.annotations import slot_from_preference
-from annotate.assignment import history
-from annotate.db import read_session, retrying
-from annotate.models import Annotation, Assignment, Pair
+from annotate.queue.assignment import history
+from annotate.store.db import read_session, retrying
+from annotate.store.models import Annotation, Assignment, Pair
 
 QUESTION_START = 90  # characters of the question shown in the list
 CHUNK = 500  # pair ids per query (well under every database's parameter limit)

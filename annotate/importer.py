@@ -11,11 +11,11 @@ from sqlalchemy.engine import Dialect, Engine
 from sqlalchemy.types import TypeDecorator
 from sqlmodel import Session, select
 
-from annotate.db import retrying, session
 from annotate.errors import InputError
-from annotate.models import Pair, utcnow
 from annotate.pairs_io import MAX_PROBLEMS, ValidPair, iter_valid_pairs, record_hash
-from annotate.sqlite_engine import use_large_cache
+from annotate.store.db import retrying, session
+from annotate.store.models import Pair, utcnow
+from annotate.store.sqlite_engine import use_large_cache
 from annotate.studies import get_or_create_study
 
 BATCH = 50  # rows per INSERT executemany: 100 KB records hold 5 MB, not the 20 MB of 200

@@ -10,10 +10,10 @@ from sqlmodel import select
 
 from annotate.annotations import Loaded, submit_and_next, submit_answer
 from annotate.answers import FormState, to_answer
-from annotate.assignment import next_assignment, open_assignment
-from annotate.assignment_rules import AssignmentRow
-from annotate.db import read_session, retrying, session
-from annotate.models import Annotation, Assignment, Pair, Study
+from annotate.queue.assignment import next_assignment, open_assignment
+from annotate.queue.rules import AssignmentRow
+from annotate.store.db import read_session, retrying, session
+from annotate.store.models import Annotation, Assignment, Pair, Study
 
 DRAFT_SECONDS = "seconds"
 

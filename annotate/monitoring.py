@@ -2,7 +2,7 @@
 activity and the flags that make one look unusual.
 
 Numbers here ignore gold pairs unless they say otherwise: gold pairs are quality checks, not
-part of the study's coverage (see annotate/gold.py).
+part of the study's coverage (see annotate/queue/gold.py).
 """
 
 from __future__ import annotations
@@ -17,8 +17,9 @@ from sqlalchemy import func
 from sqlalchemy.engine import Engine
 from sqlmodel import select
 
-from annotate import db, gold
-from annotate.models import Annotation, Annotator, Assignment, Pair, Study, utcnow
+from annotate.queue import gold
+from annotate.store import db
+from annotate.store.models import Annotation, Annotator, Assignment, Pair, Study, utcnow
 
 RECENT_DAYS = 7
 

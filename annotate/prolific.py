@@ -21,9 +21,9 @@ from urllib.parse import quote
 from sqlmodel import Session, select
 
 from annotate.auth import create_annotator, reissue_token
-from annotate.db import retrying, session
 from annotate.errors import UserError
-from annotate.models import Annotator, Study
+from annotate.store.db import retrying, session
+from annotate.store.models import Annotator, Study
 
 PARAMS = ("PROLIFIC_PID", "STUDY_ID", "SESSION_ID")
 COMPLETE_URL = "https://app.prolific.com/submissions/complete?cc={code}"

@@ -9,9 +9,9 @@ import re
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 
-from annotate import db
 from annotate.errors import UserError
-from annotate.models import Annotation, Study
+from annotate.store import db
+from annotate.store.models import Annotation, Study
 
 DEFAULT_STUDY = "default"
 STUDY_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9 _.-]{0,63}$")

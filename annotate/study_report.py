@@ -17,8 +17,8 @@ from sqlalchemy.engine import Engine
 from sqlmodel import select
 
 from annotate import annotations as stored
-from annotate import db
-from annotate.models import Annotation, Pair, Study
+from annotate.store import db
+from annotate.store.models import Annotation, Pair, Study
 from annotate.studies import get_study
 
 REPORT_FILES = {

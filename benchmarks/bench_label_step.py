@@ -31,9 +31,9 @@ sys.path.insert(0, str(ROOT))
 from sqlalchemy import insert  # noqa: E402
 
 from annotate.auth import create_annotator  # noqa: E402
-from annotate.db import ENV_VAR, get_engine, session  # noqa: E402
-from annotate.models import Annotation, Annotator, Assignment, Pair, Study, utcnow  # noqa: E402
 from annotate.pairs_io import record_hash  # noqa: E402
+from annotate.store.db import ENV_VAR, get_engine, session  # noqa: E402
+from annotate.store.models import Annotation, Annotator, Assignment, Pair, Study, utcnow  # noqa: E402
 
 POST = "I usually cook for two on weeknights and batch-cook on Sundays. " * 3
 
@@ -190,7 +190,7 @@ def main() -> None:
     apps = {}
     for name in sizes:
         os.environ[ENV_VAR] = urls[name]
-        at = AppTest.from_file(str(ROOT / "annotate" / "app.py"), default_timeout=60)
+        at = AppTest.from_file(str(ROOT / "annotate" / "web" / "app.py"), default_timeout=60)
         at.query_params["token"] = tokens[name]
         apps[name] = at.run()
     times = {name: [] for name in sizes}

@@ -8,7 +8,7 @@ number of bare single-row INSERTs, each in its own transaction, from the same nu
 through the same engine (same driver, pool and connection settings: on SQLite WAL,
 synchronous=FULL and BEGIN IMMEDIATE), run just before and just after the storage run; the
 faster of the two counts. (The storage layer's own SQLite transactions get the same durability
-by group commit instead of FULL: annotate/sqlite_engine.py.) The ratio storage/baseline is printed;
+by group commit instead of FULL: annotate/store/sqlite_engine.py.) The ratio storage/baseline is printed;
 goal >= 0.5.
 
     python benchmarks/bench_storage.py                 # SQLite, and PostgreSQL if reachable
@@ -34,10 +34,10 @@ from sqlalchemy import Column, Integer, MetaData, String, Table, Text, insert
 from sqlalchemy.engine import make_url
 
 from annotate.annotations import Answer, preference_from_slot, submit_and_next
-from annotate.assignment import next_assignment
 from annotate.auth import create_annotator
-from annotate.db import dispose_engines, get_engine, session
 from annotate.importer import import_pairs
+from annotate.queue.assignment import next_assignment
+from annotate.store.db import dispose_engines, get_engine, session
 from annotate.studies import get_or_create_study, update_study_options
 
 WRITERS = 32

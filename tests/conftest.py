@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from annotate.db import dispose_engines
+from annotate.store.db import dispose_engines
 from tests.db_backends import db_backend, db_url, make_db_url, pg_url  # noqa: F401
 
 

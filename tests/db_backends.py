@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 import pytest
 from sqlalchemy.engine import make_url
 
-from annotate.db import dispose_engines
+from annotate.store.db import dispose_engines
 
 PG_ADMIN_URL = os.environ.get(
     "ANNOTATE_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"

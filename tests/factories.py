@@ -8,8 +8,8 @@ from pathlib import Path
 from sqlalchemy.engine import Engine
 
 from annotate.auth import create_annotator
-from annotate.db import session
 from annotate.importer import import_pairs
+from annotate.store.db import session
 from annotate.studies import get_or_create_study, update_study_options
 
 

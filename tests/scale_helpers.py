@@ -14,11 +14,11 @@ from sqlalchemy.engine import Engine
 from sqlmodel import select
 
 from annotate.annotations import Answer, preference_from_slot, submit_answer
-from annotate.assignment import next_assignment, skip
 from annotate.auth import create_annotator
-from annotate.db import get_engine, session
 from annotate.importer import import_pairs
-from annotate.models import Annotation, Assignment, Pair
+from annotate.queue.assignment import next_assignment, skip
+from annotate.store.db import get_engine, session
+from annotate.store.models import Annotation, Assignment, Pair
 from annotate.studies import get_or_create_study, update_study_options
 
 

@@ -13,9 +13,9 @@ import streamlit as st
 
 from analysis.aspect_summary import aspect_rows
 from annotate.cli import main
-from annotate.db import ENV_VAR, get_engine
 from annotate.demo import DEMO_ASPECT_STUDY, DEMO_MAINTAINER, aspect_pair_records, build_demo
 from annotate.demo_simulation import BROKEN_PAIR, write_simulation
+from annotate.store.db import ENV_VAR, get_engine
 from tests.test_console_app import (  # noqa: F401 (db and downloads are fixtures)
     as_token,
     db,

@@ -12,10 +12,10 @@ from sqlmodel import select
 from analysis.tables import COLUMNS, read_table
 from annotate.annotations import Answer, annotations_frame, submit_and_next, submit_answer
 from annotate.answers import FormState, missing_answers, to_answer
-from annotate.assignment import next_assignment
 from annotate.cli import main
-from annotate.db import get_engine, session
-from annotate.models import Annotation, Study
+from annotate.queue.assignment import next_assignment
+from annotate.store.db import get_engine, session
+from annotate.store.models import Annotation, Study
 from tests.factories import make_study, pair_record, write_jsonl
 
 FOUR = [{"aspect": f"aspect {i}", "evidence": "", "reason": ""} for i in range(4)]

@@ -10,15 +10,15 @@ from sqlalchemy import func
 from sqlmodel import select
 
 from annotate.annotations import Answer, submit_answer
-from annotate.assignment import (
+from annotate.queue.assignment import (
     history,
     next_assignment,
     progress,
     skip,
 )
-from annotate.assignment_rules import Coins
-from annotate.db import get_engine, session
-from annotate.models import Annotation, Assignment, Pair
+from annotate.queue.rules import Coins
+from annotate.store.db import get_engine, session
+from annotate.store.models import Annotation, Assignment, Pair
 from tests.factories import make_study
 
 

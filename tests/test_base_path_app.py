@@ -11,8 +11,8 @@ import streamlit as st
 from sqlmodel import select
 from streamlit import config
 
-from annotate.db import session
-from annotate.models import Study
+from annotate.store.db import session
+from annotate.store.models import Study
 from tests.test_console_app import button, db, maintainer  # noqa: F401  (the fixture `db`)
 from tests.test_label_app import data, signed_in, study  # noqa: F401  (the fixture `study`)
 

@@ -14,8 +14,8 @@ import pytest
 from sqlmodel import select
 
 from annotate.annotations import import_annotation_rows
-from annotate.db import get_engine, session
-from annotate.models import Annotation, Annotator, Pair
+from annotate.store.db import get_engine, session
+from annotate.store.models import Annotation, Annotator, Pair
 from tests.scale_helpers import (
     check_complete_study,
     make_study,

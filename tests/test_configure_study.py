@@ -9,9 +9,9 @@ from sqlmodel import select
 
 from annotate.annotations import Answer, submit_answer
 from annotate.cli import main
-from annotate.db import get_engine, session
 from annotate.errors import UserError
-from annotate.models import Pair, Study
+from annotate.store.db import get_engine, session
+from annotate.store.models import Pair, Study
 from annotate.studies import LOCKED_WHEN_ANNOTATED, configure_study, save_study_options
 from tests.factories import make_study
 

@@ -14,25 +14,17 @@ import pytest
 from sqlmodel import select
 
 from analysis.tables import read_table
-from annotate import (
-    accounts,
-    assignment_rules,
-    exports,
-    gold,
-    monitoring,
-    prolific,
-    studies,
-    study_report,
-    uploads,
-)
-from annotate.access import maintainer_for_identity
+from annotate import accounts, exports, monitoring, prolific, studies, study_report, uploads
 from annotate.annotations import Answer, annotations_frame, submit_answer
-from annotate.assignment import history, next_assignment, skip
 from annotate.auth import annotator_for_token, create_annotator
-from annotate.db import get_engine, session
 from annotate.errors import UserError
-from annotate.models import Annotation, Annotator, Assignment, Pair, Study
+from annotate.queue import gold
+from annotate.queue import rules as assignment_rules
+from annotate.queue.assignment import history, next_assignment, skip
+from annotate.store.db import get_engine, session
+from annotate.store.models import Annotation, Annotator, Assignment, Pair, Study
 from annotate.studies import update_study_options
+from annotate.web.access import maintainer_for_identity
 from tests.factories import make_study
 
 

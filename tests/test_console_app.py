@@ -18,19 +18,19 @@ from sqlmodel import select
 from streamlit.runtime.media_file_manager import MediaFileManager
 from streamlit.testing.v1 import AppTest
 
-from annotate import gold
 from annotate.annotations import Answer, submit_answer
-from annotate.assignment import next_assignment
 from annotate.auth import annotator_for_token, create_annotator
-from annotate.db import ENV_VAR, get_engine, session
 from annotate.importer import import_pairs
-from annotate.inert import md_literal
-from annotate.models import Annotation, Annotator, Pair, Study
+from annotate.queue import gold
+from annotate.queue.assignment import next_assignment
+from annotate.store.db import ENV_VAR, get_engine, session
+from annotate.store.models import Annotation, Annotator, Pair, Study
 from annotate.studies import update_study_options
-from annotate.views.admin import PAGES
+from annotate.web.inert import md_literal
+from annotate.web.views.admin import PAGES
 from tests.factories import make_study, pair_record, write_jsonl
 
-APP = "../annotate/app.py"
+APP = "../annotate/web/app.py"
 STUDY = "default"
 
 
@@ -103,7 +103,7 @@ def texts(at: AppTest) -> str:
                 parts.append(element.label)
     for frame in at.dataframe:
         parts.append(frame.value.to_csv())
-    for form in at.get("bidi_component"):  # the labelling form's data (annotate/label_form.py)
+    for form in at.get("bidi_component"):  # the labelling form's data (annotate/web/label_form.py)
         parts.append(form.proto.json)
     return "\n".join(parts)
 
@@ -249,7 +249,7 @@ def test_pairs_upload_all_or_nothing_and_coverage(db):
     at.file_uploader(key="pairs_upload").set_value(("bad.jsonl", bad, "application/jsonl"))
     at.run()
     button(at, "Import").click().run()
-    # the message is escaped markdown (it may quote names from the file: annotate/inert.py)
+    # the message is escaped markdown (it may quote names from the file: annotate/web/inert.py)
     assert at.error[0].value.startswith(md_literal("bad.jsonl: 2 problems, nothing was written"))
     problems = at.code[0].value
     assert "line 2" in problems and "line 3" in problems

@@ -16,16 +16,16 @@ import pytest
 from playwright.sync_api import expect
 from sqlmodel import select
 
-from annotate import gold
 from annotate.annotations import Answer, submit_answer
-from annotate.assignment import next_assignment
 from annotate.auth import create_annotator
-from annotate.db import get_engine, session
 from annotate.demo import GUIDELINES, sample_pairs_path
 from annotate.importer import import_pairs
-from annotate.models import Pair
+from annotate.queue import gold
+from annotate.queue.assignment import next_assignment
+from annotate.store.db import get_engine, session
+from annotate.store.models import Pair
 from annotate.studies import get_or_create_study, update_study_options
-from annotate.views.admin import PAGES
+from annotate.web.views.admin import PAGES
 from tests.browser import (  # noqa: F401  (the fixtures `browser` and `new_page`)
     AppServer,
     browser_fixture,

@@ -1,13 +1,13 @@
 """Names from imported files are shown inert in the console: no remote image, link or
-directive in what the maintainer's browser renders (annotate/inert.py)."""
+directive in what the maintainer's browser renders (annotate/web/inert.py)."""
 
 from __future__ import annotations
 
 import string
 
 from annotate.auth import create_annotator
-from annotate.db import session
-from annotate.inert import md_literal
+from annotate.store.db import session
+from annotate.web.inert import md_literal
 from tests.test_console_app import db, maintainer  # noqa: F401  (the fixture `db`)
 
 HOSTILE = "![x](http://127.0.0.1:9/p.gif) [site](http://evil.example) :red[big] $x$ <b>"

@@ -13,7 +13,7 @@ from analysis.tables import read_table, write_table
 from annotate import exports, study_report
 from annotate.annotations import annotations_frame
 from annotate.cli import main
-from annotate.db import get_engine
+from annotate.store.db import get_engine
 from tests.factories import pair_record, write_jsonl
 from tests.report_fixtures import frame, row
 

@@ -12,8 +12,8 @@ from pathlib import Path
 
 from sqlmodel import select
 
-from annotate.db import get_engine, session
-from annotate.models import Annotation
+from annotate.store.db import get_engine, session
+from annotate.store.models import Annotation
 from tests.scale_helpers import make_study
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -26,7 +26,7 @@ def test_killed_process_loses_no_acknowledged_answer(db_url, tmp_path):
         f"""
         import sys
         import threading
-        from annotate.db import get_engine
+        from annotate.store.db import get_engine
         from tests.scale_helpers import run_annotators
 
         lock = threading.Lock()

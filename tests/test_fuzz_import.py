@@ -23,11 +23,11 @@ from sqlalchemy import func
 from sqlmodel import select
 
 from annotate import cli
-from annotate.db import get_engine, session
 from annotate.errors import InputError, UserError
 from annotate.importer import import_pairs
-from annotate.models import Annotation, Annotator, Assignment, Pair, Study
 from annotate.pairs_io import CORE_FIELDS, MAX_RECORD_BYTES, MAX_TEXT_CHARS
+from annotate.store.db import get_engine, session
+from annotate.store.models import Annotation, Annotator, Assignment, Pair, Study
 from tests.scale_helpers import make_study
 
 # Example counts: thousands in all, most on SQLite (same code, PostgreSQL round trips are

@@ -18,9 +18,9 @@ import pytest
 from analysis import parquet_limits
 from analysis.tables import MAX_LINE_BYTES, read_table, write_table
 from annotate.cli import main
-from annotate.db import get_engine
 from annotate.errors import InputError
 from annotate.importer import import_pairs
+from annotate.store.db import get_engine
 from tests.factories import pair_record, write_jsonl
 from tests.report_fixtures import frame, row
 

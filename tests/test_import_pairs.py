@@ -15,11 +15,11 @@ from sqlmodel import select
 
 from analysis import strict_input
 from annotate.cli import main
-from annotate.db import get_engine, session
 from annotate.errors import InputError
 from annotate.importer import import_pairs
-from annotate.models import Pair
 from annotate.pairs_io import MAX_TEXT_CHARS, read_pairs, write_pairs
+from annotate.store.db import get_engine, session
+from annotate.store.models import Pair
 from tests.factories import pair_record, write_jsonl
 
 
@@ -220,7 +220,7 @@ def test_an_oversized_parquet_row_is_refused_with_the_limit(engine, tmp_path, mo
 
 
 def _stored(engine, study: str = "default") -> dict[str, dict]:
-    from annotate.models import Study
+    from annotate.store.models import Study
 
     with session(engine) as s:
         rows = s.exec(

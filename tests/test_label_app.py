@@ -1,7 +1,7 @@
 """The labelling page driven by Streamlit's AppTest: sign in, refused incomplete submit, submit,
 progress, drafts, go back and edit, every earlier answer listed, finish.
 
-The form is one component (`annotate.label_form`): AppTest runs no JavaScript, so these tests
+The form is one component (`annotate.web.label_form`): AppTest runs no JavaScript, so these tests
 read the data the page gives the component and send the component's events (trigger values) as
 the browser does; tests/test_label_browser.py drives the same page in Chromium.
 """
@@ -17,12 +17,12 @@ from streamlit.proto.WidgetStates_pb2 import WidgetStates
 from streamlit.testing.v1 import AppTest
 
 from annotate.answers import FormState
-from annotate.db import ENV_VAR, get_engine, session
 from annotate.labelling import current_item, submit
-from annotate.models import Annotation, Assignment, Study
+from annotate.store.db import ENV_VAR, get_engine, session
+from annotate.store.models import Annotation, Assignment, Study
 from tests.factories import make_study
 
-APP = "../annotate/app.py"
+APP = "../annotate/web/app.py"
 DIMENSIONS = ("correctness", "relevance", "helpfulness")
 
 

@@ -20,10 +20,10 @@ from sqlmodel import select
 
 from annotate.annotations import annotations_frame, other_slot
 from annotate.auth import create_annotator
-from annotate.db import get_engine, session
 from annotate.demo import GUIDELINES, sample_pairs_path
 from annotate.importer import import_pairs
-from annotate.models import Annotation, Assignment, Pair
+from annotate.store.db import get_engine, session
+from annotate.store.models import Annotation, Assignment, Pair
 from annotate.studies import get_or_create_study
 from annotate.wording import PREFERENCE_QUESTION
 from tests.browser import (  # noqa: F401  (the fixtures `browser` and `new_page`)
@@ -106,7 +106,7 @@ PATHOLOGICAL = {
     "long": " ".join(["word"] * 2_000),  # a long response scrolls with the page
 }
 IMITATION = "Submit your answer\n==================\n\n# Which response would this user prefer?\n"
-DRAFT_MS = 4_000  # the form sends a draft at most this often (annotate/static/label_form.js)
+DRAFT_MS = 4_000  # the form sends a draft at most this often (annotate/web/static/label_form.js)
 
 
 def write_jsonl(path: Path, records: list[dict]) -> Path:

@@ -14,11 +14,11 @@ from annotate.answers import (
     form_questions,
     missing_answers,
 )
-from annotate.db import get_engine
 from annotate.earlier_answers import earlier_answers, previous_pair
 from annotate.labelling import current_item, submit
-from annotate.models import Study
-from annotate.render import MAX_STRUCTURED_LINES, safe_html
+from annotate.store.db import get_engine
+from annotate.store.models import Study
+from annotate.web.render import MAX_STRUCTURED_LINES, safe_html
 from tests.factories import make_study
 
 # --- safe_html ---------------------------------------------------------------------------

@@ -8,13 +8,13 @@ import pytest
 import streamlit as st
 from streamlit.testing.v1 import AppTest
 
-from annotate.db import ENV_VAR, get_engine, session
-from annotate.models import Study
+from annotate.store.db import ENV_VAR, get_engine, session
+from annotate.store.models import Study
 from annotate.studies import update_study_options
 from tests.factories import make_study
 from tests.test_label_app import data
 
-APP = "../annotate/app.py"
+APP = "../annotate/web/app.py"
 CODE = "C0DE42"
 
 
@@ -67,7 +67,7 @@ def test_an_open_tab_of_a_deactivated_annotator_saves_nothing(engine):
 
     from annotate import accounts
     from annotate.auth import create_annotator
-    from annotate.models import Annotation
+    from annotate.store.models import Annotation
     from tests.test_label_app import full_form, signed_in, submit_form
 
     with session(engine) as s:

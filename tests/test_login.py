@@ -1,4 +1,4 @@
-"""The login link, the login cookie and sign-out, against other sites (annotate/login.py).
+"""The login link, the login cookie and sign-out, against other sites (annotate/web/login.py).
 
 The middleware and routes run in front of a stand-in for the Streamlit app, on both databases.
 """
@@ -13,9 +13,9 @@ from starlette.routing import Route
 from starlette.testclient import TestClient
 
 from annotate.auth import annotator_for_token, create_annotator
-from annotate.db import get_engine, read_session, session
-from annotate.login import COOKIE, LoginLinkMiddleware, local_path, login_routes
+from annotate.store.db import get_engine, read_session, session
 from annotate.studies import get_or_create_study
+from annotate.web.login import COOKIE, LoginLinkMiddleware, local_path, login_routes
 
 SAME_SITE = {"Sec-Fetch-Site": "same-origin"}
 OTHER_SITE = {"Sec-Fetch-Site": "cross-site"}

@@ -4,7 +4,7 @@ Two ways put the app under `/annotate/`: Streamlit's `server.baseUrlPath = "anno
 app's own routes then live at `/annotate/...`; how `annotate serve --base-url-path` runs it)
 and an ASGI `root_path` (a server or a parent app that mounts this one there). Either way every
 address the login pages give, and every redirect, stays inside the prefix and on this site
-(annotate/login.py; tests/test_login.py covers the app at the root).
+(annotate/web/login.py; tests/test_login.py covers the app at the root).
 """
 
 from __future__ import annotations
@@ -17,11 +17,11 @@ from starlette.routing import Route
 from starlette.testclient import TestClient
 
 from annotate.auth import annotator_for_token, create_annotator
-from annotate.db import get_engine, read_session, session
-from annotate.health import health_routes
-from annotate.login import COOKIE, LoginLinkMiddleware, app_path, login_routes
+from annotate.store.db import get_engine, read_session, session
 from annotate.studies import get_or_create_study
-from annotate.web_paths import url_prefix
+from annotate.web.health import health_routes
+from annotate.web.login import COOKIE, LoginLinkMiddleware, app_path, login_routes
+from annotate.web.paths import url_prefix
 
 SAME_SITE = {"Sec-Fetch-Site": "same-origin"}
 
@@ -37,7 +37,7 @@ def people(db_url):
 
 
 def served(engine, *, base_url_path: str = "", root_path: str = "") -> TestClient:
-    """The login middleware and routes as annotate/server.py wires them, in front of a stand-in
+    """The login middleware and routes as annotate/web/server.py wires them, in front of a stand-in
     for Streamlit's page (which, like Streamlit's, answers under the base path only)."""
     prefix = url_prefix(base_url_path)
 
@@ -134,7 +134,9 @@ def test_switching_accounts_under_the_prefix(people, where):
 def test_the_switch_never_sends_the_browser_out_of_the_prefix(people, where, next_):
     engine, _, bob = people
     client = served(engine, **where)
-    switched = client.post("/annotate/login", data={"token": bob, "next": next_}, headers=SAME_SITE)
+    switched = client.post(
+        "/annotate/login", data={"token": bob, "next": next_}, headers=SAME_SITE
+    )
     assert switched.status_code == 303 and switched.headers["location"] == "/annotate/"
 
 

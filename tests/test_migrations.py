@@ -15,9 +15,9 @@ from alembic.runtime.migration import MigrationContext
 from sqlalchemy import MetaData, create_engine, insert, select, text
 from sqlmodel import SQLModel
 
-from annotate.db import dispose_engines, get_engine
 from annotate.errors import UserError
-from annotate.schema import FIRST_RELEASE, MIGRATIONS, Mode, current_revisions, ensure_schema
+from annotate.store.db import dispose_engines, get_engine
+from annotate.store.schema import FIRST_RELEASE, MIGRATIONS, Mode, current_revisions, ensure_schema
 from tests.processes import run_annotate
 
 FIXTURE = Path(__file__).parent / "fixtures" / "first_release.sqlite.sql"
@@ -212,7 +212,7 @@ def test_head_schema_matches_the_models_exactly(db_url):
 def test_many_processes_opening_a_new_database_at_once(db_url):
     code = textwrap.dedent(
         f"""
-        from annotate.db import get_engine
+        from annotate.store.db import get_engine
         engine = get_engine({db_url!r})
         with engine.connect() as conn:
             conn.exec_driver_sql("SELECT count(*) FROM annotation").scalar()
@@ -235,7 +235,7 @@ def test_many_processes_opening_a_new_database_at_once(db_url):
 
 
 def _heads() -> tuple[str, ...]:
-    from annotate.schema import _script
+    from annotate.store.schema import _script
 
     return tuple(_script(None).get_heads())
 

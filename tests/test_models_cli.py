@@ -11,9 +11,9 @@ import pytest
 
 from analysis.tables import write_table
 from annotate.cli import main
-from annotate.db import get_engine
-from annotate.gold import set_gold
-from annotate.models import Study
+from annotate.queue.gold import set_gold
+from annotate.store.db import get_engine
+from annotate.store.models import Study
 from tests.report_fixtures import frame, row, write_pairs_file
 
 DATA = Path(__file__).resolve().parents[1] / "data"

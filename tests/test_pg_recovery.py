@@ -11,7 +11,7 @@ import psycopg
 import pytest
 from sqlalchemy.engine import make_url
 
-from annotate.db import get_engine
+from annotate.store.db import get_engine
 from tests.scale_helpers import check_complete_study, make_study, run_annotators
 
 pytestmark = pytest.mark.postgres
@@ -65,7 +65,7 @@ def test_labelling_survives_connections_dropped_mid_study(pg_url, tmp_path):
 def test_idle_pool_reconnects_after_all_connections_were_dropped(pg_url, tmp_path):
     """Pooled connections killed while idle: the next call gets a fresh one (pre-ping)."""
     from annotate.annotations import get_answer, submit_answer
-    from annotate.assignment import next_assignment
+    from annotate.queue.assignment import next_assignment
     from tests.scale_helpers import make_answer
 
     engine = get_engine(pg_url)

@@ -1,5 +1,5 @@
 """One scripted labelling scenario through every path that applies the queue's rules
-(annotate/assignment_rules.py): the full rules in Python, SQLite's common Submit on the
+(annotate/queue/rules.py): the full rules in Python, SQLite's common Submit on the
 driver's connection and PostgreSQL's generated submit function. Every path, on both databases,
 must serve the same sequence of (pair, A/B order).
 
@@ -15,12 +15,13 @@ from datetime import timedelta
 
 from sqlmodel import select
 
-from annotate import accounts, annotations, gold
+from annotate import accounts, annotations
 from annotate.annotations import Answer, submit_and_next
-from annotate.assignment import next_assignment, skip
-from annotate.assignment_rules import AccountClosed, Coins
-from annotate.db import get_engine, session
-from annotate.models import Annotation, Assignment, Pair, Study, utcnow
+from annotate.queue import gold
+from annotate.queue.assignment import next_assignment, skip
+from annotate.queue.rules import AccountClosed, Coins
+from annotate.store.db import get_engine, session
+from annotate.store.models import Annotation, Assignment, Pair, Study, utcnow
 from tests.db_backends import require_postgres
 from tests.factories import make_study
 

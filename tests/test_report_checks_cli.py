@@ -111,7 +111,7 @@ def test_the_studys_design_from_the_database(tmp_path, db_url):
     """From the database, a study without ties gets two categories and the dimensions it asks,
     in `annotate report` and in the console's report alike."""
     from annotate.cli import main
-    from annotate.db import get_engine, session
+    from annotate.store.db import get_engine, session
     from annotate.studies import get_study
     from annotate.study_report import build_study_report
 

@@ -17,12 +17,13 @@ import pytest
 from sqlalchemy import func
 from sqlmodel import select
 
-from annotate import accounts, gold
+from annotate import accounts
 from annotate.annotations import Answer, submit_and_next, submit_answer
-from annotate.assignment import next_assignment, progress
-from annotate.db import get_engine, session
 from annotate.errors import UserError
-from annotate.models import Annotation, Assignment, Pair, Study, utcnow
+from annotate.queue import gold
+from annotate.queue.assignment import next_assignment, progress
+from annotate.store.db import get_engine, session
+from annotate.store.models import Annotation, Assignment, Pair, Study, utcnow
 from tests.factories import make_study
 
 
@@ -194,7 +195,7 @@ def test_an_expired_reservation_goes_back_and_its_late_answer_is_kept(engine, tm
 
 
 def test_nobody_gets_the_completion_code_for_pairs_others_hold(engine, tmp_path):
-    from annotate.assignment import queue_status
+    from annotate.queue.assignment import queue_status
 
     _, people = make_study(
         engine, tmp_path, n_pairs=3, annotators=4, overlap_target=1, reservation_timeout=600
@@ -244,7 +245,7 @@ def test_the_first_answer_to_a_qualification_check_is_final(engine, tmp_path):
 def _spread_secret(annotator_id: int) -> str:
     """A coin secret under which this annotator's gold checks (three) would come at positions
     that are not next to one another, the first after some real pairs."""
-    from annotate.assignment_rules import Coins
+    from annotate.queue.rules import Coins
 
     for n in range(10_000):
         coins = Coins(f"spread-{n}")

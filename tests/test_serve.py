@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from annotate.auth import annotator_for_token
-from annotate.db import get_engine, read_session
+from annotate.store.db import get_engine, read_session
 from tests.browser import annotate_command, free_port
 
 START_SECONDS = 90

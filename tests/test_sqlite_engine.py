@@ -1,4 +1,4 @@
-"""annotate/sqlite_engine.py: group commit (a durable transaction returns only after an fsync
+"""annotate/store/sqlite_engine.py: group commit (a durable transaction returns only after an fsync
 of the WAL that started after its commit, and concurrent commits share fsyncs), the Submit's
 driver-level transaction, and the page's read-only connections."""
 
@@ -12,8 +12,8 @@ import time
 import pytest
 from sqlalchemy import text
 
-from annotate.db import get_engine, session, transaction
-from annotate.sqlite_engine import GroupCommit
+from annotate.store.db import get_engine, session, transaction
+from annotate.store.sqlite_engine import GroupCommit
 
 
 class _Recorded(GroupCommit):
@@ -107,9 +107,9 @@ def test_a_submit_interrupted_mid_transaction_rolls_back_and_is_retried(tmp_path
     from sqlmodel import select
 
     from annotate.annotations import Answer, submit_and_next
-    from annotate.assignment import next_assignment
-    from annotate.models import Annotation, Assignment, Pair
-    from annotate.queue_sql import Cursor
+    from annotate.queue.assignment import next_assignment
+    from annotate.queue.sql import Cursor
+    from annotate.store.models import Annotation, Assignment, Pair
     from tests.scale_helpers import make_study
 
     engine = get_engine(f"sqlite:///{tmp_path / 'retry.db'}")
@@ -141,7 +141,7 @@ def test_the_pages_read_connections_cannot_write(tmp_path):
     """Cursor.autocommit on SQLite hands out sqlite_engine.ReadConnections: query_only."""
     import sqlite3
 
-    from annotate.queue_sql import Cursor
+    from annotate.queue.sql import Cursor
 
     engine = get_engine(f"sqlite:///{tmp_path / 'readers.db'}")
     with transaction(engine) as conn:

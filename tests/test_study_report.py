@@ -8,9 +8,9 @@ from sqlmodel import select
 from annotate import annotations as stored
 from annotate import study_report
 from annotate.annotations import Answer, submit_answer
-from annotate.db import get_engine, session
 from annotate.importer import import_pairs
-from annotate.models import Pair
+from annotate.store.db import get_engine, session
+from annotate.store.models import Pair
 from tests.factories import make_study, pair_record, write_jsonl
 
 

@@ -18,10 +18,10 @@ from annotate.annotations import (
     submit_answer,
 )
 from annotate.answers import FormState, missing_answers, to_answer
-from annotate.assignment import next_assignment
-from annotate.assignment_rules import Coins
-from annotate.db import get_engine, session
-from annotate.models import Annotation, Assignment, Pair, Study
+from annotate.queue.assignment import next_assignment
+from annotate.queue.rules import Coins
+from annotate.store.db import get_engine, session
+from annotate.store.models import Annotation, Assignment, Pair, Study
 from tests.factories import make_study
 
 
@@ -243,8 +243,8 @@ def _label_a_study_with_gold(engine, tmp_path, *, secret_for):
     """60 pairs, p5 and p6 gold, one annotator labelling through submit_and_next under the
     coin secret secret_for(annotator id) gives; returns (annotator, gold ids, served, totals
     of the progress count before each Submit)."""
-    from annotate import gold
-    from annotate.assignment import progress
+    from annotate.queue import gold
+    from annotate.queue.assignment import progress
 
     study_id, [(a, _)] = make_study(engine, tmp_path, n_pairs=60, annotators=1)
     gold.set_gold(engine, study_id=study_id, pair_keys=["p5", "p6"], answer="chosen")
@@ -274,7 +274,7 @@ COIN_CASES = {
 def test_submit_and_next_puts_gold_first_when_the_coin_says_so(engine, tmp_path, case):
     """A real pair served after a Submit never had gold due while gold was left to show
     (PostgreSQL decides that in SQL, SQLite in Python), and every gold pair does come."""
-    from annotate.assignment_rules import gold_due
+    from annotate.queue.rules import gold_due
 
     def secret_for(annotator_id):
         return _secret_with_gold_due(

@@ -9,11 +9,11 @@ from pathlib import Path
 
 from sqlalchemy import text
 
-from annotate import queue_sql
-from annotate.assignment import next_assignment
-from annotate.assignment_rules import Coins, ab_coin_sql, gold_coin_sql
-from annotate.db import create_db_engine, get_engine
-from annotate.schema import Mode, ensure_schema
+from annotate.queue import sql as queue_sql
+from annotate.queue.assignment import next_assignment
+from annotate.queue.rules import Coins, ab_coin_sql, gold_coin_sql
+from annotate.store.db import create_db_engine, get_engine
+from annotate.store.schema import Mode, ensure_schema
 from tests.factories import make_study
 
 _VERSIONS = """

@@ -1,4 +1,4 @@
-"""The one way to open a unit of work (annotate/db.py): `db.read` and `db.write`, both retried
+"""The one way to open a unit of work (annotate/store/db.py): `db.read` and `db.write`, both retried
 as a whole on transient refusals; `read` sees one snapshot."""
 
 from __future__ import annotations
@@ -9,10 +9,11 @@ import pytest
 from sqlalchemy.exc import OperationalError
 from sqlmodel import func, select
 
-from annotate import access, db
 from annotate.auth import create_annotator
-from annotate.db import get_engine
-from annotate.models import Study
+from annotate.store import db
+from annotate.store.db import get_engine
+from annotate.store.models import Study
+from annotate.web import access
 
 
 def _locked() -> OperationalError:

@@ -1,6 +1,6 @@
 """Streamlit's own endpoints against a stranger, on the served app (`annotate serve`).
 
-A stranger gets a Streamlit session from the sign-in page. Before the guard (annotate/web_guard.py)
+A stranger gets a Streamlit session from the sign-in page. Before the guard (annotate/web/guard.py)
 that was enough to store files in the server's memory through
 `PUT /_stcore/upload_file/<session>/<file>`, to read `/_stcore/metrics` and to fetch a console
 download from its `/media/` address. These tests do what the stranger did, with a real browser
@@ -19,9 +19,9 @@ import pytest
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
 from annotate.auth import create_annotator
-from annotate.db import get_engine, session
+from annotate.store.db import get_engine, session
 from annotate.studies import get_or_create_study
-from annotate.web_guard import MAX_UPLOADS_PER_SESSION, UPLOAD_LIMIT_MB
+from annotate.web.guard import MAX_UPLOADS_PER_SESSION, UPLOAD_LIMIT_MB
 from tests.browser import (  # noqa: F401  (the fixtures `browser` and `new_page`)
     AppServer,
     browser_fixture,

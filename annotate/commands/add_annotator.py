@@ -12,9 +12,9 @@ from annotate.auth import (
     login_link,
 )
 from annotate.commands._common import add_study_option, engine_from
-from annotate.db import write
+from annotate.store.db import write
 from annotate.studies import get_study
-from annotate.web_paths import configured_prefix
+from annotate.web.paths import configured_prefix
 
 NAME = "add-annotator"
 ORDER = 20

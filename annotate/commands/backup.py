@@ -24,9 +24,9 @@ from pathlib import Path
 from sqlalchemy import text
 from sqlalchemy.engine import make_url
 
-from annotate.db import get_engine, is_sqlite, read, resolve_url
 from annotate.errors import UserError
-from annotate.schema import Mode
+from annotate.store.db import get_engine, is_sqlite, read, resolve_url
+from annotate.store.schema import Mode
 
 NAME = "backup"
 ORDER = 70

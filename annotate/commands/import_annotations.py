@@ -44,8 +44,8 @@ def run(args: argparse.Namespace) -> int:
 
     from analysis.tables import load_annotations
     from annotate.annotations import import_annotation_rows
-    from annotate.db import get_engine, read
-    from annotate.models import Pair
+    from annotate.store.db import get_engine, read
+    from annotate.store.models import Pair
     from annotate.studies import get_study
 
     def study_and_pairs(s):

@@ -14,16 +14,16 @@ from pathlib import Path
 
 from sqlalchemy.engine import make_url
 
-from annotate.db import ENV_VAR, get_engine, is_sqlite, resolve_url
 from annotate.errors import UserError
-from annotate.schema import Mode
-from annotate.web_paths import checked_base_url_path, configured_prefix, url_prefix
+from annotate.store.db import ENV_VAR, get_engine, is_sqlite, resolve_url
+from annotate.store.schema import Mode
+from annotate.web.paths import checked_base_url_path, configured_prefix, url_prefix
 
 NAME = "serve"
 ORDER = 30
 HELP = "Run the web app (Streamlit) against the database."
 
-SERVER_SCRIPT = Path(__file__).resolve().parents[1] / "server.py"
+SERVER_SCRIPT = Path(__file__).resolve().parents[1] / "web" / "server.py"
 DEFAULT_ADDRESS = "localhost"
 # How long the server has to stop after the signal we passed on, before it is killed.
 STOP_SECONDS = 3.0

@@ -1,0 +1,447 @@
+"""Which pair an annotator sees next, and in which A/B order: the rules of
+annotate/queue/rules.py on the database, reservations released, progress counted.
+
+A pair is reserved for an annotator by an Assignment row; Pair.n_assigned counts the
+reservations and is only changed by conditional or relative UPDATEs (`n_assigned < target`,
+`n_assigned - 1`), never written back from a value read earlier, so no pair is ever handed
+out beyond the study's overlap target, whatever runs at the same time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from sqlalchemy import and_, bindparam, exists, func, update
+from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import aliased
+from sqlmodel import Session, select
+
+from annotate.queue import gold
+from annotate.queue import rules as assignment_rules
+from annotate.queue.rules import AssignmentRow, Coins, StudyRules
+from annotate.queue.sql import Cursor
+from annotate.store.db import read_session, retrying, transaction
+from annotate.store.models import Annotator, Assignment, Pair, Study, utcnow
+
+CANDIDATES = 8
+
+
+@dataclass(frozen=True)
+class Progress:
+    done: int
+    total: int
+
+    @property
+    def finished(self) -> bool:
+        return self.total > 0 and self.done >= self.total
+
+
+@dataclass(frozen=True)
+class QueueStatus:
+    """Why an annotator has no pair: `answered` so far, and `busy_until` when every pair left
+    is reserved by others (the earliest time one of those reservations expires)."""
+
+    answered: int
+    busy_until: datetime | None
+
+    @property
+    def earns_completion(self) -> bool:
+        """Whether a crowd platform's completion code may be shown: some work was done and
+        nothing is merely waiting for other people's reservations."""
+        return self.answered > 0 and self.busy_until is None
+
+
+def _mine(annotator_id):  # an id, or a bound parameter in a prebuilt statement
+    # study_id first, so the (study_id, pair_id, annotator_id) unique index answers it
+    return exists().where(
+        and_(
+            Assignment.study_id == Pair.study_id,
+            Assignment.pair_id == Pair.id,
+            Assignment.annotator_id == annotator_id,
+        )
+    )
+
+
+_PAIR = Pair.__table__
+_ASSIGNMENT = Assignment.__table__
+# Statements of the rare paths, as Core constructs built once with bound parameters
+# (SQLAlchemy compiles each once per dialect). The common path is in annotate/queue/sql.py.
+# (The b_ names: bound parameters of an UPDATE of pair may not be named like its columns.)
+_RESERVE = (
+    update(_PAIR)
+    .where(_PAIR.c.id == bindparam("b_pair"), _PAIR.c.n_assigned < bindparam("b_target"))
+    .values(n_assigned=_PAIR.c.n_assigned + 1)
+)
+_RAISE = (
+    update(_PAIR).where(_PAIR.c.id == bindparam("b_pair")).values(n_assigned=_PAIR.c.n_assigned + 1)
+)
+_RELEASE = (
+    update(_PAIR)
+    .where(_PAIR.c.id == bindparam("b_pair"), _PAIR.c.n_assigned > 0)
+    .values(n_assigned=_PAIR.c.n_assigned - 1)
+)
+# Real pairs with room that this annotator has not been given, least covered first.
+_OPEN_SOME = (
+    select(_PAIR.c.id)
+    .where(
+        _PAIR.c.study_id == bindparam("b_study"),
+        _PAIR.c.is_gold == False,  # noqa: E712
+        _PAIR.c.n_assigned < bindparam("b_target"),
+        ~_mine(bindparam("b_annotator")),
+    )
+    .order_by(_PAIR.c.n_assigned, _PAIR.c.position)
+    .limit(CANDIDATES)
+)
+_GOLD_UNSEEN = (
+    select(_PAIR.c.id)
+    .where(
+        _PAIR.c.study_id == bindparam("b_study"),
+        _PAIR.c.is_gold == True,  # noqa: E712
+        ~_mine(bindparam("b_annotator")),
+    )
+    .order_by(_PAIR.c.position)
+    .limit(1)
+)
+_SKIPPED = (
+    select(_ASSIGNMENT.c.id, _ASSIGNMENT.c.pair_id)
+    .join(_PAIR, _PAIR.c.id == _ASSIGNMENT.c.pair_id)
+    .where(
+        _ASSIGNMENT.c.annotator_id == bindparam("b_annotator"),
+        _ASSIGNMENT.c.status == "skipped",
+    )
+    .order_by(_ASSIGNMENT.c.completed_at, _ASSIGNMENT.c.id)
+)
+_GOLD_SKIPPED = _SKIPPED.where(_PAIR.c.is_gold == True).limit(1)  # noqa: E712
+
+
+class FullQueue(Cursor):
+    """The Queue of the full rules: the common operations of Cursor, and the rare ones on the
+    SQLAlchemy connection of the caller's write transaction."""
+
+    def __init__(self, conn: Connection):
+        super().__init__(conn)
+        self.conn = conn
+
+    def qualification_state(self, *, study: StudyRules, annotator_id: int) -> str:
+        with Session(bind=self.conn) as s:
+            return gold.qualification(s, study=study, annotator_id=annotator_id).state
+
+    def serve_gold(
+        self, *, study: StudyRules, annotator_id: int, now: datetime
+    ) -> AssignmentRow | None:
+        """A gold pair this annotator has not seen (else one they skipped), reserved without
+        the overlap cap (every annotator sees every gold pair once; see annotate/queue/gold.py)."""
+        keys = {"b_study": study.id, "b_annotator": annotator_id}
+        pair_id = self.conn.execute(_GOLD_UNSEEN, keys).scalar()
+        if pair_id is None:
+            skipped = self.conn.execute(_GOLD_SKIPPED, keys).first()
+            if skipped is None:
+                return None
+            self.conn.execute(_RAISE, {"b_pair": skipped.pair_id})
+            return self._reopen(skipped.id, now=now)
+        self.conn.execute(_RAISE, {"b_pair": pair_id})
+        return self.assign(study=study, pair_id=pair_id, annotator_id=annotator_id, now=now)
+
+    def open_candidates(self, *, study: StudyRules, annotator_id: int) -> list[int]:
+        # PostgreSQL, when every open pair is being reserved right now: wait on the row locks.
+        keys = {"b_study": study.id, "b_target": study.overlap_target, "b_annotator": annotator_id}
+        return list(self.conn.execute(_OPEN_SOME, keys).scalars().all())
+
+    def reserve_pair(
+        self, *, study: StudyRules, pair_id: int, annotator_id: int, now: datetime
+    ) -> AssignmentRow | None:
+        raised = self.conn.execute(_RESERVE, {"b_pair": pair_id, "b_target": study.overlap_target})
+        if raised.rowcount != 1:
+            return None
+        return self.assign(study=study, pair_id=pair_id, annotator_id=annotator_id, now=now)
+
+    def reopen_skipped(
+        self, *, study: StudyRules, annotator_id: int, now: datetime
+    ) -> AssignmentRow | None:
+        for skipped in self.conn.execute(_SKIPPED, {"b_annotator": annotator_id}).all():
+            raised = self.conn.execute(
+                _RESERVE, {"b_pair": skipped.pair_id, "b_target": study.overlap_target}
+            )
+            if raised.rowcount == 1:
+                return self._reopen(skipped.id, now=now)
+        return None
+
+    def release_expired(self, *, study: StudyRules, now: datetime) -> int:
+        return release_expired(
+            self.conn, study_id=study.id, timeout=study.reservation_timeout, now=now
+        )
+
+    def _reopen(self, assignment_id: int, *, now: datetime) -> AssignmentRow:
+        self.conn.execute(
+            update(_ASSIGNMENT)
+            .where(_ASSIGNMENT.c.id == assignment_id)
+            .values(status="active", assigned_at=now, completed_at=None)
+        )
+        return self.assignment_by_id(assignment_id)
+
+
+# --- releasing reservations -----------------------------------------------------------------
+
+
+def _release(conn: Connection, *conditions, now: datetime) -> int:
+    """Release the open reservations matching `conditions`, each in one statement that
+    changes the rows it reads (no count read and written back): the assignment becomes
+    'skipped' (the pair can come back to its annotator later, and a late answer is still
+    stored), the pair's n_assigned goes down by one."""
+    released = (
+        conn.execute(
+            update(_ASSIGNMENT)
+            .where(_ASSIGNMENT.c.status == "active", *conditions)
+            .values(status="skipped", completed_at=now)
+            .returning(_ASSIGNMENT.c.pair_id)
+        )
+        .scalars()
+        .all()
+    )
+    # sorted: concurrent releases take the pairs' row locks in one order
+    for pair_id in sorted(released):
+        conn.execute(_RELEASE, {"b_pair": pair_id})
+    return len(released)
+
+
+def _connection(s: Session | Connection) -> Connection:
+    return s.connection() if isinstance(s, Session) else s
+
+
+def release_reservations(
+    s: Session | Connection, *, annotator_id: int, now: datetime | None = None
+) -> int:
+    """Inside the caller's write transaction (deactivating an account): every pair the
+    annotator holds open goes back to the pool. Returns how many."""
+    return _release(_connection(s), _ASSIGNMENT.c.annotator_id == annotator_id, now=now or utcnow())
+
+
+def release_expired(
+    s: Session | Connection, *, study_id: int, timeout: int, now: datetime | None = None
+) -> int:
+    """Inside the caller's write transaction: the study's reservations held longer than
+    `timeout` seconds go back to the pool (study.reservation_timeout; the queue runs this when
+    it finds no pair with room). Returns how many."""
+    now = now or utcnow()
+    return _release(
+        _connection(s),
+        _ASSIGNMENT.c.study_id == study_id,
+        _ASSIGNMENT.c.assigned_at < now - timedelta(seconds=timeout),
+        now=now,
+    )
+
+
+# --- the labelling step ---------------------------------------------------------------------
+
+
+@retrying
+def next_assignment(engine: Engine, *, annotator_id: int) -> AssignmentRow | None:
+    """The annotator's current pair: the one already open, else a newly reserved one."""
+    # Usually the pair is already reserved (the submit that closed the previous one reserved
+    # it in the same commit): one read, which on SQLite never queues behind writers.
+    with Cursor.autocommit(engine) as cursor:
+        current = cursor.active(annotator_id=annotator_id)
+    if current is not None:
+        return current
+    # A reservation lost in a power cut is harmless (a submit recreates it), so its commit
+    # skips SQLite's fsync; the answer's commit that follows makes it durable anyway.
+    with transaction(engine, durable=False) as conn:
+        study = Cursor(conn).study_of(annotator_id=annotator_id, submitting=None)
+        return reserve_next(conn, study=study, annotator_id=annotator_id)
+
+
+def reserve_next(conn: Connection, *, study: StudyRules, annotator_id: int) -> AssignmentRow | None:
+    """Inside the caller's write transaction, with `study` read by Cursor.study_of in it: the
+    full rules (assignment_rules.choose_next) on the database."""
+    return assignment_rules.choose_next(
+        FullQueue(conn), study=study, annotator_id=annotator_id, now=utcnow()
+    )
+
+
+@retrying
+def open_assignment(engine: Engine, *, annotator_id: int, pair_id: int) -> AssignmentRow | None:
+    """An assignment this annotator already holds (to go back to an earlier pair)."""
+    with read_session(engine) as s:
+        assignment = s.exec(
+            select(Assignment).where(
+                Assignment.annotator_id == annotator_id, Assignment.pair_id == pair_id
+            )
+        ).first()
+        return None if assignment is None else AssignmentRow.of(assignment)
+
+
+@retrying
+def skip(engine: Engine, *, annotator_id: int, pair_id: int) -> None:
+    """Put the pair back for others; it returns to this annotator only after everything else."""
+    with transaction(engine, durable=False) as conn:
+        _release(
+            conn,
+            _ASSIGNMENT.c.annotator_id == annotator_id,
+            _ASSIGNMENT.c.pair_id == pair_id,
+            now=utcnow(),
+        )
+
+
+def ensure_assignment(s: Session, *, study_id: int, pair_id: int, annotator_id: int) -> Assignment:
+    """The assignment row for a submission that arrives without an open one (a stale tab, a
+    skipped pair, an expired reservation, an import): the pair is counted again."""
+    assignment = s.exec(
+        select(Assignment).where(
+            Assignment.annotator_id == annotator_id, Assignment.pair_id == pair_id
+        )
+    ).first()
+    if assignment is not None:
+        if assignment.status == "skipped":
+            s.connection().execute(_RAISE, {"b_pair": pair_id})
+        return assignment
+    coins = Coins(s.get(Study, study_id).coin_secret)
+    assignment = Assignment(
+        study_id=study_id,
+        pair_id=pair_id,
+        annotator_id=annotator_id,
+        chosen_position=coins.chosen_position(pair_id=pair_id, annotator_id=annotator_id),
+    )
+    try:
+        with s.begin_nested():
+            s.add(assignment)
+            s.flush()
+    except IntegrityError:
+        return s.exec(
+            select(Assignment).where(
+                Assignment.annotator_id == annotator_id, Assignment.pair_id == pair_id
+            )
+        ).one()
+    s.connection().execute(_RAISE, {"b_pair": pair_id})
+    return assignment
+
+
+def _count(s: Session, statement) -> int:
+    return int(s.exec(statement).one())
+
+
+def _pair_count(s: Session, *conditions) -> int:
+    return _count(s, select(func.count()).select_from(Pair).where(*conditions))
+
+
+@retrying
+def progress(engine: Engine, *, annotator_id: int) -> Progress:
+    """Done so far, and done plus what is still to come for this annotator (capped by the
+    quota). Gold checks count like any pair, those still to come included, so that the total
+    does not change when one is shown."""
+    with read_session(engine) as s:
+        annotator = s.get(Annotator, annotator_id)
+        study = s.get(Study, annotator.study_id)
+        by_status = dict(
+            s.exec(
+                select(Assignment.status, func.count())
+                .where(Assignment.annotator_id == annotator_id)
+                .group_by(Assignment.status)
+            ).all()
+        )
+        # "Pairs with room that this annotator has not touched", counted as two index range
+        # counts: a NOT EXISTS per pair would grow with the study (49 ms at 10,000 pairs).
+        with_room = _pair_count(
+            s,
+            Pair.study_id == study.id,
+            Pair.is_gold == False,  # noqa: E712
+            Pair.n_assigned < study.overlap_target,
+        )
+        mine_with_room = _count(
+            s,
+            select(func.count())
+            .select_from(Assignment)
+            .join(Pair, Pair.id == Assignment.pair_id)
+            .where(
+                Assignment.annotator_id == annotator_id,
+                Pair.is_gold == False,  # noqa: E712
+                Pair.n_assigned < study.overlap_target,
+            ),
+        )
+        available = with_room - mine_with_room
+        skipped_with_room = _count(
+            s,
+            select(func.count())
+            .select_from(Assignment)
+            .join(Pair, Pair.id == Assignment.pair_id)
+            .where(
+                Assignment.annotator_id == annotator_id,
+                Assignment.status == "skipped",
+                Pair.n_assigned < study.overlap_target,
+            ),
+        )
+        gold_unseen = _pair_count(
+            s,
+            Pair.study_id == study.id,
+            Pair.is_gold == True,  # noqa: E712
+            ~_mine(annotator_id),
+        )
+        done = by_status.get("done", 0)
+        # every gold pair not met yet comes before the queue ends (assignment_rules, rule 7)
+        total = done + by_status.get("active", 0) + skipped_with_room + available + gold_unseen
+        if study.items_per_annotator is not None:
+            total = min(total, study.items_per_annotator)
+        return Progress(done=done, total=max(total, done))
+
+
+@retrying
+def queue_status(engine: Engine, *, annotator_id: int) -> QueueStatus:
+    """For an annotator the queue gave nothing: what they answered, and whether (until when)
+    the pairs left are only reserved by other people, who may not answer them."""
+    with read_session(engine) as s:
+        annotator = s.get(Annotator, annotator_id)
+        study = s.get(Study, annotator.study_id)
+        answered = _count(
+            s,
+            select(func.count())
+            .select_from(Assignment)
+            .where(Assignment.annotator_id == annotator_id, Assignment.status == "done"),
+        )
+        quota = study.items_per_annotator
+        if not annotator.active or (quota is not None and answered >= quota):
+            return QueueStatus(answered=answered, busy_until=None)
+        if gold.qualification(s, study=study, annotator_id=annotator_id).state == gold.FAILED:
+            return QueueStatus(answered=answered, busy_until=None)
+        held = aliased(Assignment)
+        # from the study's open reservations (index ix_assignment_open), a few per annotator
+        earliest = s.exec(
+            select(func.min(held.assigned_at))
+            .select_from(held)
+            .join(Pair, Pair.id == held.pair_id)
+            .where(
+                held.study_id == study.id,
+                held.status == "active",
+                held.annotator_id != annotator_id,
+                Pair.is_gold == False,  # noqa: E712
+                Pair.n_assigned >= study.overlap_target,
+                ~_mine(annotator_id),
+            )
+        ).one()
+    if earliest is None:
+        return QueueStatus(answered=answered, busy_until=None)
+    if earliest.tzinfo is None:  # SQLite gives back naive UTC
+        earliest = earliest.replace(tzinfo=utcnow().tzinfo)
+    return QueueStatus(
+        answered=answered, busy_until=earliest + timedelta(seconds=study.reservation_timeout)
+    )
+
+
+@retrying
+def history(engine: Engine, *, annotator_id: int, limit: int = 200) -> list[tuple[int, str]]:
+    """(pair id, pair key) of this annotator's completed pairs, most recent first. Gold checks
+    are left out: their first answer is what counts (accuracy, qualification)."""
+    with read_session(engine) as s:
+        return list(
+            s.exec(
+                select(Pair.id, Pair.pair_key)
+                .join(Assignment, Assignment.pair_id == Pair.id)
+                .where(
+                    Assignment.annotator_id == annotator_id,
+                    Assignment.status == "done",
+                    Pair.is_gold == False,  # noqa: E712
+                )
+                .order_by(Assignment.completed_at.desc(), Assignment.id.desc())
+                .limit(limit)
+            ).all()
+        )

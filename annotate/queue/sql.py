@@ -1,0 +1,538 @@
+"""The labelling step's statements, as plain SQL run on the driver's cursor, and PostgreSQL's
+submit function generated from them.
+
+Every Submit stores an answer, closes the annotator's assignment and reserves the next pair,
+and the page that follows reads that pair. Through SQLAlchemy each of those statements costs
+several times what SQLite or a local PostgreSQL spends running it (benchmarks/README.md), so
+the common path runs them here: written once with %(name)s parameters, translated to :name for
+sqlite3, inside the caller's transaction (same connection, same commit, same retries).
+
+The rules that decide which statement runs are in annotate/queue/rules.py. `Cursor` is
+the fast Queue for them: the common operations here, the rare ones (gold pairs, skipped pairs,
+expired reservations) raise NeedsFullRules so that the caller runs the full rules
+(annotate/queue/assignment.py). On PostgreSQL the common Submit is one call of a server-side
+function, built below from the same fragments and the one list of answer columns, and
+installed (replaced) by annotate/store/schema.py under the migration lock.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import JSON
+from sqlalchemy.dialects import postgresql
+from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.pool import PoolProxiedConnection
+
+from analysis.tables import ANSWER_COLUMNS
+from annotate.queue.rules import (
+    ASSIGNMENT_COLUMNS,
+    GOLD_EVERY,
+    AssignmentRow,
+    Coins,
+    NeedsFullRules,
+    StudyRules,
+    ab_coin_sql,
+    gold_coin_sql,
+)
+from annotate.store.models import Annotation
+from annotate.store.sqlite_engine import readers as sqlite_readers
+
+# An annotation row's answer: the contract's answer columns (its two keys are ids here), plus
+# where the answer came from. Every submit path derives its columns from this list.
+ANSWER_FIELDS = (*ANSWER_COLUMNS, "source")
+_JSON_FIELDS = frozenset(
+    name for name in ANSWER_FIELDS if isinstance(Annotation.__table__.c[name].type, JSON)
+)
+
+
+def _upsert_sql(answer_fields: tuple[str, ...]) -> str:
+    """One row per (study, pair, annotator): a later answer replaces the earlier one, except
+    for a gold pair, whose first answer is final (qualification and accuracy count it; a
+    second tab must not replace a failed answer)."""
+    return (
+        f"INSERT INTO annotation (study_id, pair_id, annotator_id, {', '.join(answer_fields)})"
+        f" VALUES (%(study)s, %(pair)s, %(annotator)s, "
+        f"{', '.join(f'%({name})s' for name in answer_fields)})"
+        " ON CONFLICT (study_id, pair_id, annotator_id) DO UPDATE SET "
+        + ", ".join(f"{name} = excluded.{name}" for name in answer_fields)
+        + " WHERE NOT EXISTS (SELECT 1 FROM pair g WHERE g.id = excluded.pair_id"
+        " AND g.is_gold = TRUE)"
+    )
+
+
+_ASSIGNMENT_SELECT = f"SELECT {', '.join(ASSIGNMENT_COLUMNS)} FROM assignment"
+_TEXTS = {
+    # StudyRules, in its field order
+    "study_of": """
+        SELECT study.id, study.overlap_target, study.items_per_annotator,
+               study.qualification_gold, study.reservation_timeout, study.coin_secret,
+               annotator.active AS annotator_active,
+               (SELECT a.id FROM assignment a
+                 WHERE a.annotator_id = %(annotator)s AND a.status = 'active'
+                   AND a.pair_id != %(closing)s
+                 ORDER BY a.assigned_at, a.id LIMIT 1) AS active_id
+          FROM study JOIN annotator ON annotator.study_id = study.id
+         WHERE annotator.id = %(annotator)s""",
+    "coin_secret": """
+        SELECT study.coin_secret FROM study JOIN annotator ON annotator.study_id = study.id
+         WHERE annotator.id = %(annotator)s""",
+    "close": """
+        UPDATE assignment SET status = 'done', completed_at = %(now)s
+         WHERE annotator_id = %(annotator)s AND pair_id = %(pair)s AND status = 'active'""",
+    "upsert": _upsert_sql(ANSWER_FIELDS),
+    # The least-covered real pair with room that this annotator has not been given, picked
+    # and reserved in one conditional UPDATE (never above the overlap target). {lock} is
+    # PostgreSQL's SKIP LOCKED: many annotators want the same least-covered pair; each takes
+    # the first one nobody is reserving right now instead of queueing on its row lock. NO KEY
+    # UPDATE, the lock the UPDATE takes anyway: FOR UPDATE would also block every foreign-key
+    # check on that pair (each answer and assignment inserted for it) until this commits.
+    "reserve_first": """
+        UPDATE pair SET n_assigned = n_assigned + 1
+         WHERE id = (SELECT p.id FROM pair p
+                      WHERE p.study_id = %(study)s AND p.is_gold = FALSE
+                        AND p.n_assigned < %(target)s
+                        AND NOT EXISTS (SELECT 1 FROM assignment a
+                                         WHERE a.study_id = p.study_id AND a.pair_id = p.id
+                                           AND a.annotator_id = %(annotator)s)
+                      ORDER BY p.n_assigned, p.position LIMIT 1 {lock})
+           AND n_assigned < %(target)s
+        RETURNING id""",
+    "insert_assignment": """
+        INSERT INTO assignment (study_id, pair_id, annotator_id, chosen_position, status,
+                                assigned_at, completed_at, draft)
+        VALUES (%(study)s, %(new_pair)s, %(annotator)s, %(new_position)s,
+                'active', %(now)s, NULL, NULL)
+        RETURNING id""",
+    "active": _ASSIGNMENT_SELECT + " WHERE annotator_id = %(annotator)s AND status = 'active'"
+    " ORDER BY assigned_at, id LIMIT 1",
+    "assignment_by_id": _ASSIGNMENT_SELECT + " WHERE id = %(id)s",
+    "has_gold": "SELECT 1 FROM pair WHERE study_id = %(study)s AND is_gold = TRUE LIMIT 1",
+    "done_count": """
+        SELECT count(*) FROM assignment WHERE annotator_id = %(annotator)s AND status = 'done'""",
+    # the annotator's position in their queue: every pair given so far (the gold coin's key)
+    "given_count": "SELECT count(*) FROM assignment WHERE annotator_id = %(annotator)s",
+    "unassign": "DELETE FROM assignment WHERE id = %(id)s",
+    "release": "UPDATE pair SET n_assigned = n_assigned - 1 WHERE id = %(pair)s AND n_assigned > 0",
+}
+# PostgreSQL only (SQLite has no UPDATE inside WITH, and its statements cost no round trip):
+# the close and the upsert as one statement (data-modifying WITH), one round trip less. (Both
+# run whatever the SELECT reads; the upsert of a gold pair's second answer returns no row.)
+_TEXTS["close_and_upsert"] = (
+    "WITH closed AS ("
+    + _TEXTS["close"]
+    + " RETURNING 1), stored AS ("
+    + _TEXTS["upsert"]
+    + " RETURNING 1) SELECT count(*) FROM closed"
+)
+_LOCKS = {"sqlite": "", "postgresql": "FOR NO KEY UPDATE OF p SKIP LOCKED"}
+FULL_RULES = "AN001"  # raised by annotate_submit_and_next: it did nothing, apply the full rules
+
+
+# --- PostgreSQL's submit function, generated -------------------------------------------------
+FUNCTION = "annotate_submit_and_next"
+
+
+def _pg_type(name: str) -> str:
+    return Annotation.__table__.c[name].type.compile(dialect=postgresql.dialect())
+
+
+def _plpgsql(text: str, names: dict[str, str]) -> str:
+    """A fragment with its %(name)s parameters replaced by PL/pgSQL expressions."""
+    text = text.replace("{lock}", _LOCKS["postgresql"])
+    return re.sub(r"%\((\w+)\)s", lambda m: names[m.group(1)], text)
+
+
+def submit_function_sql(answer_fields: tuple[str, ...] = ANSWER_FIELDS) -> str:
+    """CREATE FUNCTION annotate_submit_and_next: the common Submit in one call (one round trip,
+    committed with it in autocommit), the rules of assignment_rules.reserve_next for the
+    common case, built from this module's fragments:
+
+    - no open assignment for the submitted pair (a stale tab, a re-run after a lost
+      acknowledgement), an unknown or deactivated annotator, or a gold pair due in a study
+      that has gold pairs: it raises SQLSTATE AN001 and changes nothing; the app then applies
+      the full rules;
+    - another open assignment, the quota reached or a qualification to pass: the answer is
+      stored and no pair is reserved (new_id is null); the app applies the full rules in a
+      second transaction, as next_assignment does;
+    - otherwise the least-covered real pair with room is reserved and assigned, with the A/B
+      coin of Coins.chosen_position (the padded HMAC keys come from the app).
+    """
+    rule_names = {
+        "annotator": "p_annotator",
+        "pair": "p_pair",
+        "closing": "p_pair",
+        "now": "p_now",
+        "study": "rules.id",
+        "target": "rules.overlap_target",
+        "new_pair": "v_pair",
+        "new_position": "v_position",
+    }
+    assert not rule_names.keys() & set(answer_fields), "an answer column named like a parameter"
+    names = {**rule_names, **{name: f"p_{name}" for name in answer_fields}}
+    fragments = {
+        key: _plpgsql(text, names)
+        for key, text in {**_TEXTS, "upsert": _upsert_sql(answer_fields)}.items()
+        if key
+        in (
+            "study_of",
+            "close",
+            "upsert",
+            "reserve_first",
+            "insert_assignment",
+            "has_gold",
+            "done_count",
+            "given_count",
+        )
+    }
+    coin_keys = {"inner": "p_coin_inner", "outer": "p_coin_outer"}
+    ab_coin = ab_coin_sql(pair="v_pair", annotator="p_annotator", **coin_keys)
+    gold_coin = gold_coin_sql(
+        every="p_gold_every", annotator="p_annotator", position="v_given", **coin_keys
+    )
+    answer_args = ", ".join(f"p_{name} {_pg_type(name)}" for name in answer_fields)
+    return f"""
+CREATE FUNCTION {FUNCTION}(
+    p_annotator integer, p_pair integer, p_now timestamp with time zone,
+    p_gold_every integer, p_coin_inner bytea, p_coin_outer bytea, {answer_args})
+RETURNS TABLE (new_id integer, new_study integer, new_pair integer, new_position varchar)
+LANGUAGE plpgsql AS $fn$
+#variable_conflict use_column
+DECLARE
+    rules record;
+    closed integer;
+    v_id integer;
+    v_pair integer;
+    v_position varchar;
+    v_given bigint;
+BEGIN
+    SELECT * INTO rules FROM ({fragments["study_of"]}) AS r;
+    IF NOT FOUND OR NOT rules.annotator_active THEN
+        RAISE EXCEPTION 'no such active annotator' USING ERRCODE = '{FULL_RULES}';
+    END IF;
+    {fragments["close"]};
+    GET DIAGNOSTICS closed = ROW_COUNT;
+    IF closed = 0 THEN
+        RAISE EXCEPTION 'no open assignment' USING ERRCODE = '{FULL_RULES}';
+    END IF;
+    {fragments["upsert"]};
+    IF rules.active_id IS NULL
+       AND COALESCE(rules.qualification_gold, 0) = 0
+       AND (rules.items_per_annotator IS NULL
+            OR ({fragments["done_count"]}) < rules.items_per_annotator) THEN
+        {fragments["reserve_first"]} INTO v_pair;
+        IF v_pair IS NOT NULL THEN
+            v_position := {ab_coin};
+            {fragments["insert_assignment"]} INTO v_id;
+            IF EXISTS ({fragments["has_gold"]}) THEN
+                v_given := ({fragments["given_count"]});
+                IF {gold_coin} THEN
+                    RAISE EXCEPTION 'gold pair due' USING ERRCODE = '{FULL_RULES}';
+                END IF;
+            END IF;
+        END IF;
+    END IF;
+    RETURN QUERY SELECT v_id, rules.id, v_pair, v_position;
+END
+$fn$"""
+
+
+def _function_call(answer_fields: tuple[str, ...] = ANSWER_FIELDS) -> str:
+    args = ", ".join(f"CAST(%({name})s AS {_pg_type(name)})" for name in answer_fields)
+    return (
+        f"SELECT * FROM {FUNCTION}(%(annotator)s, %(pair)s, %(now)s, %(gold_every)s,"
+        f" %(coin_inner)s, %(coin_outer)s, {args})"
+    )
+
+
+_TEXTS["submit_function"] = _function_call()
+_FUNCTION_SQL = submit_function_sql()
+_FUNCTION_VERSION = "annotate " + hashlib.sha256(_FUNCTION_SQL.encode()).hexdigest()[:16]
+_FUNCTION_COMMENT = f"""
+    SELECT obj_description(p.oid, 'pg_proc') FROM pg_proc p
+     WHERE p.proname = '{FUNCTION}' AND p.pronamespace = current_schema()::regnamespace"""
+# Every version of the function (migration 0003's included), whatever its arguments: CREATE OR
+# REPLACE with another argument list would add an overload instead of replacing it.
+_DROP_FUNCTIONS = f"""
+DO $drop$
+DECLARE f regprocedure;
+BEGIN
+    FOR f IN SELECT p.oid::regprocedure FROM pg_proc p
+              WHERE p.proname = '{FUNCTION}'
+                AND p.pronamespace = current_schema()::regnamespace LOOP
+        EXECUTE 'DROP FUNCTION ' || f;
+    END LOOP;
+END
+$drop$"""
+
+
+def functions_installed(conn: Connection) -> bool:
+    """Whether the database holds this code's version of the server-side functions (always
+    true on SQLite, which has none)."""
+    if conn.dialect.name != "postgresql":
+        return True
+    comments = conn.exec_driver_sql(_FUNCTION_COMMENT).scalars().all()
+    return comments == [_FUNCTION_VERSION]
+
+
+def install_functions(conn: Connection) -> None:
+    """Replace the server-side functions with this code's version (PostgreSQL; nothing on
+    SQLite). Run under the migration lock, in the upgrade's transaction (annotate/store/schema.py),
+    after the migrations: they are derived from the current tables, not frozen in one."""
+    if functions_installed(conn):
+        return
+    for statement in (
+        _DROP_FUNCTIONS,
+        _FUNCTION_SQL,
+        f"COMMENT ON FUNCTION {FUNCTION} IS '{_FUNCTION_VERSION}'",
+    ):
+        conn.exec_driver_sql(statement.replace("%", "%%"))  # no parameters: % is SQL's
+
+
+def _translate(dialect: str, text: str) -> str:
+    text = text.replace("{lock}", _LOCKS[dialect])
+    return re.sub(r"%\((\w+)\)s", r":\1", text) if dialect == "sqlite" else text
+
+
+_SQL = {dialect: {k: _translate(dialect, v) for k, v in _TEXTS.items()} for dialect in _LOCKS}
+
+
+def _reserved(row, *, annotator_id: int, now: datetime) -> AssignmentRow:
+    """The assignment a reserving statement inserted, from the (id, study_id, pair_id,
+    chosen_position) it returned."""
+    new_id, study_id, pair_id, chosen_position = row
+    return AssignmentRow(
+        id=new_id,
+        study_id=study_id,
+        pair_id=pair_id,
+        annotator_id=annotator_id,
+        chosen_position=chosen_position,
+        status="active",
+        assigned_at=now,
+    )
+
+
+class Cursor:
+    """The driver's cursor on a SQLAlchemy connection, with this module's statements."""
+
+    def __init__(self, conn: Connection | PoolProxiedConnection | Any, *, dialect=None):
+        # A Connection inside a SQLAlchemy transaction, or (`autocommit`) a pooled connection
+        # or one of sqlite_engine.readers' driver connections
+        self._dialect = dialect or conn.dialect
+        self.dialect = self._dialect.name
+        self._conn = conn
+        if isinstance(conn, PoolProxiedConnection):
+            self._dbapi_connection = conn.dbapi_connection
+        elif isinstance(conn, Connection):
+            self._dbapi_connection = conn.connection.dbapi_connection
+        else:
+            self._dbapi_connection = conn
+        self._sql = _SQL[self.dialect]
+        self._cursor = self._dbapi_connection.cursor()
+
+    @classmethod
+    @contextmanager
+    def autocommit(cls, engine: Engine) -> Iterator[Cursor]:
+        """For one statement that is its own transaction (a read; on PostgreSQL also the
+        Submit function): a pooled connection in autocommit, without SQLAlchemy's Connection
+        and its begin and commit, which cost more than a read. On SQLite it is one of
+        sqlite_engine.ReadConnections: in autocommit, so a read takes no lock, and query_only,
+        so nothing can be written through it."""
+        readers = sqlite_readers(engine)
+        if readers is not None:
+            with readers.connection() as driver:
+                yield cls(driver, dialect=engine.dialect)
+            return
+        pooled = engine.raw_connection()
+        postgres = engine.dialect.name == "postgresql"
+        try:
+            if postgres:
+                pooled.dbapi_connection.autocommit = True
+            yield cls(pooled, dialect=engine.dialect)
+        finally:
+            driver = pooled.dbapi_connection  # None once invalidated
+            if postgres and driver is not None and not driver.closed:
+                driver.autocommit = False
+            pooled.close()
+
+    def _run(self, name: str, params: dict, *, fetch: bool = False):
+        """Execute (and fetch one row). Driver errors leave as SQLAlchemy's DBAPIError, as if
+        SQLAlchemy had run the statement, so `db.retrying` and the pool treat them the same:
+        a lost connection is invalidated and the transaction re-run."""
+        try:
+            self._cursor.execute(self._sql[name], params)
+            return self._cursor.fetchone() if fetch else self._cursor.rowcount
+        except self._dialect.loaded_dbapi.Error as exc:
+            self._raise(exc, name, params, self._cursor)
+
+    def _raise(self, exc, name: str, params: dict, cursor):
+        dialect = self._dialect
+        lost = dialect.is_disconnect(exc, self._dbapi_connection, cursor)
+        if lost and hasattr(self._conn, "invalidate"):  # (a reader connection is closed)
+            self._conn.invalidate(exc)
+        raise DBAPIError.instance(
+            self._sql[name], params, exc, dialect.loaded_dbapi.Error, connection_invalidated=lost
+        ) from exc
+
+    def _time(self, value: datetime | None):
+        # SQLite stores SQLAlchemy's DateTime as this text; PostgreSQL takes the object
+        if value is None or self.dialect != "sqlite":
+            return value
+        return value.replace(tzinfo=None).isoformat(" ", "microseconds")  # %Y-%m-%d %H:%M:%S.%f
+
+    def _assignment(self, row) -> AssignmentRow | None:
+        if row is None:
+            return None
+        values = dict(zip(ASSIGNMENT_COLUMNS, row, strict=True))
+        if self.dialect == "sqlite":  # PostgreSQL's driver already returns these as objects
+            for name in ("assigned_at", "completed_at"):
+                if values[name] is not None:
+                    values[name] = datetime.fromisoformat(values[name])
+            if values["draft"] is not None:
+                values["draft"] = json.loads(values["draft"])
+        return AssignmentRow(**values)
+
+    def study_of(self, *, annotator_id: int, submitting: int | None) -> StudyRules:
+        keys = {"annotator": annotator_id, "closing": -1 if submitting is None else submitting}
+        row = self._run("study_of", keys, fetch=True)
+        if row is None:
+            raise LookupError(f"no annotator with id {annotator_id}")
+        values = StudyRules(*row)
+        return values._replace(annotator_active=bool(values.annotator_active))
+
+    def coins_of(self, *, annotator_id: int) -> Coins | None:
+        """The keyed coins of the annotator's study (None: no such annotator)."""
+        row = self._run("coin_secret", {"annotator": annotator_id}, fetch=True)
+        return None if row is None else Coins(row[0])
+
+    def _answer_params(self, values: dict) -> dict:
+        params = {name: values.get(name) for name in ANSWER_FIELDS}
+        params["submitted_at"] = self._time(params["submitted_at"])
+        for name in _JSON_FIELDS:
+            if params[name] is not None:
+                params[name] = json.dumps(params[name])
+        return params
+
+    def store_answer(
+        self, *, study_id: int, pair_id: int, annotator_id: int, values: dict, now: datetime
+    ) -> bool:
+        """Upsert the answer and mark the annotator's open assignment for this pair done.
+        False if there was no open assignment (the caller repairs that)."""
+        params = self._answer_params(values)
+        params.update(study=study_id, pair=pair_id, annotator=annotator_id, now=self._time(now))
+        if self.dialect == "postgresql":
+            return self._run("close_and_upsert", params, fetch=True)[0] == 1
+        closed = self._run("close", params) == 1
+        self._run("upsert", params)
+        return closed
+
+    def submit_in_one_call(
+        self, *, pair_id: int, annotator_id: int, values: dict, now: datetime, coins: Coins
+    ) -> tuple[bool, AssignmentRow | None]:
+        """PostgreSQL, on an autocommit connection: store the answer, close the assignment and
+        reserve the next pair under the common rules, committed in one round trip (the
+        generated function, submit_function_sql). Returns whether it was done and the new
+        assignment (None: no pair was reserved, the full rules decide); (False, None) when
+        nothing was done and the full rules must run instead."""
+        params = self._answer_params(values)
+        params.update(
+            annotator=annotator_id,
+            pair=pair_id,
+            now=now,
+            gold_every=GOLD_EVERY,
+            coin_inner=coins.inner,
+            coin_outer=coins.outer,
+        )
+        try:
+            row = self._run("submit_function", params, fetch=True)
+        except DBAPIError as exc:
+            # AN001: the function says so; 42883: no such function (yet), e.g. a replica of
+            # another release replaced it: the full rules do the same work
+            if getattr(exc.orig, "sqlstate", None) in (FULL_RULES, "42883"):
+                return False, None
+            raise
+        if row[0] is None:
+            return True, None
+        return True, _reserved(row, annotator_id=annotator_id, now=now)
+
+    # --- the Queue of assignment_rules: the common operations ---------------------------
+
+    def reserve_least_covered(
+        self, *, study: StudyRules, annotator_id: int, now: datetime
+    ) -> AssignmentRow | None:
+        """Reserve the least-covered open pair for this annotator and give it to them (None
+        when no pair has room, or on PostgreSQL none that nobody is reserving right now)."""
+        keys = {"study": study.id, "target": study.overlap_target, "annotator": annotator_id}
+        row = self._run("reserve_first", keys, fetch=True)
+        if row is None:
+            return None
+        return self.assign(study=study, pair_id=row[0], annotator_id=annotator_id, now=now)
+
+    def assign(
+        self, *, study: StudyRules, pair_id: int, annotator_id: int, now: datetime
+    ) -> AssignmentRow:
+        """The assignment row for a pair already reserved (n_assigned raised) by the caller."""
+        values = {
+            "study_id": study.id,
+            "pair_id": pair_id,
+            "annotator_id": annotator_id,
+            "chosen_position": study.coins.chosen_position(
+                pair_id=pair_id, annotator_id=annotator_id
+            ),
+        }
+        params = {
+            "study": study.id,
+            "new_pair": pair_id,
+            "annotator": annotator_id,
+            "new_position": values["chosen_position"],
+            "now": self._time(now),
+        }
+        (new_id,) = self._run("insert_assignment", params, fetch=True)
+        return AssignmentRow(id=new_id, status="active", assigned_at=now, **values)
+
+    def unassign(self, assignment: AssignmentRow) -> None:
+        """Undo a reservation in the same transaction: the pair goes back."""
+        self._run("unassign", {"id": assignment.id})
+        self._run("release", {"pair": assignment.pair_id})
+
+    def active(self, *, annotator_id: int) -> AssignmentRow | None:
+        return self._assignment(self._run("active", {"annotator": annotator_id}, fetch=True))
+
+    def assignment_by_id(self, assignment_id: int) -> AssignmentRow | None:
+        return self._assignment(self._run("assignment_by_id", {"id": assignment_id}, fetch=True))
+
+    def has_gold(self, *, study_id: int) -> bool:
+        return self._run("has_gold", {"study": study_id}, fetch=True) is not None
+
+    def done_count(self, *, annotator_id: int) -> int:
+        return self._run("done_count", {"annotator": annotator_id}, fetch=True)[0]
+
+    def given_count(self, *, annotator_id: int) -> int:
+        return self._run("given_count", {"annotator": annotator_id}, fetch=True)[0]
+
+    # --- the rare operations: the full rules (assignment.FullQueue) ---------------------
+
+    def qualification_state(self, **_) -> str:
+        raise NeedsFullRules
+
+    def serve_gold(self, **_) -> AssignmentRow | None:
+        raise NeedsFullRules
+
+    def open_candidates(self, **_) -> list[int]:
+        raise NeedsFullRules
+
+    def reserve_pair(self, **_) -> AssignmentRow | None:
+        raise NeedsFullRules
+
+    def reopen_skipped(self, **_) -> AssignmentRow | None:
+        raise NeedsFullRules
+
+    def release_expired(self, **_) -> int:
+        raise NeedsFullRules

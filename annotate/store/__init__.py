@@ -1,0 +1,1 @@
+"""Storage: the engine, the schema and its migrations, the tables. Imports nothing above it."""

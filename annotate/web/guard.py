@@ -1,0 +1,335 @@
+"""Who may reach Streamlit's own endpoints: the ASGI middleware in front of the whole app.
+
+Streamlit serves more than the page. Left alone, any visitor, signed in or not, could
+
+- `PUT /_stcore/upload_file/<session>/<file>`: store files in the server's memory for the
+  visitor's own session, however many, up to `server.maxUploadSize` each;
+- `GET /_stcore/metrics` (and the other internal routes): read the server's counters;
+- `GET /media/<file>`: fetch a console download (an annotations export, a report) by its
+  address, without any login.
+
+This middleware lets every visitor reach what the page itself needs (the WebSocket, the health
+probe, host configuration, components, static files, inline media) and keeps the rest for
+maintainers:
+
+- an upload is accepted only for a session that passed the console's maintainer check
+  (`register_maintainer_session`, called by `access.require_admin`), at most
+  `UPLOAD_LIMIT_MB` each, `MAX_UPLOADS_PER_SESSION` files and `SESSION_UPLOAD_LIMIT_MB` held
+  at once, refused from the Content-Length before any of the body is read;
+- other internal routes and downloadable media files need a maintainer request: the login
+  cookie of an active maintainer, or the same sign-in cookies as an open console session
+  (covers maintainers signed in with their organisation through `st.login`).
+
+Refusals are answered before Streamlit reads anything, so they cost no memory. A refused body
+that is small enough is read and thrown away first (see `_refuse`), so that the client reads the
+answer instead of a reset connection.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from http.cookies import SimpleCookie
+
+from sqlalchemy.engine import Engine
+from starlette.concurrency import run_in_threadpool
+from starlette.responses import PlainTextResponse
+
+from annotate.web.paths import is_under, route_path, url_prefix
+
+# A pairs file for the console: 200 MB holds about 2,000 records of 100 KB. Bigger files go
+# through `annotate import-pairs`, which streams them. `.streamlit/config.toml` says the same;
+# the server lowers any larger configured value to this one (server.py).
+UPLOAD_LIMIT_MB = 200
+# Files a console session may hold at once (the pairs file, a few model files on the Agreement
+# page), and their total: a maintainer's stolen session cannot fill the server either.
+MAX_UPLOADS_PER_SESSION = 8
+SESSION_UPLOAD_LIMIT_MB = 400
+
+# How much of a refused body is read (and thrown away) before the answer: a stranger's small
+# request, or any file a maintainer's session may send; larger bodies are answered at once.
+DRAIN_STRANGER_BYTES = 64 * 1024
+DRAIN_SECONDS = 30
+
+LOGIN_COOKIE = "annotate_token"  # the same name as login.COOKIE (login imports it from here)
+OIDC_COOKIE_PREFIX = "_streamlit_user"  # st.login's signed identity cookies (maybe chunked)
+
+# Internal routes the page needs for every visitor; everything else under /_stcore/ is the
+# maintainers'.
+PUBLIC_CORE = ("stream", "health", "host-config", "bidi-components/")
+UPLOAD_PREFIX = "upload_file/"
+
+
+@dataclass(frozen=True)
+class _MaintainerSession:
+    annotator_id: int
+    cookie_prints: frozenset[str]
+
+
+_sessions: dict[str, _MaintainerSession] = {}
+_lock = threading.Lock()
+
+
+def _cookie_prints(cookies: dict[str, str]) -> frozenset[str]:
+    """Hashes of the sign-in cookies of a request or session (never the values themselves)."""
+    prints = set()
+    for name, value in cookies.items():
+        if value and (name == LOGIN_COOKIE or name.startswith(OIDC_COOKIE_PREFIX)):
+            prints.add(hashlib.sha256(f"{name}={value}".encode()).hexdigest())
+    return frozenset(prints)
+
+
+def register_maintainer_session(
+    session_id: str, *, annotator_id: int, cookies: dict[str, str]
+) -> None:
+    """Remember that this Streamlit session belongs to a signed-in maintainer."""
+    entry = _MaintainerSession(annotator_id, _cookie_prints(cookies))
+    with _lock:
+        _sessions[session_id] = entry
+        _prune()
+
+
+def forget_session(session_id: str) -> None:
+    with _lock:
+        _sessions.pop(session_id, None)
+
+
+def _prune() -> None:
+    runtime = _runtime()
+    if runtime is None:
+        return
+    for session_id in [s for s in _sessions if not runtime.is_active_session(s)]:
+        del _sessions[session_id]
+
+
+def _runtime():
+    from streamlit.runtime import Runtime
+
+    return Runtime.instance() if Runtime.exists() else None
+
+
+def _live_maintainer_session(session_id: str) -> _MaintainerSession | None:
+    with _lock:
+        entry = _sessions.get(session_id)
+    runtime = _runtime()
+    if entry is None or runtime is None or not runtime.is_active_session(session_id):
+        return None
+    return entry
+
+
+def _is_active_maintainer(engine: Engine, *, annotator_id: int | None, token: str | None) -> bool:
+    from annotate.auth import annotator_for_token
+    from annotate.store.db import read_session
+    from annotate.store.models import Annotator
+
+    with read_session(engine) as s:
+        if token is not None:
+            user = annotator_for_token(s, token)
+        else:
+            user = s.get(Annotator, annotator_id)
+        return bool(user is not None and user.active and user.is_admin)
+
+
+def _request_cookies(scope) -> dict[str, str]:
+    jar = SimpleCookie()
+    for key, value in scope.get("headers", []):
+        if key == b"cookie":
+            try:
+                jar.load(value.decode("latin-1"))
+            except Exception:  # a malformed cookie header is simply no cookie
+                continue
+    return {name: morsel.value for name, morsel in jar.items()}
+
+
+class StreamlitEndpointGuard:
+    """ASGI middleware: see the module docstring."""
+
+    def __init__(self, app, *, get_engine: Callable[[], Engine], base_path: Callable[[], str]):
+        self.app = app
+        self.get_engine = get_engine
+        self.base_path = base_path
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        path = self._relative_path(scope)
+        if path.startswith("/_stcore/"):
+            core = path[len("/_stcore/") :]
+            if core.startswith(UPLOAD_PREFIX):
+                await self._upload(scope, receive, send, core[len(UPLOAD_PREFIX) :])
+                return
+            if core in PUBLIC_CORE or core.startswith(PUBLIC_CORE[-1]):
+                await self.app(scope, receive, send)
+                return
+            if await self._maintainer_request(scope):
+                await self.app(scope, receive, send)
+                return
+            await _refuse(scope, receive, send, 403, "Forbidden")
+            return
+        if path.startswith("/media/") and not await self._maintainer_request(scope):
+            await self.app(scope, receive, _no_downloads(send))
+            return
+        await self.app(scope, receive, send)
+
+    def _relative_path(self, scope) -> str:
+        """The path as Streamlit routes it: without the ASGI root_path (a server or parent app
+        that mounts this one puts it in front of `path`) and without server.baseUrlPath."""
+        path = route_path(scope)
+        base = url_prefix(self.base_path())
+        if base and is_under(path, base):
+            path = path[len(base) :] or "/"
+        return path
+
+    async def _maintainer_request(self, scope) -> bool:
+        cookies = _request_cookies(scope)
+        prints = _cookie_prints(cookies)
+        if prints:
+            with _lock:
+                sessions = list(_sessions.items())
+            for session_id, entry in sessions:
+                if prints & entry.cookie_prints and _live_maintainer_session(session_id):
+                    return await run_in_threadpool(
+                        _is_active_maintainer,
+                        self.get_engine(),
+                        annotator_id=entry.annotator_id,
+                        token=None,
+                    )
+        token = cookies.get(LOGIN_COOKIE)
+        if not token:
+            return False
+        return await run_in_threadpool(
+            _is_active_maintainer, self.get_engine(), annotator_id=None, token=token
+        )
+
+    async def _upload(self, scope, receive, send, rest: str) -> None:
+        method = scope.get("method")
+        if method == "OPTIONS":  # CORS preflight: no body, no state
+            await self.app(scope, receive, send)
+            return
+        session_id = rest.split("/", 1)[0]
+        entry = _live_maintainer_session(session_id)
+        if entry is None or not await run_in_threadpool(
+            _is_active_maintainer, self.get_engine(), annotator_id=entry.annotator_id, token=None
+        ):
+            await _refuse(
+                scope,
+                receive,
+                send,
+                403,
+                "Uploads are for maintainers only.",
+                drain_up_to=DRAIN_STRANGER_BYTES,
+            )
+            return
+        if method == "PUT":
+            length = _content_length(scope)
+            if length is None or length > UPLOAD_LIMIT_MB * 1024 * 1024 + 64 * 1024:
+                await _refuse(
+                    scope,
+                    receive,
+                    send,
+                    413,
+                    f"An upload is limited to {UPLOAD_LIMIT_MB} MB.",
+                    drain_up_to=DRAIN_STRANGER_BYTES,
+                )
+                return
+            count, held = _files_held(session_id)
+            if held + length > SESSION_UPLOAD_LIMIT_MB * 1024 * 1024:
+                await _refuse(
+                    scope,
+                    receive,
+                    send,
+                    413,
+                    f"The uploads of one session are limited to {SESSION_UPLOAD_LIMIT_MB} MB "
+                    "held at once: remove one first.",
+                    drain_up_to=length,
+                )
+                return
+            if count >= MAX_UPLOADS_PER_SESSION:
+                await _refuse(
+                    scope,
+                    receive,
+                    send,
+                    429,
+                    f"At most {MAX_UPLOADS_PER_SESSION} uploaded files at once: remove one first.",
+                    drain_up_to=length,
+                )
+                return
+        await self.app(scope, receive, send)
+
+
+def _content_length(scope) -> int | None:
+    for key, value in scope.get("headers", []):
+        if key == b"content-length":
+            try:
+                return int(value)
+            except ValueError:
+                return None
+    return None  # chunked bodies are refused: the browser's uploader always sends a length
+
+
+def _files_held(session_id: str) -> tuple[int, int]:
+    """(files, bytes) the session holds in Streamlit's upload store."""
+    runtime = _runtime()
+    storage = getattr(runtime.uploaded_file_mgr, "file_storage", None) if runtime else None
+    files = list(storage.get(session_id, {}).values()) if storage is not None else []
+    return len(files), sum(len(f.data) for f in files)
+
+
+async def _refuse(scope, receive, send, status: int, text: str, *, drain_up_to: int = 0) -> None:
+    """Answer `status` and close. A body of at most `drain_up_to` bytes is read and thrown away
+    first: closing a connection with unread bytes, or with bytes still on their way, makes the
+    kernel reset it, and the client then loses the answer (a browser shows a network error
+    instead of the reason). The drain keeps one chunk at a time and gives up after
+    `DRAIN_SECONDS`, so a slow or silent client costs neither memory nor a stuck task."""
+    length = _content_length(scope)
+    if length and length <= drain_up_to:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(_discard_body(receive), DRAIN_SECONDS)
+    response = PlainTextResponse(
+        text, status_code=status, headers={"Cache-Control": "no-store", "Connection": "close"}
+    )
+    await response(scope, receive, send)
+
+
+async def _discard_body(receive) -> None:
+    while True:
+        message = await receive()
+        if message["type"] != "http.request" or not message.get("more_body", False):
+            return
+
+
+def _no_downloads(send):
+    """Wrap `send` so that a download (a response with `Content-Disposition: attachment`,
+    which is how Streamlit serves download-button files) becomes a 404; inline media pass."""
+    blocked = False
+
+    async def guarded(message):
+        nonlocal blocked
+        if message["type"] == "http.response.start":
+            headers = dict(message.get("headers", []))
+            if headers.get(b"content-disposition", b"").lower().startswith(b"attachment"):
+                blocked = True
+                body = b"Not found"
+                await send(
+                    {
+                        "type": "http.response.start",
+                        "status": 404,
+                        "headers": [
+                            (b"content-type", b"text/plain; charset=utf-8"),
+                            (b"content-length", str(len(body)).encode()),
+                            (b"cache-control", b"no-store"),
+                        ],
+                    }
+                )
+                await send({"type": "http.response.body", "body": body})
+                return
+        if blocked:
+            return
+        await send(message)
+
+    return guarded

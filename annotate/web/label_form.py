@@ -1,0 +1,153 @@
+"""The labelling form: one Streamlit custom component (components v2, inline HTML/CSS/JS from
+`annotate/web/static/`, no build step, nothing fetched from anywhere) and the data it is given.
+
+Choosing, rating, picking a reason and typing happen in the browser; the component sends
+events back as trigger values: `submit` and `draft` (the form), `skip`, `back`, `cancel`,
+`open` (a pair id from the earlier answers) and `history` (load that list). The data names
+slots A and B only, never chosen/rejected, and carries model text as `render.safe_html`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import streamlit as st
+
+from analysis.vocabulary import SLOTS, TIE
+from annotate.answers import FormState, Question, form_questions
+from annotate.web.render import safe_html
+from annotate.wording import DIMENSION_HELP, PREFERENCE_QUESTION, REASON_LABELS, REASON_QUESTION
+
+STATIC = Path(__file__).parent / "static"
+EVENTS = ("submit", "draft", "skip", "back", "cancel", "open", "history")
+REASON_KEYS = {"personal_fit": "P", "general_quality": "G", "both": "O", "unsure": "U"}
+ASPECT_TITLES = {0: "0 = not covered", 1: "1 = somewhat", 2: "2 = very well"}
+
+_component = st.components.v2.component(
+    "annotate_label_form",
+    html='<div class="form-root"></div>',
+    css=(STATIC / "label_form.css").read_text(encoding="utf-8"),
+    js=(STATIC / "label_form.js").read_text(encoding="utf-8"),
+    isolate_styles=True,  # a shadow root: the page's styles and the form's stay apart
+)
+
+
+def _cell(question: Question, study) -> dict:
+    cell = {
+        "kind": question.kind,
+        "field": question.field,
+        "name_field": f"{question.kind}:{question.field}",
+        "name": question.name,
+        "slot": question.slot,
+    }
+    if question.kind == "rating":
+        dimension = question.field.rsplit("_", 1)[0]
+        title, help_text = DIMENSION_HELP[dimension]
+        cell |= {"short": title, "help": help_text, "label": f"{title} of response {question.slot}"}
+        cell["option_titles"] = {
+            str(study.scale_min): study.scale_min_label,
+            str(study.scale_max): study.scale_max_label,
+        }
+    elif question.kind == "aspect":
+        number = int(question.field.split("_")[0]) + 1
+        cell |= {
+            "short": f"Aspect {number}",
+            "help": "How well this response covers the aspect (0 not covered, 1 somewhat, 2 very well)",
+            "label": f"Aspect {number} in response {question.slot}",
+            "option_titles": {str(k): v for k, v in ASPECT_TITLES.items()},
+        }
+    return cell
+
+
+def form_data(
+    *,
+    item,
+    study,
+    form: FormState,
+    progress: tuple[int, int],
+    seconds_before: float,
+    can_go_back: bool,
+    history: list | None,
+    refused: list[Question] | None,
+    flash: str | None,
+    sign_out_url: str,
+) -> dict:
+    """Everything the component shows for one pair (JSON)."""
+    pair = item.pair
+    chosen_position = item.assignment.chosen_position
+    texts = {chosen_position: pair.chosen}
+    texts[next(s for s in SLOTS if s != chosen_position)] = pair.rejected
+    aspects = list(pair.rubric_aspects or [])
+    questions = form_questions(study, n_aspects=len(aspects))
+    choices = [("A", "Response A", "A"), ("B", "Response B", "B")]
+    if study.allow_ties:
+        choices.append((TIE, "No preference", "N"))
+    posts = list(pair.profile or []) if study.show_profile else []
+    return {
+        "token": f"{item.assignment.id}-{'edit' if item.editing else 'new'}",
+        "editing": item.editing,
+        "progress": {"done": progress[0], "total": progress[1]},
+        "flash": flash,
+        "sign_out_url": sign_out_url,
+        "guidelines_html": safe_html(study.guidelines) if study.guidelines.strip() else "",
+        "question_html": safe_html(pair.question),
+        "aspects": [
+            {
+                "title_html": safe_html(str(a.get("aspect", ""))),
+                "reason_html": safe_html(str(a.get("reason") or "")),
+                "evidence_html": safe_html(str(a.get("evidence") or "")),
+            }
+            for a in aspects
+        ],
+        "narrative_html": safe_html(pair.narrative) if study.show_narrative else "",
+        "posts_count": len(posts),
+        "posts": [
+            {"category": str(p.get("category") or ""), "html": safe_html(str(p.get("text", "")))}
+            for p in posts
+        ],
+        "responses": {slot: safe_html(texts[slot]) for slot in SLOTS},
+        "scale": list(range(study.scale_min, study.scale_max + 1)),
+        "aspect_check": bool(study.aspect_check and aspects),
+        "order": [_cell(q, study) for q in questions],
+        "choices": choices,
+        "allow_ties": study.allow_ties,
+        "reasons": [(r, REASON_LABELS.get(r, r), REASON_KEYS.get(r, "")) for r in study.reasons],
+        "preference_question": PREFERENCE_QUESTION,
+        "quality_lead": (
+            f"General quality, for anyone asking: {study.scale_min} = {study.scale_min_label}, "
+            f"{study.scale_max} = {study.scale_max_label}"
+        ),
+        "aspect_lead": "How well it covers each aspect of this user: "
+        "0 = not covered, 1 = somewhat, 2 = very well",
+        "reason_question": REASON_QUESTION,
+        "initial": {
+            "slot": form.slot,
+            "ratings": form.ratings,
+            "reason": form.reason if form.reason in study.reasons else None,
+            "comment": form.comment,
+            "aspects": form.aspects,
+        },
+        "seconds_before": seconds_before,
+        "can_go_back": can_go_back,
+        "history": None
+        if history is None
+        else [{"pair_id": h.pair_id, "question": h.question, "answer": h.answer} for h in history],
+        "refused": [f"{q.kind}:{q.field}" for q in refused or []],
+    }
+
+
+def label_form(*, key: str, data: dict, on_event: Callable[[str], None]) -> None:
+    """Mount the form; `on_event(name)` runs (as a callback, before the next script run) when
+    the browser sends one of EVENTS; `event_value(key, name)` reads what it sent."""
+    callbacks = {f"on_{name}_change": (lambda name=name: on_event(name)) for name in EVENTS}
+    _component(key=key, data=data, **callbacks)
+
+
+def event_value(key: str, name: str) -> object:
+    state = st.session_state.get(key)
+    if state is None:
+        return None
+    if isinstance(state, dict):
+        return state.get(name)
+    return getattr(state, name, None)

@@ -1,0 +1,388 @@
+// The labelling form (annotate/web/label_form.py): every answer is given here, in the browser, with
+// no server rerun; the answers reach the server on Submit (one trigger), a draft at most every
+// DRAFT_MS and when the page is hidden. Model text arrives as inert HTML built by
+// annotate/web/render.safe_html (everything escaped, a small fixed set of tags) and is the only
+// markup set from data; every other string is set as text.
+const DRAFT_MS = 4000;
+const STATES = new WeakMap(); // parentElement -> state of the mounted pair
+
+function el(tag, attrs = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [name, value] of Object.entries(attrs)) {
+    if (name === "text") node.textContent = value;
+    else if (name === "html") node.innerHTML = value; // only safe_html output
+    else if (name.startsWith("on")) node.addEventListener(name.slice(2), value);
+    else if (value !== null && value !== undefined && value !== false) node.setAttribute(name, value);
+  }
+  for (const child of children) if (child) node.append(child);
+  return node;
+}
+
+const kbd = (key) => el("kbd", { text: key });
+
+function scrollToTop(host) {
+  // Streamlit scrolls its own main container, not the window: reset every scrolled ancestor.
+  for (let node = host; node; node = node.parentElement || (node.getRootNode && node.getRootNode().host)) {
+    if (node.scrollTop) node.scrollTop = 0;
+  }
+  if (document.scrollingElement) document.scrollingElement.scrollTop = 0;
+}
+
+export default function (component) {
+  const { data, parentElement, setTriggerValue } = component;
+  const root = parentElement.querySelector(".form-root");
+  let state = STATES.get(parentElement);
+  if (state && state.token === data.token && root && root.contains(state.box)) {
+    // Same pair, new data from a rerun (a draft saved, the history loaded, a refusal): keep
+    // every answer given in the browser, refresh only what the server decides.
+    state.data = data;
+    state.renderHistory();
+    if (data.refused && data.refused.length) {
+      state.unlock(); // the server refused the Submit: the annotator goes on answering
+      state.showRefused(data.refused);
+    }
+    state.attach();
+    return state.detach;
+  }
+  state = mount(data, root, parentElement, setTriggerValue);
+  STATES.set(parentElement, state);
+  state.attach();
+  return state.detach;
+}
+
+function mount(data, root, parentElement, setTriggerValue) {
+  const storageKey = `annotate-form-${data.token}`;
+  let saved = null;
+  try { saved = JSON.parse(sessionStorage.getItem(storageKey) || "null"); } catch (e) { saved = null; }
+  const form = structuredClone(saved || data.initial);
+  form.ratings = form.ratings || {};
+  form.aspects = form.aspects || {};
+  const started = performance.now() - 1000 * (data.seconds_before || 0);
+  const order = data.order; // [{field, name}] rating then aspect-score cells, in cursor order
+  const cells = order.filter((r) => r.kind !== "slot" && r.kind !== "reason");
+  let cursor = Math.max(0, cells.findIndex((c) => value(c) === null || value(c) === undefined));
+  if (cells.every((c) => value(c) !== null && value(c) !== undefined)) cursor = -1;
+  let dirty = false, draftTimer = null, submitting = false;
+  const state = { token: data.token, data, box: null };
+
+  function value(cell) {
+    if (cell.kind === "rating") return form.ratings[cell.field] ?? null;
+    if (cell.kind === "aspect") return form.aspects[cell.field] ?? null;
+    if (cell.kind === "slot") return form.slot ?? null;
+    return form.reason ?? null;
+  }
+
+  // --- building the page ------------------------------------------------------------------
+  root.replaceChildren();
+  const box = el("div", { class: "form" });
+  root.append(box);
+  state.box = box;
+
+  const fraction = data.progress.total ? Math.min(1, data.progress.done / data.progress.total) : 1;
+  const bar = el("div", { class: "bar" },
+    el("div", { class: "progress", title: "progress" }, el("div", { style: `width:${(100 * fraction).toFixed(1)}%` })),
+    el("span", { text: `${data.progress.done} of ${data.progress.total} pairs` }),
+    data.flash ? el("span", { class: "status", role: "status", text: data.flash }) : null,
+    el("span", { class: "spacer" }),
+    el("button", { class: "link", type: "button", onclick: () => toggle("history") }, "Earlier answers ", kbd("H")),
+    data.guidelines_html ? el("button", { class: "link", type: "button", onclick: () => toggle("guidelines") }, "Guidelines ", kbd("?")) : null,
+    el("a", { href: data.sign_out_url, target: "_self", text: "Sign out" }),
+  );
+  box.append(bar);
+  if (data.editing) {
+    box.append(el("div", { class: "notice", role: "status", text: "You are changing an answer you already gave. Saving replaces it." }));
+  }
+
+  const panels = {};
+  function panel(name, title, ...content) {
+    panels[name] = el("div", { class: "panel hidden", "data-panel": name }, el("h3", { text: title }), ...content);
+    return panels[name];
+  }
+  if (data.guidelines_html) box.append(panel("guidelines", "Guidelines", el("div", { class: "text", html: data.guidelines_html })));
+  const historyList = el("ol", { class: "history", reversed: true });
+  box.append(panel("history", "Earlier answers (open one to change it)", historyList));
+
+  box.append(el("div", { class: "question", "data-part": "question" }, el("div", { class: "text", html: data.question_html })));
+
+  const rubric = el("div", { class: "rubric", "data-part": "rubric" });
+  if (data.aspects.length) {
+    rubric.append(el("span", { class: "label", text: "What this user expects:" }));
+    data.aspects.forEach((a, i) => rubric.append(el("span", { class: "aspect" }, el("span", { class: "n", text: `${i + 1}.` }), el("span", { html: a.title_html }))));
+  }
+  rubric.append(el("button", { class: "link", type: "button", onclick: () => toggle("details") }, "Details ", kbd("D")));
+  if (data.narrative_html) rubric.append(el("button", { class: "link", type: "button", onclick: () => toggle("narrative") }, "In the user's words ", kbd("W")));
+  if (data.posts_count) rubric.append(el("button", { class: "link", type: "button", onclick: () => toggle("posts") }, `Past posts (${data.posts_count}) `, kbd("V")));
+  box.append(rubric);
+  box.append(panel("details", "What this user expects, and why",
+    ...data.aspects.map((a, i) => el("div", { class: "detail" },
+      el("strong", {}, `${i + 1}. `, el("span", { html: a.title_html })),
+      a.reason_html ? el("div", {}, "Why: ", el("span", { html: a.reason_html })) : null,
+      a.evidence_html ? el("div", { class: "muted" }, "Evidence: ", el("span", { html: a.evidence_html })) : null)),
+    data.aspects.length ? null : el("div", { class: "muted", text: "This pair lists no rubric aspects." })));
+  if (data.narrative_html) box.append(panel("narrative", "In the user's own words", el("div", { class: "text", html: data.narrative_html })));
+  const postsBox = el("div");
+  if (data.posts_count) box.append(panel("posts", `The user's past posts (${data.posts_count})`, postsBox));
+
+  const rows = {}; // field -> row element
+  const responses = el("div", { class: "responses" });
+  const responseBoxes = {};
+  for (const slot of ["A", "B"]) {
+    const scores = el("div", { class: "scores" });
+    const resp = el("section", { class: "response", "data-slot": slot },
+      el("h2", {}, `Response ${slot} `, kbd(slot)),
+      el("div", { class: "text", html: data.responses[slot] }),
+      scores);
+    let lastKind = null;
+    for (const cell of cells.filter((c) => c.slot === slot)) {
+      if (cell.kind !== lastKind) {
+        scores.append(el("div", { class: "scores-lead", text: cell.kind === "rating" ? data.quality_lead : data.aspect_lead }));
+        lastKind = cell.kind;
+      }
+      const options = cell.kind === "rating" ? data.scale : [0, 1, 2];
+      const row = el("div", { class: "row", role: "radiogroup", "aria-label": cell.label, "data-field": cell.field },
+        el("span", { class: "name", title: cell.help || "", text: cell.short }));
+      for (const v of options) {
+        row.append(el("button", { class: "opt", type: "button", role: "radio", "aria-checked": "false", "data-value": String(v), title: cell.option_titles ? cell.option_titles[v] : "", text: String(v), onclick: () => { setCell(cells.indexOf(cell), v); } }));
+      }
+      rows[cell.field] = row;
+      scores.append(row);
+    }
+    responseBoxes[slot] = resp;
+    responses.append(resp);
+  }
+  box.append(responses);
+
+  const choice = el("div", { class: "choice", role: "radiogroup", "aria-label": data.preference_question, "data-field": "slot" },
+    el("span", { class: "lead", text: data.preference_question }));
+  const choiceButtons = {};
+  for (const [value, label, key] of data.choices) {
+    choiceButtons[value] = el("button", { class: "opt", type: "button", role: "radio", "aria-checked": "false", onclick: () => setSlot(value) }, `${label} `, kbd(key));
+    choice.append(choiceButtons[value]);
+  }
+  const reasons = el("div", { class: "reasons", role: "radiogroup", "aria-label": data.reason_question, "data-field": "reason" },
+    el("span", { class: "lead", text: data.reason_question }));
+  const reasonButtons = {};
+  for (const [value, label, key] of data.reasons) {
+    reasonButtons[value] = el("button", { class: "opt", type: "button", role: "radio", "aria-checked": "false", title: label, onclick: () => setReason(value) }, `${label.split(":")[0]} `, kbd(key));
+    reasons.append(reasonButtons[value]);
+  }
+  box.append(el("div", { class: "actions" }, choice, data.reasons.length ? reasons : null));
+
+  const comment = el("textarea", { "aria-label": "Comment (optional)", placeholder: "Comment (optional) — press C to type, Esc to leave", maxlength: "4000" });
+  comment.value = form.comment || "";
+  comment.addEventListener("input", () => { form.comment = comment.value; changed(); });
+  comment.addEventListener("keydown", (e) => { if (e.key === "Escape") { comment.blur(); e.stopPropagation(); } });
+  const refused = el("div", { class: "refused hidden", role: "alert" });
+  const submitButton = el("button", { class: "submit", type: "button", onclick: () => submit() }, `${data.editing ? "Save change" : "Submit"} `, kbd("S"));
+  const secondButton = data.editing
+    ? el("button", { class: "secondary", type: "button", onclick: () => send("cancel", true) }, "Cancel ", kbd("K"))
+    : el("button", { class: "secondary", type: "button", onclick: () => send("skip", true) }, "Skip for now ", kbd("K"));
+  const backButton = data.can_go_back
+    ? el("button", { class: "secondary", type: "button", onclick: () => send("back", true) }, "Previous pair ", kbd("⌫"))
+    : null;
+  box.append(el("div", { class: "bottom" }, comment, el("div", { class: "actions buttons" }, submitButton, secondButton, backButton)));
+  box.append(refused); // right under Submit, across the page
+
+  const legend = el("div", { class: "legend" });
+  // Only keys that act on this pair: no digits when the study rates nothing, no W or V
+  // without the user's words or posts.
+  const legendItems = [["A", "B", data.allow_ties ? "N" : null, "choose"]];
+  if (data.order.some((c) => c.kind === "rating")) legendItems.push([`${data.scale[0]}–${data.scale[data.scale.length - 1]}`, "rate at the cursor"]);
+  if (data.aspect_check) legendItems.push(["0–2", "aspect scores"]);
+  if (data.reasons.length) legendItems.push([...data.reasons.map((r) => r[2]), "main reason"]);
+  const panelKeys = [["D", "details"], data.narrative_html ? ["W", "own words"] : null, data.posts_count ? ["V", "posts"] : null, ["H", "earlier answers"]].filter(Boolean);
+  legendItems.push(["C", "comment (Esc leaves it)"], ["S", data.editing ? "save" : "submit"], ["K", data.editing ? "cancel" : "skip"], ["⌫", "previous pair"], [...panelKeys.map((k) => k[0]), `${panelKeys.map((k) => k[1]).join(", ")} (Esc closes)`]);
+  legend.append("Keys: ");
+  legendItems.forEach((item, i) => {
+    const keys = item.slice(0, -1).filter(Boolean);
+    keys.forEach((k) => legend.append(kbd(k), " "));
+    legend.append(item[item.length - 1] + (i < legendItems.length - 1 ? " · " : ""));
+  });
+  box.append(legend);
+
+  // --- showing the form state ---------------------------------------------------------------
+  function paint() {
+    for (const [v, b] of Object.entries(choiceButtons)) {
+      b.classList.toggle("on", form.slot === v);
+      b.setAttribute("aria-checked", String(form.slot === v));
+    }
+    for (const slot of ["A", "B"]) responseBoxes[slot].classList.toggle("picked", form.slot === slot);
+    for (const [v, b] of Object.entries(reasonButtons)) {
+      b.classList.toggle("on", form.reason === v);
+      b.setAttribute("aria-checked", String(form.reason === v));
+    }
+    cells.forEach((cell, i) => {
+      const row = rows[cell.field];
+      row.classList.toggle("cursor", i === cursor);
+      const current = value(cell);
+      for (const b of row.querySelectorAll(".opt")) {
+        const on = current !== null && String(current) === b.dataset.value;
+        b.classList.toggle("on", on);
+        b.setAttribute("aria-checked", String(on));
+      }
+    });
+    if (!refused.classList.contains("hidden")) showRefused(missing(), false);
+  }
+
+  function missing() {
+    return order.filter((r) => value(r) === null || value(r) === undefined).map((r) => r.name_field);
+  }
+
+  function showRefused(fields, scroll = true) {
+    // `fields` are fields (from the browser) or names (from the server's own check).
+    const byField = Object.fromEntries(order.map((r) => [r.name_field, r]));
+    const named = fields.map((f) => (byField[f] ? byField[f].name : f));
+    for (const node of box.querySelectorAll(".missing, .first-missing")) node.classList.remove("missing", "first-missing");
+    if (!named.length) { refused.classList.add("hidden"); return; }
+    refused.textContent = `Please answer before submitting: ${named.join("; ")}.`;
+    refused.classList.remove("hidden");
+    fields.forEach((f, i) => {
+      const r = byField[f];
+      if (!r) return;
+      const node = r.kind === "slot" ? choice : r.kind === "reason" ? reasons : rows[r.field];
+      node.classList.add("missing");
+      if (i === 0) node.classList.add("first-missing");
+    });
+    if (scroll) {
+      const rect = refused.getBoundingClientRect();
+      if (rect.top < 0 || rect.bottom > window.innerHeight) refused.scrollIntoView({ block: "nearest" });
+    }
+  }
+  state.showRefused = showRefused;
+  state.unlock = () => { submitting = false; box.classList.remove("saving"); };
+
+  // --- answering ------------------------------------------------------------------------------
+  function changed() {
+    dirty = true;
+    try { sessionStorage.setItem(storageKey, JSON.stringify(form)); } catch (e) { /* full or off */ }
+    if (!data.editing && !draftTimer) draftTimer = setTimeout(sendDraft, DRAFT_MS);
+  }
+  function sendDraft() {
+    clearTimeout(draftTimer);
+    draftTimer = null;
+    if (!dirty || submitting || data.editing) return;
+    dirty = false;
+    setTriggerValue("draft", { form, seconds: elapsed() });
+  }
+  function elapsed() { return Math.round((performance.now() - started) / 100) / 10; }
+  function setSlot(v) { form.slot = v; changed(); paint(); }
+  function setReason(v) { form.reason = v; changed(); paint(); }
+  function setCell(index, v) {
+    const cell = cells[index];
+    if (cell.kind === "rating") form.ratings[cell.field] = v; else form.aspects[cell.field] = v;
+    cursor = index + 1 < cells.length ? index + 1 : -1;
+    changed();
+    paint();
+  }
+  function submit() {
+    if (submitting) return;
+    const left = missing();
+    if (left.length) {
+      showRefused(left);
+      const firstCell = cells.findIndex((c) => c.name_field === left[0]);
+      if (firstCell >= 0) { cursor = firstCell; paint(); }
+      return;
+    }
+    submitting = true;
+    clearTimeout(draftTimer);
+    box.classList.add("saving");
+    setTriggerValue("submit", { form, seconds: elapsed() });
+  }
+  function send(event, leaving) {
+    if (submitting) return;
+    if (leaving) { submitting = true; clearTimeout(draftTimer); box.classList.add("saving"); }
+    setTriggerValue(event, event === "skip" || event === "back" ? { form, seconds: elapsed() } : true);
+  }
+  function toggle(name) {
+    const p = panels[name];
+    if (!p) return;
+    p.classList.toggle("hidden");
+    if (name === "posts" && !postsBox.childElementCount) {
+      for (const post of data.posts) postsBox.append(el("div", { class: "post" }, post.category ? el("div", { class: "muted", text: post.category }) : null, el("div", { class: "text", html: post.html })));
+    }
+    if (name === "history" && !p.classList.contains("hidden") && data.history === null) setTriggerValue("history", true);
+    if (!p.classList.contains("hidden")) {
+      p.scrollIntoView({ block: "nearest" });
+      // Keyboard users go on from the panel: Tab reaches its first link, not the page's top.
+      p.tabIndex = -1;
+      p.focus({ preventScroll: true });
+    } else {
+      leavePanel(p);
+    }
+  }
+  function leavePanel(p) {
+    const focused = p.getRootNode().activeElement;
+    if (focused && (focused === p || p.contains(focused))) focused.blur();
+  }
+  function renderHistory() {
+    const items = state.data.history;
+    if (!items) return;
+    historyList.replaceChildren();
+    if (!items.length) historyList.append(el("li", { class: "muted", text: "No earlier answers yet." }));
+    for (const h of items) {
+      historyList.append(el("li", {}, el("button", { class: "link", type: "button", onclick: () => { if (!submitting) { submitting = true; box.classList.add("saving"); setTriggerValue("open", h.pair_id); } } },
+        el("span", { text: h.question }), " — ", el("strong", { text: h.answer }))));
+    }
+  }
+  state.renderHistory = renderHistory;
+
+  const keyActions = {
+    a: () => setSlot("A"), b: () => setSlot("B"),
+    c: () => comment.focus(),
+    s: () => submit(),
+    k: () => send(data.editing ? "cancel" : "skip", true),
+    d: () => toggle("details"), w: () => toggle("narrative"), v: () => toggle("posts"),
+    h: () => toggle("history"), "?": () => toggle("guidelines"),
+    backspace: () => { if (data.can_go_back) send("back", true); },
+    escape: () => { for (const p of Object.values(panels)) { p.classList.add("hidden"); leavePanel(p); } },
+  };
+  if (data.allow_ties) keyActions.n = () => setSlot("tie");
+  for (const [value, , key] of data.reasons) keyActions[key.toLowerCase()] = () => setReason(value);
+
+  function onKey(e) {
+    if (e.defaultPrevented || e.ctrlKey || e.metaKey || e.altKey || e.isComposing) return;
+    const target = e.composedPath()[0];
+    if (target && (target.tagName === "TEXTAREA" || target.tagName === "INPUT" || target.isContentEditable)) return;
+    if (document.querySelector('[role="dialog"]')) return;
+    const key = e.key.length === 1 ? e.key.toLowerCase() : e.key.toLowerCase();
+    if (/^[0-9]$/.test(key)) {
+      if (cursor < 0) return;
+      const cell = cells[cursor];
+      const v = Number(key);
+      const allowed = cell.kind === "rating" ? data.scale : [0, 1, 2];
+      if (!allowed.includes(v)) return;
+      e.preventDefault();
+      setCell(cursor, v);
+      return;
+    }
+    const action = keyActions[key];
+    if (!action) return;
+    e.preventDefault();
+    action();
+  }
+  function onHidden() { if (document.visibilityState === "hidden") sendDraft(); }
+  // Listeners live while the component is mounted; a rerun with the same pair keeps the state.
+  let attached = false;
+  state.attach = () => {
+    if (attached) return;
+    attached = true;
+    document.addEventListener("keydown", onKey);
+    document.addEventListener("visibilitychange", onHidden);
+    window.addEventListener("pagehide", sendDraft);
+  };
+  state.detach = () => {
+    if (!attached) return;
+    attached = false;
+    document.removeEventListener("keydown", onKey);
+    document.removeEventListener("visibilitychange", onHidden);
+    window.removeEventListener("pagehide", sendDraft);
+  };
+
+  renderHistory();
+  paint();
+  if (data.refused && data.refused.length) showRefused(data.refused);
+  // Arrival: the new pair at its top, the keyboard live (focus off any old control).
+  if (document.activeElement && document.activeElement !== document.body) document.activeElement.blur();
+  requestAnimationFrame(() => scrollToTop(parentElement.host || root));
+  return state;
+}

@@ -1,0 +1,75 @@
+"""Console: downloads. Files are made when their button is clicked (nothing is computed while
+the page merely shows), in the formats of the command line (`annotate export`, `annotate
+report`)."""
+
+import streamlit as st
+
+from annotate import exports, study_report
+from annotate.web.access import engine
+from annotate.web.views.admin.shared import download_when_clicked, page, study_report_files
+
+user, study = page("Exports")
+if study is None:
+    st.stop()
+
+db = engine()
+name = study.name
+
+st.subheader("Annotations")
+st.caption(
+    "One row per pair and annotator (contract section 3), gold checks included; the same "
+    "columns in every format."
+)
+with st.container(horizontal=True):
+    for fmt, mime in exports.EXPORT_FORMATS.items():
+        download_when_clicked(
+            fmt.upper(),
+            lambda fmt=fmt: exports.export_annotations(db, study=name, fmt=fmt),
+            file_name=f"{name}-annotations.{fmt}",
+            mime=mime,
+            key=f"export_annotations_{fmt}",
+        )
+
+st.subheader("Report")
+st.caption(
+    "The whole study's report with the command line's default options (1,000 bootstrap "
+    "resamples, seed 0). For a part of the study, use the **Agreement** page."
+)
+
+
+def _report_file(file_name: str) -> bytes:
+    # Cached per data version: five buttons, one report computation.
+    return study_report_files(study)[file_name]
+
+
+with st.container(horizontal=True):
+    for file_name, mime in study_report.REPORT_FILES.items():
+        download_when_clicked(
+            file_name,
+            lambda file_name=file_name: _report_file(file_name),
+            file_name=f"{name}-{file_name}",
+            mime=mime,
+            key=f"export_report_{file_name}",
+        )
+
+st.subheader("Pairs")
+st.caption(
+    "In the import format (JSON Lines), every original field kept. Validated pairs: those "
+    "whose report verdict is `valid` (gold checks left out)."
+)
+with st.container(horizontal=True):
+    download_when_clicked(
+        "Validated pairs",
+        lambda: exports.export_pairs(db, study=name, valid_only=True),
+        file_name=f"{name}-valid-pairs.jsonl",
+        mime="application/jsonl",
+        key="export_valid_pairs",
+        type="primary",
+    )
+    download_when_clicked(
+        "All pairs",
+        lambda: exports.export_pairs(db, study=name),
+        file_name=f"{name}-pairs.jsonl",
+        mime="application/jsonl",
+        key="export_all_pairs",
+    )

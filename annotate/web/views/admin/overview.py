@@ -1,0 +1,82 @@
+"""Console: progress of a study (pairs complete to the overlap target, per day, ETA)."""
+
+import plotly.graph_objects as go
+import streamlit as st
+
+from annotate import monitoring, studies
+from annotate.web.access import engine
+from annotate.web.views.admin.shared import page
+
+user, study = page("Progress")
+if study is None:
+    st.stop()
+
+progress = monitoring.study_progress(engine(), study_id=study.id)
+cells = st.columns(4)
+cells[0].metric(
+    "Pairs complete",
+    f"{progress.complete:,} / {progress.pairs:,}",
+    help=f"Pairs with at least {progress.target} annotations (the overlap target). "
+    "Gold checks are not counted.",
+)
+cells[1].metric(
+    "Annotations towards the target",
+    f"{progress.collected:,} / {progress.needed:,}",
+    help="At most the overlap target counts per pair.",
+)
+cells[2].metric(
+    "Recent rate",
+    "–" if progress.rate_per_day is None else f"{progress.rate_per_day:,.1f} / day",
+    help=f"Annotations of real pairs per day over the last {monitoring.RECENT_DAYS} days.",
+)
+cells[3].metric(
+    "Estimated time to finish",
+    progress.eta_short(),
+    help=f"At the recent rate: {progress.eta_text()}.",
+)
+st.progress(min(progress.fraction, 1.0), text=f"{progress.fraction:.0%} of the target collected")
+st.caption(
+    f"{progress.annotators} annotators have answered; {progress.annotations:,} annotations of "
+    f"real pairs; {progress.gold_annotations:,} answers to the {progress.gold_pairs} gold checks."
+)
+
+st.subheader("Annotations per day")
+if len(progress.per_day):
+    figure = go.Figure(
+        go.Bar(x=progress.per_day["day"], y=progress.per_day["annotations"], name="annotations")
+    )
+    figure.update_layout(
+        height=280, margin={"l": 10, "r": 10, "t": 10, "b": 10}, yaxis_title="annotations"
+    )
+    figure.update_xaxes(tickformat="%b %d", dtick=86_400_000)
+    st.plotly_chart(figure, config={"displaylogo": False})
+else:
+    st.info("No annotations yet.")
+
+st.subheader("All studies")
+rows = []
+for other in studies.studies(engine()):
+    numbers = (
+        progress if other.id == study.id else monitoring.study_progress(engine(), study_id=other.id)
+    )
+    rows.append(
+        {
+            "study": other.name,
+            "pairs": numbers.pairs,
+            "gold checks": numbers.gold_pairs,
+            "overlap target": numbers.target,
+            "pairs complete": numbers.complete,
+            "collected": numbers.fraction,
+            "annotations": numbers.annotations,
+            "annotators": numbers.annotators,
+        }
+    )
+st.dataframe(
+    rows,
+    hide_index=True,
+    column_config={
+        "collected": st.column_config.ProgressColumn(
+            "collected", format="percent", min_value=0, max_value=1
+        )
+    },
+)

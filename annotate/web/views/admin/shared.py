@@ -1,0 +1,224 @@
+"""Pieces every console page uses: the maintainer check, the study picker, cached reports."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from urllib.parse import urlsplit
+
+import streamlit as st
+
+from annotate import studies, study_report
+from annotate.auth import DEFAULT_BASE_URL
+from annotate.errors import UserError
+from annotate.store.models import Annotator, Study
+from annotate.studies import DEFAULT_STUDY
+from annotate.web.access import engine, require_admin
+from annotate.web.inert import md_literal
+from annotate.web.views.common import app_prefix
+
+STUDY_KEY = "console_study"
+REPORT_TTL = 120  # seconds; the key also holds the data version, so new answers show at once
+
+
+def page(title: str) -> tuple[Annotator, Study | None]:
+    """Check the maintainer role (nothing else runs otherwise), title, study picker."""
+    user = require_admin()
+    st.title(title)
+    return user, pick_study()
+
+
+def pick_study() -> Study | None:
+    everything = studies.studies(engine())
+    if not everything:
+        st.info("There is no study yet. Create one on the **Studies** page.")
+        return None
+    names = [study.name for study in everything]
+    wanted = st.session_state.get(STUDY_KEY)
+    if wanted not in names:
+        wanted = DEFAULT_STUDY if DEFAULT_STUDY in names else names[0]
+        st.session_state[STUDY_KEY] = wanted
+
+    def remember() -> None:
+        st.session_state[STUDY_KEY] = st.session_state["study_picker"]
+
+    choice = st.selectbox(
+        "Study",
+        names,
+        index=names.index(wanted),
+        key="study_picker",
+        on_change=remember,
+        width=320,
+    )
+    return everything[names.index(choice)]
+
+
+def choose_study(name: str) -> None:
+    st.session_state[STUDY_KEY] = name
+    st.session_state.pop("study_picker", None)
+
+
+def base_url() -> str:
+    """This app's address as the browser sees it (for login links), else the default's host;
+    with the app's path prefix either way."""
+    try:
+        url = st.context.url
+    except Exception:
+        url = None
+    parts = urlsplit(url or "")
+    origin = f"{parts.scheme}://{parts.netloc}" if parts.scheme and parts.netloc else None
+    return (origin or DEFAULT_BASE_URL) + app_prefix()
+
+
+def show_problems(headline: str, problems: list[str] = ()) -> None:
+    """A refusal: its headline (markdown, with any data in it already `md_literal`) in an
+    error box, then every problem as plain text."""
+    st.error(headline)
+    if problems:
+        st.code("\n".join(problems), language=None)
+
+
+def show_error(exc: UserError) -> None:
+    # the sentence may quote names and ids from a file
+    show_problems(md_literal(str(exc).splitlines()[0]), getattr(exc, "problems", None) or [])
+
+
+def db_key() -> str:
+    return engine().url.render_as_string(hide_password=True)
+
+
+# st.cache_resource, not st.cache_data: cache_data pickles a copy of the value on every call,
+# and a report's frames are large. Callers only read what they get. The pairs frame holds
+# ids, categories and gold flags, not the pairs' text (read only for the valid pairs' file).
+@st.cache_resource(ttl=REPORT_TTL, max_entries=16, show_spinner=False)
+def cached_report(
+    db: str,
+    study: str,
+    version: tuple,
+    categories: tuple[str, ...],
+    annotators: tuple[str, ...],
+    bootstrap: int,
+):
+    """(report, annotations, pairs), cached per database, study, data version and filter."""
+    del db, version  # only part of the cache key
+    return study_report.build_study_report(
+        engine(),
+        study=study,
+        categories=list(categories) or None,
+        annotators=list(annotators) or None,
+        bootstrap=bootstrap,
+    )
+
+
+def study_report_data(
+    study: Study,
+    *,
+    categories: tuple[str, ...] = (),
+    annotators: tuple[str, ...] = (),
+    bootstrap: int = 1000,
+):
+    """The (possibly cached) report for the study, computed under a status box if needed."""
+    version = study_report.data_version(engine(), study_id=study.id)
+    with st.spinner("Computing the report…", show_time=True):
+        return cached_report(
+            db_key(), study.name, version, tuple(categories), tuple(annotators), bootstrap
+        )
+
+
+@st.cache_resource(ttl=REPORT_TTL, max_entries=8, show_spinner=False)
+def cached_report_files(
+    db: str, study: str, version: tuple, categories, annotators, bootstrap: int
+) -> dict[str, bytes]:
+    report, _annotations, _pairs = cached_report(
+        db, study, version, categories, annotators, bootstrap
+    )
+    return study_report.report_files(report, engine=engine(), study=study)
+
+
+def study_report_files(
+    study: Study,
+    *,
+    categories: tuple[str, ...] = (),
+    annotators: tuple[str, ...] = (),
+    bootstrap: int = 1000,
+) -> dict[str, bytes]:
+    """The report files of the study (or of a selection), computed once per data version and
+    selection, shared by all download buttons."""
+    version = study_report.data_version(engine(), study_id=study.id)
+    return cached_report_files(
+        db_key(), study.name, version, tuple(categories), tuple(annotators), bootstrap
+    )
+
+
+@st.cache_resource(ttl=REPORT_TTL, max_entries=8, show_spinner=False)
+def cached_scorer_report(
+    db: str,
+    study: str,
+    version: tuple,
+    categories: tuple[str, ...],
+    annotators: tuple[str, ...],
+    bootstrap: int,
+    digest: str,
+    _name: str,
+    _data: bytes,
+) -> dict:
+    """The report of the selection with an uploaded scorer file compared (the file is keyed
+    by its name and digest, not hashed by Streamlit on every run). A broken file raises (and
+    is not cached)."""
+    report, annotations, pairs = cached_report(
+        db, study, version, categories, annotators, bootstrap
+    )
+    return study_report.scorer_report(
+        engine(),
+        study=study,
+        report=report,
+        annotations=annotations,
+        pairs=pairs,
+        name=_name,
+        data=_data,
+    )
+
+
+def study_scorer_report(
+    study: Study,
+    *,
+    name: str,
+    data: bytes,
+    categories: tuple[str, ...] = (),
+    annotators: tuple[str, ...] = (),
+    bootstrap: int = 1000,
+) -> dict:
+    """The study's report (or a selection's) with the uploaded automatic aspect scores
+    compared with the annotators; raises UserError (InputError for a broken file)."""
+    version = study_report.data_version(engine(), study_id=study.id)
+    digest = f"{name}:{hashlib.sha256(data).hexdigest()}"
+    with st.spinner("Comparing the scorer with the annotators…", show_time=True):
+        return cached_scorer_report(
+            db_key(),
+            study.name,
+            version,
+            tuple(categories),
+            tuple(annotators),
+            bootstrap,
+            digest,
+            name,
+            data,
+        )
+
+
+def download_when_clicked(
+    label: str, make: Callable[[], bytes], *, file_name: str, mime: str, key: str, **options
+) -> None:
+    """A download button whose file `make` builds only when it is clicked, without rerunning
+    the page: nothing is computed while a page merely shows (Streamlit calls a callable
+    `data` on click)."""
+    st.download_button(
+        label,
+        data=make,
+        file_name=file_name,
+        mime=mime,
+        key=key,
+        on_click="ignore",
+        icon=":material/download:",
+        **options,
+    )

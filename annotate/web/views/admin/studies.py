@@ -1,0 +1,206 @@
+"""Console: create a study and set its options (those that change the meaning of collected
+annotations are locked once the study has any)."""
+
+import streamlit as st
+
+from annotate import studies
+from annotate.errors import UserError
+from annotate.store.models import DEFAULT_DIMENSIONS, DEFAULT_REASONS, Study
+from annotate.web.access import engine
+from annotate.web.inert import md_literal
+from annotate.web.views.admin.shared import choose_study, page, show_error
+from annotate.wording import DIMENSION_HELP, REASON_LABELS
+
+LOCK_REASON = (
+    "Locked: the study already has annotations, and changing this would change what they mean."
+)
+
+
+def option_widgets(study: Study, *, prefix: str, locked: set[str]) -> dict:
+    """The options form's widgets; returns the values entered."""
+    out = {}
+    st.markdown("**Coverage**")
+    cols = st.columns(2)
+    out["overlap_target"] = cols[0].number_input(
+        "Overlap target (annotations per pair)",
+        min_value=1,
+        max_value=50,
+        value=study.overlap_target,
+        key=f"{prefix}_overlap_target",
+    )
+    quota = cols[1].number_input(
+        "Pairs per annotator (0 = no limit)",
+        min_value=0,
+        value=study.items_per_annotator or 0,
+        key=f"{prefix}_items_per_annotator",
+    )
+    out["items_per_annotator"] = int(quota) or None
+    out["reservation_timeout"] = st.number_input(
+        "Reservation timeout (seconds a shown pair stays reserved for an annotator who does "
+        "not answer it)",
+        min_value=1,
+        value=study.reservation_timeout,
+        step=60,
+        key=f"{prefix}_reservation_timeout",
+    )
+
+    st.markdown("**What annotators are asked**")
+    lock_help = LOCK_REASON if locked else None
+    out["allow_ties"] = st.checkbox(
+        "Allow “no preference” (ties)",
+        value=study.allow_ties,
+        disabled="allow_ties" in locked,
+        help=lock_help,
+        key=f"{prefix}_allow_ties",
+    )
+    out["dimensions"] = st.multiselect(
+        "General-quality dimensions rated for each response",
+        DEFAULT_DIMENSIONS,
+        default=[d for d in study.dimensions if d in DEFAULT_DIMENSIONS],
+        format_func=lambda d: DIMENSION_HELP[d][0],
+        disabled="dimensions" in locked,
+        help=lock_help,
+        key=f"{prefix}_dimensions",
+    )
+    out["reasons"] = st.multiselect(
+        "Main-reason answers offered (none = the question is not asked)",
+        DEFAULT_REASONS,
+        default=[r for r in study.reasons if r in DEFAULT_REASONS],
+        format_func=lambda r: REASON_LABELS.get(r, r),
+        disabled="reasons" in locked,
+        help=lock_help,
+        key=f"{prefix}_reasons",
+    )
+    out["aspect_check"] = st.checkbox(
+        "Aspect check: a 0-2 score for how well each response covers each of the user's "
+        "rubric aspects",
+        value=study.aspect_check,
+        disabled="aspect_check" in locked,
+        help=lock_help,
+        key=f"{prefix}_aspect_check",
+    )
+    cols = st.columns(4)
+    out["scale_min"] = cols[0].number_input(
+        "Scale from",
+        value=study.scale_min,
+        step=1,
+        disabled="scale_min" in locked,
+        help=lock_help,
+        key=f"{prefix}_scale_min",
+    )
+    out["scale_min_label"] = cols[1].text_input(
+        "meaning", value=study.scale_min_label, key=f"{prefix}_scale_min_label"
+    )
+    out["scale_max"] = cols[2].number_input(
+        "to",
+        value=study.scale_max,
+        step=1,
+        disabled="scale_max" in locked,
+        help=lock_help,
+        key=f"{prefix}_scale_max",
+    )
+    out["scale_max_label"] = cols[3].text_input(
+        "meaning", value=study.scale_max_label, key=f"{prefix}_scale_max_label"
+    )
+
+    st.markdown("**What annotators see**")
+    cols = st.columns(2)
+    out["show_narrative"] = cols[0].checkbox(
+        "Show the user's own words (narrative)",
+        value=study.show_narrative,
+        key=f"{prefix}_show_narrative",
+    )
+    out["show_profile"] = cols[1].checkbox(
+        "Show the user's past posts (profile)",
+        value=study.show_profile,
+        key=f"{prefix}_show_profile",
+    )
+    out["guidelines"] = st.text_area(
+        "Guidelines (Markdown; shown before the first pair and on demand)",
+        value=study.guidelines,
+        height=180,
+        key=f"{prefix}_guidelines",
+    )
+
+    st.markdown("**Quality control and crowd platforms**")
+    cols = st.columns(2)
+    out["qualification_gold"] = cols[0].number_input(
+        "Qualification: gold checks to pass before real pairs (0 = none)",
+        min_value=0,
+        max_value=50,
+        value=study.qualification_gold,
+        key=f"{prefix}_qualification_gold",
+    )
+    out["allow_prolific"] = cols[1].checkbox(
+        "Accept Prolific participants",
+        value=study.allow_prolific,
+        key=f"{prefix}_allow_prolific",
+        help="Entry link: /?PROLIFIC_PID={{%PROLIFIC_PID%}}&STUDY_ID={{%STUDY_ID%}}"
+        "&SESSION_ID={{%SESSION_ID%}}",
+    )
+    cols = st.columns(2)
+    out["prolific_study_id"] = cols[0].text_input(
+        "Prolific study id (empty = any, if this is the only Prolific study)",
+        value=study.prolific_study_id or "",
+        key=f"{prefix}_prolific_study_id",
+    )
+    out["prolific_completion_code"] = cols[1].text_input(
+        "Prolific completion code",
+        value=study.prolific_completion_code or "",
+        key=f"{prefix}_prolific_completion_code",
+    )
+    return {k: v for k, v in out.items() if k not in locked}
+
+
+user, study = page("Studies")
+
+with (
+    st.expander("Create a study", expanded=study is None),
+    st.form("create_study", clear_on_submit=False, border=False),
+):
+    name = st.text_input("Name", key="new_study_name", placeholder="e.g. pilot-2026")
+    options = option_widgets(Study(name=""), prefix="new", locked=set())
+    if st.form_submit_button("Create study", type="primary"):
+        try:
+            created = studies.create_study(engine(), name, **options)
+        except UserError as exc:
+            show_error(exc)
+        else:
+            choose_study(created.name)
+            st.session_state["console_flash"] = f"Study '{md_literal(created.name)}' created."
+            st.rerun()
+
+flash = st.session_state.pop("console_flash", None)
+if flash:
+    st.success(flash)
+saved = st.session_state.pop("console_saved", None)
+if saved:
+    st.toast(saved)
+
+if study is not None:
+    locked = set(studies.locked_options(engine(), study.id))
+    st.subheader(f"Options of “{md_literal(study.name)}”")
+    if locked:
+        st.info(
+            "This study already has annotations, so the options that define what an answer "
+            "means are locked: ties, the rating dimensions and scale, the main-reason "
+            "answers and the aspect check. Coverage, reservations, what annotators see, "
+            "guidelines, qualification and Prolific settings can still change. To change a "
+            "locked option, create a new study."
+        )
+    with st.form(f"study_options_{study.id}", border=True):
+        values = option_widgets(study, prefix=f"study{study.id}", locked=locked)
+        if st.form_submit_button("Save options", type="primary"):
+            try:
+                studies.save_study_options(engine(), study.id, **values)
+            except UserError as exc:
+                show_error(exc)
+            else:
+                # A toast: the alert at the top of the page is off screen below the long form.
+                st.session_state["console_saved"] = "Options saved."
+                st.rerun()
+    if study.allow_prolific:
+        st.caption(
+            "Prolific study URL: `<this app's address>/?PROLIFIC_PID={{%PROLIFIC_PID%}}"
+            "&STUDY_ID={{%STUDY_ID%}}&SESSION_ID={{%SESSION_ID%}}`"
+        )

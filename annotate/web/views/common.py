@@ -1,0 +1,84 @@
+"""Pieces shared by pages."""
+
+from __future__ import annotations
+
+import html
+
+import streamlit as st
+from sqlalchemy import update
+from sqlalchemy.engine import Engine
+
+from annotate.store.db import retrying, session
+from annotate.store.models import Annotator, Study
+from annotate.web.paths import url_prefix
+from annotate.web.render import safe_markdown
+
+# Focus a Streamlit button by its key once it is drawn, so that Enter presses it (Streamlit
+# buttons take no autofocus). Only when nothing else has the focus; tries for about 2 seconds.
+_FOCUS_JS = """export default function ({ data }) {
+  let tries = 0;
+  const focus = () => {
+    const button = document.querySelector(`.st-key-${data.key} button`);
+    if (button) {
+      const active = document.activeElement;
+      if (!active || active === document.body) button.focus();
+    } else if (++tries < 40) setTimeout(focus, 50);
+  };
+  focus();
+}"""
+_focus = st.components.v2.component("annotate_focus_button", html="<span></span>", js=_FOCUS_JS)
+
+
+def focus_button(key: str) -> None:
+    """Give the button drawn with `key` (letters, digits, _ and -) the keyboard focus."""
+    _focus(key=f"focus_{key}", data={"key": key})
+
+
+def app_prefix() -> str:
+    """Where the app is on its host: "" or "/annotate" for server.baseUrlPath = "annotate"."""
+    return url_prefix(st.get_option("server.baseUrlPath"))
+
+
+def sign_out_url() -> str:
+    return f"{app_prefix()}/logout"
+
+
+def sign_out_link() -> None:
+    """Our own markup (the prefix is a plain path, see web_paths): a same-tab link, which
+    st.link_button is not. The labelling form draws its own; this one is for the pages without
+    the form."""
+    href = html.escape(sign_out_url(), quote=True)
+    st.markdown(f'<a href="{href}" target="_self">Sign out</a>', unsafe_allow_html=True)
+
+
+def show_guidelines(study: Study) -> None:
+    st.title("Guidelines")
+    st.markdown(safe_markdown(study.guidelines))
+
+
+@retrying
+def mark_guidelines_seen(engine: Engine, *, annotator_id: int) -> None:
+    with session(engine) as s:
+        s.execute(
+            update(Annotator).where(Annotator.id == annotator_id).values(guidelines_seen=True)
+        )
+
+
+def finished_extras(user: Annotator, study: Study) -> None:
+    """What a finished annotator sees besides the thanks: a failed qualification, and a crowd
+    platform's completion code with the button back to the platform."""
+    from annotate.prolific import completion_url
+    from annotate.queue.gold import FAILED, qualification_of
+    from annotate.web.access import engine
+
+    if qualification_of(engine(), annotator_id=user.id).state == FAILED:
+        st.info(
+            "Your first answers did not match what this study needs, so no further pairs will "
+            "be shown to you. Thank you for your time."
+        )
+    url = completion_url(study) if user.external_id else None
+    if url:
+        code = study.prolific_completion_code.strip()
+        st.markdown("Your completion code:")
+        st.code(code, language=None)
+        st.link_button("Return to Prolific", url, type="primary")

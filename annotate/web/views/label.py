@@ -1,0 +1,202 @@
+"""The labelling page: one pair at a time in one component (`annotate.web.label_form`); answers are
+given in the browser and committed on Submit, before the next pair shows."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from annotate.annotations import StaleAnswer
+from annotate.answers import FormState, missing_questions
+from annotate.earlier_answers import EarlierAnswer, earlier_answers, previous_pair
+from annotate.labelling import Item, current_item, draft_seconds, load_study, save_draft, submit
+from annotate.queue.assignment import progress, queue_status, skip
+from annotate.queue.rules import AccountClosed
+from annotate.store.models import Annotator, Study
+from annotate.web.access import engine, require_user
+from annotate.web.label_form import event_value, form_data, label_form
+from annotate.web.views.common import (
+    finished_extras,
+    focus_button,
+    mark_guidelines_seen,
+    show_guidelines,
+    sign_out_link,
+    sign_out_url,
+)
+
+EDIT_KEY = "edit_pair_id"
+REFUSED_KEY = "refused"
+HISTORY_KEY = "show_history"
+MAX_SECONDS = 24 * 3600.0
+# Our own constant CSS (never data): the form starts right under Streamlit's thin header, and
+# the previous pair's form, which Streamlit retains until the run that replaced it is over, is
+# not shown next to the new one.
+PAGE_CSS = (
+    "<style>.stMainBlockContainer { padding-top: 3.6rem; padding-bottom: 1rem; }"
+    ' [class*="st-key-label_form_"][data-retained] { display: none; }</style>'
+)
+
+
+def _form_key(item: Item) -> str:
+    # One component per pair and visit: a new pair mounts afresh (at its top, nothing of the
+    # previous pair left). Keys become CSS classes: ids only, never chosen/rejected.
+    return f"label_form_{item.assignment.id}_{'edit' if item.editing else 'new'}"
+
+
+def _seconds(payload: object) -> float | None:
+    value = payload.get("seconds") if isinstance(payload, dict) else None
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return min(max(float(value), 0.0), MAX_SECONDS)
+    return None
+
+
+def _form(payload: object, item: Item, study: Study) -> FormState:
+    sent = payload.get("form") if isinstance(payload, dict) else None
+    return FormState.from_browser(sent, study=study, n_aspects=len(item.pair.rubric_aspects or []))
+
+
+def _leave(item: Item, study: Study, payload: object) -> None:
+    """Keep a new pair's answers so far as its draft before the page shows another pair."""
+    if not item.editing and isinstance(payload, dict):
+        save_draft(
+            engine(),
+            assignment_id=item.assignment.id,
+            form=_form(payload, item, study),
+            seconds=_seconds(payload),
+        )
+    st.session_state.pop(REFUSED_KEY, None)
+    st.session_state.pop(HISTORY_KEY, None)
+
+
+def _on_event(name: str, *, key: str, item: Item, study: Study, user: Annotator) -> None:
+    payload = event_value(key, name)
+    if name == "submit":
+        form = _form(payload, item, study)
+        missing = missing_questions(study, form, n_aspects=len(item.pair.rubric_aspects or []))
+        if missing:
+            st.session_state[REFUSED_KEY] = missing
+            return
+        try:
+            submit(engine(), item=item, form=form, seconds=_seconds(payload))
+        except AccountClosed:
+            return  # nothing saved; the rerun's sign-in check shows the page for a closed account
+        except StaleAnswer as stale:
+            # another tab answered this pair after this one loaded it: show the answer kept
+            st.session_state["flash"] = (
+                f"This pair was answered in another tab at {stale.submitted_at:%H:%M} UTC; your "
+                "answer here was not saved. That answer is shown below: change it if you meant to."
+            )
+            st.session_state[EDIT_KEY] = item.pair.id
+            st.session_state.pop(REFUSED_KEY, None)
+            return
+        st.session_state["flash"] = "Your change was saved." if item.editing else "Answer saved."
+        st.session_state.pop(EDIT_KEY, None)
+        st.session_state.pop(REFUSED_KEY, None)
+        st.session_state.pop(HISTORY_KEY, None)
+    elif name == "draft" and not item.editing:
+        save_draft(
+            engine(),
+            assignment_id=item.assignment.id,
+            form=_form(payload, item, study),
+            seconds=_seconds(payload),
+        )
+    elif name == "skip" and not item.editing:
+        _leave(item, study, None)
+        skip(engine(), annotator_id=user.id, pair_id=item.pair.id)
+    elif name == "cancel":
+        _leave(item, study, None)
+        st.session_state.pop(EDIT_KEY, None)
+    elif name == "back":
+        before = item.pair.id if item.editing else None
+        target = previous_pair(engine(), annotator_id=user.id, before=before)
+        if target is None:
+            st.session_state["flash"] = "There is no earlier pair."
+            return
+        _leave(item, study, payload)
+        st.session_state[EDIT_KEY] = target
+    elif name == "open":
+        known = {a.pair_id for a in earlier_answers(engine(), annotator_id=user.id)}
+        if payload in known:
+            _leave(item, study, None)
+            st.session_state[EDIT_KEY] = payload
+    elif name == "history":
+        st.session_state[HISTORY_KEY] = True
+
+
+def _finished(user: Annotator, study: Study) -> None:
+    status = queue_status(engine(), annotator_id=user.id)
+    if status.busy_until is not None:  # no completion code while pairs may come back
+        st.info(
+            "Every pair left is being labelled by someone else right now. Please come back "
+            f"after {status.busy_until:%H:%M} UTC: pairs nobody answers come back then."
+        )
+    elif status.answered == 0:
+        st.info("There is no pair for you to label in this study.")
+    else:
+        st.success("You have labelled every pair available to you. Thank you!")
+        finished_extras(user, study)
+    done = earlier_answers(engine(), annotator_id=user.id)
+    if done:
+        _earlier_answers_picker(done)
+    sign_out_link()
+
+
+def _earlier_answers_picker(done: list[EarlierAnswer]) -> None:
+    with st.expander(f"Change an earlier answer ({len(done)} answered)"):
+        labels = {a.pair_id: f"{a.question} — {a.answer}" for a in done}
+        choice = st.selectbox(
+            "Pair to revisit",
+            options=list(labels),
+            format_func=labels.get,
+            index=None,
+            placeholder="Choose a pair you answered",
+            key="history_choice",
+        )
+        if st.button("Open this pair", key="open_history", disabled=choice is None):
+            st.session_state[EDIT_KEY] = choice
+            st.session_state.pop("history_choice", None)
+            st.rerun()
+
+
+def main() -> None:
+    user = require_user()
+    study = load_study(engine(), study_id=user.study_id)
+    if study.guidelines.strip() and not user.guidelines_seen:
+        show_guidelines(study)
+        if st.button("Start labelling", type="primary", key="start_labelling"):
+            mark_guidelines_seen(engine(), annotator_id=user.id)
+            st.rerun()
+        focus_button("start_labelling")  # Enter starts, no Tab first
+        sign_out_link()
+        return
+    st.html(PAGE_CSS)
+    flash = st.session_state.pop("flash", None)
+    item = current_item(engine(), annotator_id=user.id, pair_id=st.session_state.get(EDIT_KEY))
+    if item is None:
+        st.session_state.pop(EDIT_KEY, None)
+        if flash:
+            st.toast(flash, icon=":material/check_circle:")
+        _finished(user, study)
+        return
+    done_total = progress(engine(), annotator_id=user.id)
+    key = _form_key(item)
+    show_history = st.session_state.get(HISTORY_KEY)
+    data = form_data(
+        item=item,
+        study=study,
+        form=item.initial_form(),
+        progress=(done_total.done, done_total.total),
+        seconds_before=0.0 if item.editing else draft_seconds(item.assignment.draft),
+        can_go_back=done_total.done > 0,
+        history=earlier_answers(engine(), annotator_id=user.id) if show_history else None,
+        refused=st.session_state.get(REFUSED_KEY),
+        flash=flash,
+        sign_out_url=sign_out_url(),
+    )
+    label_form(
+        key=key,
+        data=data,
+        on_event=lambda name: _on_event(name, key=key, item=item, study=study, user=user),
+    )
+
+
+main()
