@@ -20,6 +20,13 @@ maintainers:
   cookie of an active maintainer, or the same sign-in cookies as an open console session
   (covers maintainers signed in with their organisation through `st.login`).
 
+The page's WebSocket is open to every visitor, but one client (network address; behind a
+reverse proxy listed in FORWARDED_ALLOW_IPS, the address it forwards) holds at most
+`MAX_SOCKETS_PER_CLIENT` at once: each socket is a Streamlit session that keeps the widget
+state it is sent (at most `server.maxWidgetStateSize` a message, which `annotate serve` sets
+just above the labelling form's largest message), so a stranger's sockets cannot fill the
+server's memory. A socket past the limit is closed before Streamlit sees it (code 1008).
+
 Refusals are answered before Streamlit reads anything, so they cost no memory. A refused body
 that is small enough is read and thrown away first (see `_refuse`), so that the client reads the
 answer instead of a reset connection.
@@ -62,6 +69,10 @@ OIDC_COOKIE_PREFIX = "_streamlit_user"  # st.login's signed identity cookies (ma
 # maintainers'.
 PUBLIC_CORE = ("stream", "health", "host-config", "bidi-components/")
 UPLOAD_PREFIX = "upload_file/"
+# Open page sockets (Streamlit sessions) per client: a few tabs, with room for a shared
+# address (an office, a campus) and for reconnects that overlap the old socket's close.
+MAX_SOCKETS_PER_CLIENT = 16
+POLICY_VIOLATION = 1008  # WebSocket close code
 
 
 @dataclass(frozen=True)
@@ -72,6 +83,7 @@ class _MaintainerSession:
 
 _sessions: dict[str, _MaintainerSession] = {}
 _lock = threading.Lock()
+_sockets: dict[str, int] = {}  # open page sockets per client address
 
 
 def _cookie_prints(cookies: dict[str, str]) -> frozenset[str]:
@@ -154,6 +166,9 @@ class StreamlitEndpointGuard:
         self.base_path = base_path
 
     async def __call__(self, scope, receive, send):
+        if scope["type"] == "websocket":
+            await self._socket(scope, receive, send)
+            return
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
@@ -175,6 +190,26 @@ class StreamlitEndpointGuard:
             await self.app(scope, receive, _no_downloads(send))
             return
         await self.app(scope, receive, send)
+
+    async def _socket(self, scope, receive, send) -> None:
+        client = (scope.get("client") or ("unknown",))[0]
+        with _lock:
+            if _sockets.get(client, 0) >= MAX_SOCKETS_PER_CLIENT:
+                refused = True
+            else:
+                refused = False
+                _sockets[client] = _sockets.get(client, 0) + 1
+        if refused:
+            await receive()  # websocket.connect
+            await send({"type": "websocket.close", "code": POLICY_VIOLATION})
+            return
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            with _lock:
+                _sockets[client] -= 1
+                if not _sockets[client]:
+                    del _sockets[client]
 
     def _relative_path(self, scope) -> str:
         """The path as Streamlit routes it: without the ASGI root_path (a server or parent app
