@@ -109,20 +109,16 @@ def test_ten_anonymous_sockets_sending_20_mb_each_leave_the_servers_memory(serve
 
     watcher = threading.Thread(target=watch, daemon=True)
     watcher.start()
-    sockets, closed = [], 0
-    try:
+    closed = 0
+    with contextlib.ExitStack() as sockets:
         for _ in range(10):
-            ws = open_socket(server)
-            sockets.append(ws)
+            ws = sockets.enter_context(open_socket(server))
             with contextlib.suppress(ConnectionClosed):
                 ws.send(rerun_message(20 * MB))
             closed += drain(ws, 10)
         held = rss_mb(pid)  # the attacker keeps its sockets open
-    finally:
         stop.set()
         watcher.join()
-        for ws in sockets:
-            ws.close()
     print(f"server RSS {before:.0f} MB, peak {peak[0]:.0f} MB, held {held:.0f} MB")
     assert closed == 10, "every oversized message closes its socket"
     assert held - before < 100, f"grew by {held - before:.0f} MB"
@@ -131,19 +127,14 @@ def test_ten_anonymous_sockets_sending_20_mb_each_leave_the_servers_memory(serve
 def test_sockets_just_under_the_limit_are_accepted_and_bounded_per_client(server):
     pid = streamlit_pid(server)
     before = rss_mb(pid)
-    sockets = []
-    try:
+    with contextlib.ExitStack() as sockets:
         for _ in range(MAX_SOCKETS_PER_CLIENT):
-            ws = open_socket(server)
-            sockets.append(ws)
+            ws = sockets.enter_context(open_socket(server))
             ws.send(rerun_message(900_000))
             assert not drain(ws, 1.0), "a message under the limit keeps its socket"
         with pytest.raises(InvalidStatus):  # one more from the same client is refused
             open_socket(server)
         held = rss_mb(pid)
-    finally:
-        for ws in sockets:
-            ws.close()
     print(f"{MAX_SOCKETS_PER_CLIENT} sockets x 0.9 MB: server RSS {before:.0f} -> {held:.0f} MB")
     assert held - before < 100
     # the sockets' slots are free again once they closed
