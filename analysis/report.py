@@ -33,7 +33,7 @@ from analysis.csv_cells import neutralise_frame
 from analysis.errors import UserError
 from analysis.frames import Coded, code, first_slot_picked
 from analysis.intervals import MIN_ANNOTATORS, MIN_INTERVAL_UNITS, MIN_UNITS, Panel
-from analysis.pairs import pair_table, verdict_counts
+from analysis.pairs import gap_noise, pair_table, verdict_counts
 from analysis.quality import dimension_summary, quality_alpha, response_counts
 from analysis.tables import DIMENSIONS, PREFERENCES, REASONS
 from analysis.validity import exact_proportion, label_share, position_bias
@@ -542,6 +542,7 @@ def build_report(
         min_annotations=options.min_annotations,
         quality_threshold=options.quality_threshold,
         pair_gap=options.pair_gap,
+        noise=gap_noise(stats),
     )
     with_aspects = aspect_check.has_aspects(annotations)
     if with_aspects:

@@ -110,14 +110,19 @@ def test_boundaries_are_strict():
 def test_min_annotations_and_reason_ties():
     rows = [
         *two("p", "chosen", "chosen", chosen=GOOD, rejected=GOOD),
-        # general_quality shares the top reason with personal_fit: counted as a confound
+        # general_quality as often as personal_fit and both together: no confound (rule 5
+        # needs general quality given by *more* annotators, as the reason check counts)
+        row("even", "a1", "chosen", chosen=GOOD, rejected=GOOD, reason="general_quality"),
+        row("even", "a2", "chosen", chosen=GOOD, rejected=GOOD, reason="personal_fit"),
+        row("even", "a3", "chosen", chosen=GOOD, rejected=GOOD),
         row("q", "a1", "chosen", chosen=GOOD, rejected=GOOD, reason="general_quality"),
-        row("q", "a2", "chosen", chosen=GOOD, rejected=GOOD, reason="personal_fit"),
-        row("q", "a3", "chosen", chosen=GOOD, rejected=GOOD),
+        row("q", "a2", "chosen", chosen=GOOD, rejected=GOOD, reason="general_quality"),
+        row("q", "a3", "chosen", chosen=GOOD, rejected=GOOD, reason="both"),
     ]
-    assert verdicts(report_of(rows)) == {"p": "valid", "q": "quality_confound"}
+    assert verdicts(report_of(rows)) == {"p": "valid", "even": "valid", "q": "quality_confound"}
     assert verdicts(report_of(rows, min_annotations=3)) == {
         "p": "insufficient_annotations",
+        "even": "valid",
         "q": "quality_confound",
     }
 
