@@ -211,12 +211,15 @@ def _quality(stats: Coded, options: ReportOptions, panel: Panel) -> dict:
         }
         chosen = stats.pair_mean(f"{dimension}_chosen")[pairs_with_annotations]
         rejected = stats.pair_mean(f"{dimension}_rejected")[pairs_with_annotations]
+        rated = counts.sum(axis=1).reshape(-1, 2)[pairs_with_annotations]
         section.update(
             dimension_summary(
                 chosen,
                 rejected,
                 margin=options.margin,
                 threshold=options.quality_threshold,
+                chosen_counts=rated[:, 0],
+                rejected_counts=rated[:, 1],
             )
         )
         section["asked"] = dimension in options.asked_dimensions
