@@ -270,3 +270,32 @@ def test_annotator_interval_equals_a_slow_recomputation(width):
 
     expected = (max(-1.0, point - half(0.1)), min(1.0, point + half(0.08)))
     assert ci == pytest.approx(expected, abs=1e-10)
+
+
+def test_a_zero_width_interval_comes_with_a_note():
+    # every pair's three annotators agree: every resample gives 1
+    counts = np.tile([3, 0, 0], (20, 1))
+    estimate = percent_agreement(counts, bootstrap=200, seed=0)
+    assert estimate.ci95 == (1.0, 1.0)
+    assert "zero-width" in estimate.note
+
+
+def test_ac1_interval_stays_inside_its_range():
+    # three annotators who mostly each pick a different label: AC1 near its minimum -1/2
+    rng = np.random.default_rng(4)
+    n_pairs = 30
+    pair = np.repeat(np.arange(n_pairs), 3)
+    who = np.tile(np.arange(3), n_pairs)
+    value = np.where(rng.random(pair.size) < 0.9, (who + pair) % 3, rng.integers(0, 3, pair.size))
+    counts = np.zeros((n_pairs, 3), dtype=np.int64)
+    np.add.at(counts, (pair, value), 1)
+    own = np.eye(3, dtype=np.int64)[value]
+    estimate = ac1_of(counts, own, Panel.of(pair, who, seed=0))
+    assert estimate.value < -0.3
+    assert estimate.ci95_annotators[0] >= -0.5 and estimate.ci95[0] >= -0.5
+
+
+def ac1_of(counts, own, panel):
+    from analysis.agreement import gwet_ac1
+
+    return gwet_ac1(counts, bootstrap=300, seed=0, panel=panel, own=own)
