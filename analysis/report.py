@@ -302,9 +302,10 @@ def _methods(options: ReportOptions, *, n_gold_pairs: int) -> dict:
                 "holds for annotators in general (like these, from the same pool): it adds how "
                 "much the value could change with other annotators, estimated by leaving one "
                 "annotator out at a time, beyond what shuffling annotators within pairs gives "
-                "(8 to 20 shuffles, more with fewer annotators); null below "
-                f"{MIN_ANNOTATORS} annotators. The headline "
-                "and the label check use it"
+                "(8 to 20 shuffles, more with fewer annotators), added to the pairs' variance "
+                "with Welch-Satterthwaite degrees of freedom and cut to the statistic's range; "
+                f"null below {MIN_ANNOTATORS} annotators. The headline and the label check "
+                "use it; with fewer annotators the label check is insufficient"
             ),
             "too_few_units": (
                 f"an agreement statistic needs {MIN_UNITS} pairs with two or more annotations "
@@ -327,6 +328,12 @@ def _methods(options: ReportOptions, *, n_gold_pairs: int) -> dict:
             "peer_agreement": "a tie is a label like any other",
             "majority": "a strict majority: more than half of the pair's annotations; a tie majority is no consensus",
         },
+        "quality_confound": (
+            "reason: general_quality given by more annotators than personal_fit and both "
+            "together; gap: the one-sided 95% lower bound of the pair's mean per-annotator gap "
+            "(its variance shrunk towards the study's pooled gap variance, 4 degrees of "
+            "freedom) above --pair-gap (pairs.csv: <dimension>_gap_lower)"
+        ),
         "orientation": (
             "preference labels are already mapped back from the A/B slots to chosen/rejected. "
             "alpha_neutral orients each pair's responses by a stable sha256 hash of the pair id "
