@@ -13,7 +13,9 @@ probe, host configuration, components, static files, inline media) and keeps the
 maintainers:
 
 - an upload is accepted only for a session that passed the console's maintainer check
-  (`register_maintainer_session`, called by `access.require_admin`), at most
+  (`register_maintainer_session`, called by `access.require_admin`), from a request carrying
+  that session's own sign-in cookie (a session id alone, as seen in a proxy log, is not
+  enough), at most
   `UPLOAD_LIMIT_MB` each, `MAX_UPLOADS_PER_SESSION` files and `SESSION_UPLOAD_LIMIT_MB` held
   at once, refused from the Content-Length before any of the body is read;
 - other internal routes and downloadable media files need a maintainer request: the login
@@ -248,6 +250,13 @@ class StreamlitEndpointGuard:
             return
         session_id = rest.split("/", 1)[0]
         entry = _live_maintainer_session(session_id)
+        # The session id appears in addresses (proxy logs): the request must also carry the
+        # sign-in cookie that session was opened with, so only the maintainer's own browser
+        # can upload into it.
+        if entry is not None and not (
+            _cookie_prints(_request_cookies(scope)) & entry.cookie_prints
+        ):
+            entry = None
         if entry is None or not await run_in_threadpool(
             _is_active_maintainer, self.get_engine(), annotator_id=entry.annotator_id, token=None
         ):
