@@ -15,11 +15,13 @@ from analysis.sampling import draw_sample
 from annotate.annotations import Answer, submit_and_next
 from annotate.auth import create_annotator
 from annotate.cli import main
+from annotate.monitoring import study_progress
 from annotate.pairs_io import read_pairs
 from annotate.queue.assignment import next_assignment, progress
 from annotate.store.db import get_engine, read_session, session
 from annotate.store.models import Annotation, Pair
 from annotate.studies import get_study
+from annotate.study_report import build_study_report
 from tests.factories import pair_record, write_jsonl
 
 PAIRS = 300
@@ -99,6 +101,9 @@ def test_sample_label_report_export_cleaned(db_backend, make_db_url, tmp_path):
         served = _label_everything(engine, annotator_id)
         assert sorted(served) == sorted(queued)  # the queue never serves an unsampled pair
 
+    done = study_progress(engine, study_id=study.id)  # the console's progress: the sample's
+    assert (done.pairs, done.needed, done.remaining) == (60, 120, 0)
+
     out, cleaned = tmp_path / "out", tmp_path / "cleaned.jsonl"
     report_args = ["report", "--db", url, "--study", "s", "--out", str(out), "--bootstrap", "0"]
     assert main([*report_args, "--model", f"judge={judge}", "--export-cleaned", str(cleaned)]) == 0
@@ -117,6 +122,12 @@ def test_sample_label_report_export_cleaned(db_backend, make_db_url, tmp_path):
     assert html.escape(population["sentence"]) in (out / "report.html").read_text()
     # the rest stratum's 30 labelled pairs are all valid: still not a zero-width interval
     assert valid["ci95"][0] < valid["share"] and population["bad_left"]["ci95"][1] > 0
+
+    # the console's report (Agreement and Exports pages) has the population key too (no judge)
+    console, _, _ = build_study_report(engine, study="s", bootstrap=0)
+    console_valid = console["population"]["estimates"]["valid"]
+    assert console_valid["ci95"] == console_valid["ci95_human_only"] == valid["ci95_human_only"]
+    assert console_valid["method"] == "design-based"
 
     # the unchecked pairs are untouched: no annotation, no verdict of their own
     with read_session(engine) as s:

@@ -55,7 +55,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         metavar="NAME=FILE",
         help="a judge's output on every pair (a --model file: pairwise judgements, scores or "
         "preferences): every pair it flags (prefers rejected, ties or fails to parse) is "
-        f"queued, up to {FLAGGED_SHARE:.0%} of N (a random {FLAGGED_SHARE:.0%} of N when it "
+        f"queued, up to {FLAGGED_SHARE:.0%}% of N (a random {FLAGGED_SHARE:.0%}% of N when it "
         "flags more), and a uniform random sample of the other pairs fills the rest",
     )
     sample.add_argument(

@@ -142,10 +142,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def add_sample_sizing(parser: argparse.ArgumentParser) -> None:
     """annotate plan --population M: how many pairs of a benchmark to sample (issue 24)."""
     sizing = parser.add_argument_group(
-        "benchmark sample sizing (--population M: instead of the power table, how many of a "
-        "benchmark's M pairs humans must label, import-pairs --sample N, for the report's "
-        "benchmark-wide valid share to have a 95%% interval of at most +-HALF-WIDTH; "
-        "uniform, uniform with a judge score (PPI++), and judge-guided (--sample-by))"
+        "benchmark sample sizing (--population M)",
+        "Instead of the power table: how many of a benchmark's M pairs humans must label "
+        "(import-pairs --sample N) for the report's benchmark-wide valid share to have a 95% "
+        "interval of at most +-HALF-WIDTH, for three designs: uniform with humans only, "
+        "uniform with a judge score (PPI++), and judge-guided (--sample-by: every flagged "
+        "pair up to 80% of N, a uniform sample of the rest). README: For benchmark builders.",
     )
     sizing.add_argument(
         "--population", type=int, default=None, metavar="M", help="pairs in the benchmark"
