@@ -62,6 +62,17 @@ class ImportResult:
         return text if self.sample is None else f"{text}; {self.sample.summary()}"
 
 
+def _is_sampled(s: Session, *, study_id: int) -> bool:
+    return (
+        s.exec(
+            select(Pair.id)
+            .where(Pair.study_id == study_id, Pair.inclusion_probability.is_not(None))
+            .limit(1)
+        ).first()
+        is not None
+    )
+
+
 def _apply_sample(s: Session, *, study_id: int, request: SampleRequest) -> SampleResult:
     """Draw the sample over all the study's pairs (analysis/sampling.py, the one draw) and
     store each pair's queued flag, inclusion probability and stratum. Refused when it would
@@ -287,6 +298,16 @@ def import_pairs(
             raise InputError(str(path), problems)
         if batch:
             conn.execute(_INSERT, batch)
+        if sample is None and added and _is_sampled(s, study_id=study.id):
+            s.rollback()
+            raise InputError(
+                str(path),
+                [
+                    f"study {study_name!r} is a sampled population (import-pairs --sample); "
+                    f"adding {added} pairs without --sample would leave them outside the sample "
+                    "design (import them with --sample to draw again, or into another study)"
+                ],
+            )
         drawn = None if sample is None else _apply_sample(s, study_id=study.id, request=sample)
         if progress is not None:
             progress(seen)

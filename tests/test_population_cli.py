@@ -182,3 +182,17 @@ def test_without_sample_by_the_draw_is_uniform_and_reported_design_based(tmp_pat
     assert population["pairs_labelled"] == 0
     assert population["estimates"]["valid"]["share"] is None
     assert "no labelled pair" in population["estimates"]["valid"]["note"]
+
+
+def test_pairs_added_to_a_sampled_study_need_a_new_draw(tmp_path, capsys):
+    url = f"sqlite:///{tmp_path / 'db.sqlite'}"
+    first = write_jsonl(tmp_path / "a.jsonl", [pair_record(i) for i in range(10)])
+    more = write_jsonl(tmp_path / "b.jsonl", [pair_record(i) for i in range(12)])
+    assert main(["import-pairs", str(first), "--sample", "4", "--db", url]) == 0
+    assert main(["import-pairs", str(more), "--db", url]) != 0
+    assert "is a sampled population" in capsys.readouterr().err
+    assert main(["import-pairs", str(more), "--sample", "4", "--db", url]) == 0
+    with read_session(get_engine(url)) as s:
+        stored = s.exec(select(Pair)).all()
+    assert len(stored) == 12 and sum(p.queued for p in stored) == 4
+    assert {p.inclusion_probability for p in stored} == {4 / 12}
