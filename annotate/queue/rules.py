@@ -10,7 +10,8 @@ order, and when a gold check comes first.
    (annotate/queue/gold.py); each annotator meets the gold pairs in an order of their own
    (a keyed coin, `next_gold`);
 5. the least-covered real pair with room (n_assigned below the overlap target) that this
-   annotator has not been given; on PostgreSQL one nobody is reserving right now, else one
+   annotator has not been given; a real pair is a queued non-gold pair (a sampled study,
+   import-pairs --sample, stores the whole benchmark but queues only its sample); on PostgreSQL one nobody is reserving right now, else one
    whose row lock it waits for;
 6. a gold pair first, when the gold coin says so for the annotator's next position in their
    queue (so gold comes up at random positions, about once every GOLD_EVERY pairs, also
