@@ -1,16 +1,16 @@
 """Prolific's "screened out" code per study (study.prolific_screened_out_code): a participant
 who fails the qualification is shown it instead of the completion code.
 
-Revision ID: 0006_security
-Revises: 0005_storage
+Revision ID: 0007_security
+Revises: 0006
 Create Date: 2026-12-01
 """
 
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0006_security"
-down_revision = "0005_storage"
+revision = "0007_security"
+down_revision = "0006"
 branch_labels = None
 depends_on = None
 
