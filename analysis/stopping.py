@@ -25,6 +25,7 @@ plan`` (the simulated adaptive designs) all call :func:`stopping_states`.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -85,3 +86,62 @@ def target_after(state: str, *, n: int, minimum: int, maximum: int) -> int:
     if state == NEEDS_MORE:
         return min(maximum, n + 1)
     return min(n, maximum) if state == AT_MAX else n
+
+
+# --- the report's view of a study's overlap design ------------------------------------------
+
+SAMPLE_METHOD = (
+    "adaptive overlap: every agreement statistic, and the conclusion's population checks "
+    "(label agreement, quality equivalence, stated reasons), are computed on the agreement "
+    "sample only: pairs drawn by a keyed coin before any answer, each given exactly K "
+    "annotations whatever its answers said. Over all pairs they would be biased, because "
+    "whether a pair got more answers depends on its answers (stopping when annotators agree "
+    "makes agreement look higher; contested pairs would weigh more in annotation-level "
+    "shares). Weighting cannot repair that: how many answers a pair got is a function of "
+    "those answers, not a known inclusion probability. Per-pair verdicts use all answers."
+)
+
+
+@dataclass(frozen=True)
+class OverlapDesign:
+    """How many annotations a study gave each pair: fixed (minimum = maximum = the overlap)
+    or adaptive (this module's rule between minimum and maximum), with the agreement sample
+    (pair ids drawn by the study's keyed coin, each given exactly ``agreement_overlap``)."""
+
+    adaptive: bool
+    minimum: int
+    maximum: int
+    ties: bool = True
+    agreement_fraction: float = 0.0
+    agreement_overlap: int = 0
+    sample: frozenset[str] = frozenset()
+
+    def section(self) -> dict:
+        """The report's ``design`` key (contract section 4)."""
+        out = {
+            "overlap": "adaptive" if self.adaptive else "fixed",
+            "min": self.minimum,
+            "max": self.maximum,
+        }
+        if self.adaptive:
+            out["agreement_sample"] = {
+                "fraction": self.agreement_fraction,
+                "overlap": self.agreement_overlap,
+                "pairs": len(self.sample),
+            }
+            out["note"] = SAMPLE_METHOD
+        return out
+
+    def stopped(self, pair_ids: Sequence[str], counts: np.ndarray) -> list[str | None]:
+        """Each pair's ``stopped`` ("decided", "max", "open") from its answer counts; None in
+        a fixed-overlap study. A pair of the agreement sample is "max" once it has its K."""
+        if not self.adaptive:
+            return [None] * len(pair_ids)
+        states = stopping_states(counts, minimum=self.minimum, maximum=self.maximum, ties=self.ties)
+        totals = np.asarray(counts).sum(axis=1)
+        return [
+            ("max" if n >= self.agreement_overlap else "open")
+            if pair_id in self.sample
+            else STOPPED[str(state)]
+            for pair_id, n, state in zip(pair_ids, totals, states, strict=True)
+        ]

@@ -28,7 +28,7 @@ import numpy as np
 from sqlalchemy import bindparam, func, select, update
 from sqlalchemy.engine import Connection
 
-from analysis.stopping import STOPPED, stopping_states, target_after
+from analysis.stopping import OverlapDesign, stopping_states, target_after
 from analysis.tables import PREFERENCES
 from annotate.queue.rules import coins_of
 from annotate.store.models import Annotation, Pair, Study
@@ -85,18 +85,21 @@ class Design:
                 )
         return out
 
-    def stopped(self, keys: list[str], counts: np.ndarray) -> list[str | None]:
-        """The report's per-pair `stopped` ("decided", "max", "open"); None in fixed studies.
-        A pair of the agreement sample is "max" once it has its K answers, else "open"."""
+    def report_design(self, pair_keys: Iterable[str]) -> OverlapDesign:
+        """The design as the report reads it (analysis.stopping.OverlapDesign), with the
+        agreement sample among these (real) pairs."""
         if not self.adaptive:
-            return [None] * len(keys)
-        out = []
-        for key, row, state in zip(keys, counts, self.states(counts), strict=True):
-            if self.in_sample(key):
-                out.append("max" if row.sum() >= self.agreement_overlap else "open")
-            else:
-                out.append(STOPPED[str(state)])
-        return out
+            k = self.overlap_target
+            return OverlapDesign(adaptive=False, minimum=k, maximum=k, ties=self.allow_ties)
+        return OverlapDesign(
+            adaptive=True,
+            minimum=self.adaptive_min,
+            maximum=self.adaptive_max,
+            ties=self.allow_ties,
+            agreement_fraction=self.agreement_sample,
+            agreement_overlap=self.agreement_overlap,
+            sample=frozenset(key for key in pair_keys if self.in_sample(key)),
+        )
 
 
 def design_of(conn: Connection, *, study_id: int) -> Design:
