@@ -145,3 +145,26 @@ class OverlapDesign:
             else STOPPED[str(state)]
             for pair_id, n, state in zip(pair_ids, totals, states, strict=True)
         ]
+
+
+def expected_annotations(
+    counts: np.ndarray, *, in_sample: np.ndarray, design: OverlapDesign
+) -> np.ndarray:
+    """How many annotations each pair is expected to end with (progress and ETA of an
+    adaptive study): a pair of the agreement sample its K; a pair the rule has stopped what it
+    has; an open pair at least one more than it has, and otherwise the mean final count of the
+    stopped pairs outside the sample (the midpoint of MIN and MAX while there are none),
+    never above MAX."""
+    counts = np.asarray(counts, dtype=np.int64).reshape(-1, len(PREFERENCES))
+    n = counts.sum(axis=1)
+    if not design.adaptive:
+        return np.maximum(n, design.maximum)
+    states = stopping_states(
+        counts, minimum=design.minimum, maximum=design.maximum, ties=design.ties
+    )
+    stopped = states != NEEDS_MORE
+    finished = stopped & ~in_sample
+    typical = n[finished].mean() if finished.any() else (design.minimum + design.maximum) / 2
+    open_ = np.minimum(np.maximum(n + 1, typical), design.maximum)
+    out = np.where(stopped, n, open_).astype(float)
+    return np.where(in_sample, np.maximum(n, design.agreement_overlap), out)

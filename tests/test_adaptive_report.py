@@ -6,6 +6,7 @@ from __future__ import annotations
 from sqlmodel import select
 
 from annotate.annotations import Answer, submit_and_next
+from annotate.monitoring import study_progress
 from annotate.queue.assignment import next_assignment
 from annotate.queue.targets import Design
 from annotate.store.db import get_engine, session
@@ -83,6 +84,11 @@ def test_report_of_an_adaptive_study(tmp_path):
     # agreement statistics: the sample's pairs only
     assert report["preference"]["label_agreement"]["n"] <= len(sample)
     assert report["counts"]["annotations"] == sum(p["n_annotations"] for p in pairs.values())
+    # the console's progress counts the annotations expected, here all of them given
+    progress = study_progress(engine, study_id=study_id)
+    assert progress.adaptive and progress.finished
+    assert progress.needed == progress.collected == report["counts"]["annotations"]
+    assert progress.complete == progress.pairs == 30
 
 
 def keys_of(keys: dict[int, str], key: str) -> int:

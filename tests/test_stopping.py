@@ -115,3 +115,24 @@ def test_bad_arguments_are_refused():
 )
 def test_target_after(state, n, target):
     assert target_after(state, n=n, minimum=2, maximum=5) == target
+
+
+def test_expected_annotations_for_progress_and_eta():
+    from analysis.stopping import OverlapDesign, expected_annotations
+
+    design = OverlapDesign(
+        adaptive=True, minimum=2, maximum=5, ties=False, agreement_overlap=3, sample=frozenset()
+    )
+    counts = np.array(
+        [
+            [2, 0, 0],  # decided at 2: ends with 2
+            [3, 1, 0],  # decided at 4: ends with 4
+            [1, 1, 0],  # open: the stopped pairs' mean, 3
+            [0, 0, 0],  # not started: 3
+            [2, 2, 0],  # open at 4: at least one more, 5
+            [1, 0, 0],  # agreement sample: K
+        ]
+    )
+    in_sample = np.array([False, False, False, False, False, True])
+    expected = expected_annotations(counts, in_sample=in_sample, design=design)
+    assert expected.tolist() == [2, 4, 3, 3, 5, 3]
