@@ -208,8 +208,11 @@ def power(
     options = replace(options, bootstrap=0)
     adaptive = per_pair if isinstance(per_pair, Adaptive) else None
     drawn = adaptive.most if adaptive else per_pair
-    key = [seed, n_pairs, drawn, *((adaptive.minimum, adaptive.maximum) if adaptive else ())]
-    rng = np.random.default_rng(key)
+    # Common random numbers: every design that draws as many annotations a pair (fixed 5 and
+    # adaptive 2-5) sees the same simulated answers, so their difference is the designs', not
+    # simulation noise; the agreement sample's coin has a stream of its own.
+    rng = np.random.default_rng([seed, n_pairs, drawn])
+    coin = np.random.default_rng([seed, n_pairs, drawn, 1])
     passed = dict.fromkeys((*CHECKS, "all"), 0)
     kept_total = right = with_max = 0
     for _ in range(simulations):
@@ -225,7 +228,7 @@ def power(
         truth = np.where(study.attrs["pair_rate"] > 0.5, "chosen", "rejected")
         checked = study
         if adaptive is not None:
-            sample = rng.random(n_pairs) < adaptive.agreement_sample
+            sample = coin.random(n_pairs) < adaptive.agreement_sample
             stop = adaptive_stop(study, adaptive, ties=options.allow_ties, sample=sample)
             rank = np.tile(np.arange(drawn), n_pairs)
             full = _pair_counts(study[rank < adaptive.maximum], n_pairs)

@@ -3,7 +3,7 @@ sample, Krippendorff's alpha and its interval are those of a fixed-overlap study
 interval covers the true alpha as often as it says; computed over all pairs of the same
 studies, alpha is biased, because how many answers a pair got depends on its answers.
 
-200 simulated studies of 1,000 pairs (3 in 4 clear: chosen with p = 0.9; 1 in 4 contested:
+200 simulated studies of 2,000 pairs (3 in 4 clear: chosen with p = 0.9; 1 in 4 contested:
 p = 0.55; no ties), adaptive 2-5 with a 20 % agreement sample of K = 3, through the labelling
 step's own stopping rule (analysis.plan.adaptive_stop, which calls analysis.stopping)."""
 
@@ -16,7 +16,7 @@ from analysis.plan import Adaptive, Effects, adaptive_stop, simulate_study
 
 MIX = ((0.75, 0.9), (0.25, 0.55))
 STUDIES = 200
-PAIRS = 1000
+PAIRS = 2000
 DESIGN = Adaptive(minimum=2, maximum=5, agreement_sample=0.2, agreement_overlap=3)
 
 
