@@ -102,3 +102,20 @@ def test_report_of_a_fixed_study_says_so(tmp_path):
     report, _, _ = build_study_report(engine, study="default", bootstrap=20)
     assert report["design"] == {"overlap": "fixed", "min": 2, "max": 2}
     assert all(p["stopped"] is None for p in report["pairs"])
+
+
+def test_switching_adaptive_on_and_off_sets_and_clears_the_pairs_targets(tmp_path):
+    from annotate.studies import configure_study
+
+    engine = get_engine(f"sqlite:///{tmp_path / 's.db'}")
+    make_study(engine, tmp_path, n_pairs=5, overlap_target=4)
+
+    def targets():
+        with session(engine) as s:
+            return sorted(s.exec(select(Pair.target)).all(), key=str)
+
+    assert targets() == [None] * 5
+    configure_study(engine, "default", adaptive_min=2, adaptive_max=5, agreement_sample=0.0)
+    assert targets() == [2] * 5
+    configure_study(engine, "default", adaptive_min=None, adaptive_max=None)
+    assert targets() == [None] * 5  # the study's overlap again

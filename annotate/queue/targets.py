@@ -165,6 +165,12 @@ def refresh_targets(conn: Connection, *, study_id: int) -> int:
     design and answers (after its options change, pairs or answers are imported). Returns
     how many changed."""
     design = design_of(conn, study_id=study_id)
+    if not design.adaptive:  # every pair follows the study's overlap: no answers to read
+        return conn.execute(
+            update(_PAIR)
+            .where(_PAIR.c.study_id == study_id, _PAIR.c.target.is_not(None))
+            .values(target=None)
+        ).rowcount
     pairs = conn.execute(
         select(_PAIR.c.id, _PAIR.c.pair_key, _PAIR.c.is_gold, _PAIR.c.target).where(
             _PAIR.c.study_id == study_id
