@@ -379,6 +379,7 @@ th{background:#f3f3f3}.verdict{font-size:1.15em;padding:.6em 1em;border-radius:6
 
 def render_html(report: dict) -> str:
     from analysis.model_render import models_html  # the models section (issue 14)
+    from analysis.population_render import population_html  # sampled studies (issue 24)
 
     charts = [
         pio.to_html(
@@ -421,6 +422,7 @@ def render_html(report: dict) -> str:
         "<h2>Pairs to look at</h2>",
         _pairs_to_check(report),
         models_html(report),
+        population_html(report),
         "<h2>Method notes</h2>",
         _table(_method_rows(report["methods"]), ("topic", "note")),
         "</body></html>",

@@ -716,6 +716,7 @@ def write_report(
     the pairs format, e.g. annotate.pairs_io.write_pairs)."""
     from analysis.html_report import render_html
     from analysis.model_render import models_markdown, write_models_csv
+    from analysis.population_render import population_markdown
     from analysis.summary import render_summary
 
     out = Path(out_dir)
@@ -730,7 +731,8 @@ def write_report(
         paths["annotators.csv"], index=False
     )
     paths["summary.md"].write_text(
-        render_summary(report) + models_markdown(report), encoding="utf-8"
+        render_summary(report) + models_markdown(report) + population_markdown(report),
+        encoding="utf-8",
     )
     paths["report.html"].write_text(render_html(report), encoding="utf-8")
     if report.get("models"):

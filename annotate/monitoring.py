@@ -301,7 +301,8 @@ def study_progress(engine: Engine, *, study_id: int, now: datetime | None = None
         counts = s.exec(
             select(Pair.is_gold, func.count(Annotation.id))
             .join(Annotation, Annotation.pair_id == Pair.id, isouter=True)
-            .where(Pair.study_id == study_id)
+            # a sampled study's progress is its sample's (import-pairs --sample)
+            .where(Pair.study_id == study_id, Pair.queued == True)  # noqa: E712
             .group_by(Pair.id, Pair.is_gold)
         ).all()
         day = _day(Annotation.submitted_at, dialect)

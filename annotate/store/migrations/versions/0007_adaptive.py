@@ -6,16 +6,16 @@
 - pair.target: how many reservations the pair may have in an adaptive study; null means the
   study's overlap_target, so every existing pair keeps its meaning without a data update.
 
-Revision ID: 0006_adaptive
-Revises: 0005_storage
+Revision ID: 0007_adaptive
+Revises: 0006
 Create Date: 2026-12-01
 """
 
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0006_adaptive"
-down_revision = "0005_storage"
+revision = "0007_adaptive"
+down_revision = "0006"
 branch_labels = None
 depends_on = None
 
