@@ -5,6 +5,18 @@
 // markup set from data; every other string is set as text.
 const DRAFT_MS = 4000;
 const STATES = new WeakMap(); // parentElement -> state of the mounted pair
+// The form's phases. idle: answering. sending: an event that leaves or saves the pair is on its
+// way; every key and click is ignored until the server answers it. refused: the server (or the
+// browser's own check) named missing answers; answering goes on. done: another pair's form has
+// mounted; this one ignores everything.
+const IDLE = "idle";
+const SENDING = "sending";
+const REFUSED = "refused";
+const DONE = "done";
+// Every event the form sends carries the next number; the server echoes the last one it acted
+// on as `data.answered`, so a rerun that answers the event (whatever it shows) ends `sending`.
+let lastSent = 0;
+let live = null; // the state of the form that takes keys now
 
 function el(tag, attrs = {}, ...children) {
   const node = document.createElement(tag);
@@ -28,32 +40,40 @@ function scrollToTop(host) {
   if (document.scrollingElement) document.scrollingElement.scrollTop = 0;
 }
 
+function storageKey(token) {
+  return `annotate-form-${token}`;
+}
+
+function forget(token) {
+  try { sessionStorage.removeItem(storageKey(token)); } catch (e) { /* storage off */ }
+}
+
 export default function (component) {
   const { data, parentElement, setTriggerValue } = component;
   const root = parentElement.querySelector(".form-root");
   let state = STATES.get(parentElement);
   if (state && state.token === data.token && root && root.contains(state.box)) {
-    // Same pair, new data from a rerun (a draft saved, the history loaded, a refusal): keep
-    // every answer given in the browser, refresh only what the server decides.
-    state.data = data;
-    state.renderHistory();
-    if (data.refused && data.refused.length) {
-      state.unlock(); // the server refused the Submit: the annotator goes on answering
-      state.showRefused(data.refused);
+    if (!state.receive(data)) {
+      state.attach();
+      return state.detach;
     }
-    state.attach();
-    return state.detach;
+    // The server's stored answer replaces what this browser holds (another tab saved first).
+    state.finish();
+    forget(data.token);
   }
+  if (data.reset) forget(data.token);
+  if (live && live !== state) live.finish(); // a form Streamlit still shows for a moment
   state = mount(data, root, parentElement, setTriggerValue);
   STATES.set(parentElement, state);
+  live = state;
   state.attach();
   return state.detach;
 }
 
 function mount(data, root, parentElement, setTriggerValue) {
-  const storageKey = `annotate-form-${data.token}`;
+  const stored = storageKey(data.token);
   let saved = null;
-  try { saved = JSON.parse(sessionStorage.getItem(storageKey) || "null"); } catch (e) { saved = null; }
+  try { saved = JSON.parse(sessionStorage.getItem(stored) || "null"); } catch (e) { saved = null; }
   const form = structuredClone(saved || data.initial);
   form.ratings = form.ratings || {};
   form.aspects = form.aspects || {};
@@ -62,8 +82,8 @@ function mount(data, root, parentElement, setTriggerValue) {
   const cells = order.filter((r) => r.kind !== "slot" && r.kind !== "reason");
   let cursor = Math.max(0, cells.findIndex((c) => value(c) === null || value(c) === undefined));
   if (cells.every((c) => value(c) !== null && value(c) !== undefined)) cursor = -1;
-  let dirty = false, draftTimer = null, submitting = false;
-  const state = { token: data.token, data, box: null };
+  let dirty = false, draftTimer = null;
+  const state = { token: data.token, data, box: null, phase: IDLE, waitingFor: 0, answered: data.answered };
 
   function value(cell) {
     if (cell.kind === "rating") return form.ratings[cell.field] ?? null;
@@ -82,13 +102,22 @@ function mount(data, root, parentElement, setTriggerValue) {
   const bar = el("div", { class: "bar" },
     el("div", { class: "progress", title: "progress" }, el("div", { style: `width:${(100 * fraction).toFixed(1)}%` })),
     el("span", { text: `${data.progress.done} of ${data.progress.total} pairs` }),
-    data.flash ? el("span", { class: "status", role: "status", text: data.flash }) : null,
     el("span", { class: "spacer" }),
     el("button", { class: "link", type: "button", onclick: () => toggle("history") }, "Earlier answers ", kbd("H")),
     data.guidelines_html ? el("button", { class: "link", type: "button", onclick: () => toggle("guidelines") }, "Guidelines ", kbd("?")) : null,
     el("a", { href: data.sign_out_url, target: "_self", text: "Sign out" }),
   );
   box.append(bar);
+  // The server's word on the last thing sent (saved, refused, nothing earlier, last pair left):
+  // its own line, polite for news, assertive for a warning.
+  const message = el("div", { class: "message hidden" });
+  box.append(message);
+  function showMessage(text, tone) {
+    message.textContent = text || "";
+    message.dataset.tone = tone || "info";
+    message.setAttribute("role", tone === "warning" ? "alert" : "status");
+    message.classList.toggle("hidden", !text);
+  }
   if (data.editing) {
     box.append(el("div", { class: "notice", role: "status", text: "You are changing an answer you already gave. Saving replaces it." }));
   }
@@ -175,10 +204,11 @@ function mount(data, root, parentElement, setTriggerValue) {
   const refused = el("div", { class: "refused hidden", role: "alert" });
   const submitButton = el("button", { class: "submit", type: "button", onclick: () => submit() }, `${data.editing ? "Save change" : "Submit"} `, kbd("S"));
   const secondButton = data.editing
-    ? el("button", { class: "secondary", type: "button", onclick: () => send("cancel", true) }, "Cancel ", kbd("K"))
-    : el("button", { class: "secondary", type: "button", onclick: () => send("skip", true) }, "Skip for now ", kbd("K"));
+    ? el("button", { class: "secondary", type: "button", onclick: () => leave("cancel") }, "Cancel ", kbd("K"))
+    : el("button", { class: "secondary", type: "button", onclick: () => leave("skip") }, "Skip for now ", kbd("K"));
+  // Only where a previous pair exists (the server's rule: earlier answers, gold checks left out).
   const backButton = data.can_go_back
-    ? el("button", { class: "secondary", type: "button", onclick: () => send("back", true) }, "Previous pair ", kbd("⌫"))
+    ? el("button", { class: "secondary", type: "button", onclick: () => leave("back") }, "Previous pair ", kbd("⌫"))
     : null;
   box.append(el("div", { class: "bottom" }, comment, el("div", { class: "actions buttons" }, submitButton, secondButton, backButton)));
   box.append(refused); // right under Submit, across the page
@@ -191,12 +221,13 @@ function mount(data, root, parentElement, setTriggerValue) {
   if (data.aspect_check) legendItems.push(["0–2", "aspect scores"]);
   if (data.reasons.length) legendItems.push([...data.reasons.map((r) => r[2]), "main reason"]);
   const panelKeys = [["D", "details"], data.narrative_html ? ["W", "own words"] : null, data.posts_count ? ["V", "posts"] : null, ["H", "earlier answers"]].filter(Boolean);
-  legendItems.push(["C", "comment (Esc leaves it)"], ["S", data.editing ? "save" : "submit"], ["K", data.editing ? "cancel" : "skip"], ["⌫", "previous pair"], [...panelKeys.map((k) => k[0]), `${panelKeys.map((k) => k[1]).join(", ")} (Esc closes)`]);
+  legendItems.push(["C", "comment (Esc leaves it)"], ["S", data.editing ? "save" : "submit"], ["K", data.editing ? "cancel" : "skip"], data.can_go_back ? ["⌫", "previous pair"] : null, [...panelKeys.map((k) => k[0]), `${panelKeys.map((k) => k[1]).join(", ")} (Esc closes)`]);
   legend.append("Keys: ");
-  legendItems.forEach((item, i) => {
+  const shownItems = legendItems.filter(Boolean);
+  shownItems.forEach((item, i) => {
     const keys = item.slice(0, -1).filter(Boolean);
     keys.forEach((k) => legend.append(kbd(k), " "));
-    legend.append(item[item.length - 1] + (i < legendItems.length - 1 ? " · " : ""));
+    legend.append(item[item.length - 1] + (i < shownItems.length - 1 ? " · " : ""));
   });
   box.append(legend);
 
@@ -248,26 +279,77 @@ function mount(data, root, parentElement, setTriggerValue) {
       if (rect.top < 0 || rect.bottom > window.innerHeight) refused.scrollIntoView({ block: "nearest" });
     }
   }
-  state.showRefused = showRefused;
-  state.unlock = () => { submitting = false; box.classList.remove("saving"); };
+
+  // --- the state machine ------------------------------------------------------------------------
+  function enter(phase) {
+    state.phase = phase;
+    box.dataset.phase = phase;
+    box.classList.toggle("saving", phase === SENDING);
+    box.setAttribute("aria-busy", String(phase === SENDING));
+    comment.readOnly = phase === SENDING || phase === DONE;
+  }
+  const acting = () => state.phase === IDLE || state.phase === REFUSED;
+
+  /** Send an event that saves or leaves the pair: nothing more is taken until the answer. */
+  function sendAndWait(event, value) {
+    if (!acting()) return;
+    clearTimeout(draftTimer);
+    draftTimer = null;
+    lastSent += 1;
+    state.waitingFor = lastSent;
+    enter(SENDING);
+    setTriggerValue(event, { ...value, seq: lastSent });
+  }
+
+  /** A rerun for this same pair. Returns true when the server's stored answer must replace
+   * the form (the caller mounts it afresh); otherwise updates the form in place. */
+  state.receive = (next) => {
+    state.data = next;
+    renderHistory();
+    const news = next.answered !== null && next.answered !== undefined && next.answered !== state.answered;
+    if (!news) return false;
+    state.answered = next.answered;
+    if (next.reset) return true;
+    showMessage(next.flash, next.flash_tone);
+    if (next.refused && next.refused.length) {
+      enter(REFUSED);
+      showRefused(next.refused);
+      remember();
+    } else if (state.phase === SENDING && next.answered >= state.waitingFor) {
+      enter(IDLE);
+    }
+    return false;
+  };
+  state.finish = () => {
+    clearTimeout(draftTimer);
+    draftTimer = null;
+    enter(DONE);
+    state.detach();
+  };
 
   // --- answering ------------------------------------------------------------------------------
+  function remember() {
+    try { sessionStorage.setItem(stored, JSON.stringify(form)); } catch (e) { /* full or off */ }
+  }
   function changed() {
     dirty = true;
-    try { sessionStorage.setItem(storageKey, JSON.stringify(form)); } catch (e) { /* full or off */ }
+    remember();
     if (!data.editing && !draftTimer) draftTimer = setTimeout(sendDraft, DRAFT_MS);
   }
+  /** The draft of a new pair's answers so far (at most every DRAFT_MS and when the page is
+   * hidden); it neither locks the form nor waits for an answer. */
   function sendDraft() {
     clearTimeout(draftTimer);
     draftTimer = null;
-    if (!dirty || submitting || data.editing) return;
+    if (!dirty || !acting() || data.editing) return;
     dirty = false;
     setTriggerValue("draft", { form, seconds: elapsed() });
   }
   function elapsed() { return Math.round((performance.now() - started) / 100) / 10; }
-  function setSlot(v) { form.slot = v; changed(); paint(); }
-  function setReason(v) { form.reason = v; changed(); paint(); }
+  function setSlot(v) { if (!acting()) return; form.slot = v; changed(); paint(); }
+  function setReason(v) { if (!acting()) return; form.reason = v; changed(); paint(); }
   function setCell(index, v) {
+    if (!acting()) return;
     const cell = cells[index];
     if (cell.kind === "rating") form.ratings[cell.field] = v; else form.aspects[cell.field] = v;
     cursor = index + 1 < cells.length ? index + 1 : -1;
@@ -275,23 +357,26 @@ function mount(data, root, parentElement, setTriggerValue) {
     paint();
   }
   function submit() {
-    if (submitting) return;
+    if (!acting()) return;
     const left = missing();
     if (left.length) {
+      enter(REFUSED);
       showRefused(left);
       const firstCell = cells.findIndex((c) => c.name_field === left[0]);
       if (firstCell >= 0) { cursor = firstCell; paint(); }
       return;
     }
-    submitting = true;
-    clearTimeout(draftTimer);
-    box.classList.add("saving");
-    setTriggerValue("submit", { form, seconds: elapsed() });
+    // Saved answers are the server's from here on: a refusal stores them again (receive).
+    forget(data.token);
+    sendAndWait("submit", { form, seconds: elapsed() });
   }
-  function send(event, leaving) {
-    if (submitting) return;
-    if (leaving) { submitting = true; clearTimeout(draftTimer); box.classList.add("saving"); }
-    setTriggerValue(event, event === "skip" || event === "back" ? { form, seconds: elapsed() } : true);
+  /** Skip, cancel, back or open another pair. Leaving an edit drops its unsaved change. */
+  function leave(event, extra = {}) {
+    if (!acting()) return;
+    if (event === "back" && !state.data.can_go_back) return;
+    if (data.editing) forget(data.token);
+    const value = event === "cancel" || event === "open" ? extra : { form, seconds: elapsed() };
+    sendAndWait(event, value);
   }
   function toggle(name) {
     const p = panels[name];
@@ -300,7 +385,7 @@ function mount(data, root, parentElement, setTriggerValue) {
     if (name === "posts" && !postsBox.childElementCount) {
       for (const post of data.posts) postsBox.append(el("div", { class: "post" }, post.category ? el("div", { class: "muted", text: post.category }) : null, el("div", { class: "text", html: post.html })));
     }
-    if (name === "history" && !p.classList.contains("hidden") && data.history === null) setTriggerValue("history", true);
+    if (name === "history" && !p.classList.contains("hidden") && state.data.history === null) setTriggerValue("history", true);
     if (!p.classList.contains("hidden")) {
       p.scrollIntoView({ block: "nearest" });
       // Keyboard users go on from the panel: Tab reaches its first link, not the page's top.
@@ -320,7 +405,7 @@ function mount(data, root, parentElement, setTriggerValue) {
     historyList.replaceChildren();
     if (!items.length) historyList.append(el("li", { class: "muted", text: "No earlier answers yet." }));
     for (const h of items) {
-      historyList.append(el("li", {}, el("button", { class: "link", type: "button", onclick: () => { if (!submitting) { submitting = true; box.classList.add("saving"); setTriggerValue("open", h.pair_id); } } },
+      historyList.append(el("li", {}, el("button", { class: "link", type: "button", onclick: () => leave("open", { pair_id: h.pair_id }) },
         el("span", { text: h.question }), " — ", el("strong", { text: h.answer }))));
     }
   }
@@ -330,16 +415,22 @@ function mount(data, root, parentElement, setTriggerValue) {
     a: () => setSlot("A"), b: () => setSlot("B"),
     c: () => comment.focus(),
     s: () => submit(),
-    k: () => send(data.editing ? "cancel" : "skip", true),
+    k: () => leave(data.editing ? "cancel" : "skip"),
     d: () => toggle("details"), w: () => toggle("narrative"), v: () => toggle("posts"),
     h: () => toggle("history"), "?": () => toggle("guidelines"),
-    backspace: () => { if (data.can_go_back) send("back", true); },
+    backspace: () => leave("back"),
     escape: () => { for (const p of Object.values(panels)) { p.classList.add("hidden"); leavePanel(p); } },
   };
   if (data.allow_ties) keyActions.n = () => setSlot("tie");
   for (const [value, , key] of data.reasons) keyActions[key.toLowerCase()] = () => setReason(value);
 
   function onKey(e) {
+    if (state.phase === DONE) return;
+    if (state.phase === SENDING) {
+      // keys wait for the server's answer: none is applied now or later
+      if (!e.ctrlKey && !e.metaKey && !e.altKey) e.preventDefault();
+      return;
+    }
     if (e.defaultPrevented || e.ctrlKey || e.metaKey || e.altKey || e.isComposing) return;
     const target = e.composedPath()[0];
     if (target && (target.tagName === "TEXTAREA" || target.tagName === "INPUT" || target.isContentEditable)) return;
@@ -380,7 +471,9 @@ function mount(data, root, parentElement, setTriggerValue) {
 
   renderHistory();
   paint();
-  if (data.refused && data.refused.length) showRefused(data.refused);
+  enter(IDLE);
+  showMessage(data.flash, data.flash_tone);
+  if (data.refused && data.refused.length) { enter(REFUSED); showRefused(data.refused); }
   // Arrival: the new pair at its top, the keyboard live (focus off any old control).
   if (document.activeElement && document.activeElement !== document.body) document.activeElement.blur();
   requestAnimationFrame(() => scrollToTop(parentElement.host || root));
