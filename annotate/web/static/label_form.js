@@ -43,6 +43,24 @@ function scrollToTop(host) {
   if (document.scrollingElement) document.scrollingElement.scrollTop = 0;
 }
 
+// Single-key shortcuts can be turned off (WCAG 2.1.4); the choice is kept per browser.
+const SHORTCUTS_SETTING = "annotate-single-key-shortcuts";
+function shortcutsOn() {
+  try {
+    return localStorage.getItem(SHORTCUTS_SETTING) !== "off";
+  } catch {
+    return true;
+  }
+}
+/** @param {boolean} on */
+function setShortcuts(on) {
+  try {
+    localStorage.setItem(SHORTCUTS_SETTING, on ? "on" : "off");
+  } catch {
+    /* storage off: the setting lasts for this page only */
+  }
+}
+
 /** @param {string} token */
 function storageKey(token) {
   return `annotate-form-${token}`;
@@ -123,6 +141,17 @@ function mount(data, root, parentElement, setTriggerValue) {
   root.append(box);
   state.box = box;
 
+  /** @type {Record<string, HTMLElement>} */
+  const toggles = {}; // panel name -> the button that opens it (aria-expanded)
+  /** @param {string} name @param {...(string | Node)} label */
+  function toggleButton(name, ...label) {
+    toggles[name] = el(
+      "button",
+      { class: "link", type: "button", "aria-expanded": "false", onclick: () => toggle(name) },
+      ...label,
+    );
+    return toggles[name];
+  }
   const fraction = data.progress.total ? Math.min(1, data.progress.done / data.progress.total) : 1;
   const bar = el(
     "div",
@@ -130,10 +159,8 @@ function mount(data, root, parentElement, setTriggerValue) {
     el("div", { class: "progress", title: "progress" }, el("div", { style: `width:${(100 * fraction).toFixed(1)}%` })),
     el("span", { text: `${data.progress.done} of ${data.progress.total} pairs` }),
     el("span", { class: "spacer" }),
-    el("button", { class: "link", type: "button", onclick: () => toggle("history") }, "Earlier answers ", kbd("H")),
-    data.guidelines_html
-      ? el("button", { class: "link", type: "button", onclick: () => toggle("guidelines") }, "Guidelines ", kbd("?"))
-      : null,
+    toggleButton("history", "Earlier answers ", kbd("H")),
+    data.guidelines_html ? toggleButton("guidelines", "Guidelines ", kbd("?")) : null,
     el("a", { href: data.sign_out_url, target: "_self", text: "Sign out" }),
   );
   box.append(bar);
@@ -186,27 +213,9 @@ function mount(data, root, parentElement, setTriggerValue) {
       );
     });
   }
-  rubric.append(
-    el("button", { class: "link", type: "button", onclick: () => toggle("details") }, "Details ", kbd("D")),
-  );
-  if (data.narrative_html)
-    rubric.append(
-      el(
-        "button",
-        { class: "link", type: "button", onclick: () => toggle("narrative") },
-        "In the user's words ",
-        kbd("W"),
-      ),
-    );
-  if (data.posts_count)
-    rubric.append(
-      el(
-        "button",
-        { class: "link", type: "button", onclick: () => toggle("posts") },
-        `Past posts (${data.posts_count}) `,
-        kbd("V"),
-      ),
-    );
+  rubric.append(toggleButton("details", "Details ", kbd("D")));
+  if (data.narrative_html) rubric.append(toggleButton("narrative", "In the user's words ", kbd("W")));
+  if (data.posts_count) rubric.append(toggleButton("posts", `Past posts (${data.posts_count}) `, kbd("V")));
   box.append(rubric);
   box.append(
     panel(
@@ -236,8 +245,8 @@ function mount(data, root, parentElement, setTriggerValue) {
     const scores = el("div", { class: "scores" });
     const resp = el(
       "section",
-      { class: "response", "data-slot": slot },
-      el("h2", {}, `Response ${slot} `, kbd(slot)),
+      { class: "response", "data-slot": slot, "aria-label": `Response ${slot}` },
+      el("h2", {}, `Response ${slot} `, el("kbd", { text: slot, "aria-hidden": "true" })),
       el("div", { class: "text", html: data.responses[slot] }),
       scores,
     );
@@ -384,6 +393,10 @@ function mount(data, root, parentElement, setTriggerValue) {
     for (const k of item.slice(0, -1)) if (k) legend.append(kbd(k), " ");
     legend.append(`${item[item.length - 1]}${i < legendItems.length - 1 ? " · " : ""}`);
   });
+  const shortcutsBox = el("input", { type: "checkbox", class: "shortcuts" });
+  shortcutsBox.checked = shortcutsOn();
+  shortcutsBox.addEventListener("change", () => setShortcuts(shortcutsBox.checked));
+  legend.append(" ", el("label", { class: "setting" }, shortcutsBox, " single-key shortcuts"));
   box.append(legend);
 
   // --- showing the form state ---------------------------------------------------------------
@@ -407,6 +420,12 @@ function mount(data, root, parentElement, setTriggerValue) {
         b.setAttribute("aria-checked", String(on));
       }
     });
+    // One tab stop per radio group: the checked radio, else the first (arrow keys move).
+    for (const group of box.querySelectorAll('[role="radiogroup"]')) {
+      const radios = [...group.querySelectorAll('[role="radio"]')];
+      const stop = radios.find((r) => r.getAttribute("aria-checked") === "true") || radios[0];
+      for (const r of radios) r.setAttribute("tabindex", r === stop ? "0" : "-1");
+    }
     if (!refused.classList.contains("hidden")) showRefused(missing(), false);
   }
 
@@ -562,6 +581,7 @@ function mount(data, root, parentElement, setTriggerValue) {
     const p = panels[name];
     if (!p) return;
     p.classList.toggle("hidden");
+    toggles[name]?.setAttribute("aria-expanded", String(!p.classList.contains("hidden")));
     if (name === "posts" && !postsBox.childElementCount) {
       for (const post of data.posts)
         postsBox.append(
@@ -624,8 +644,9 @@ function mount(data, root, parentElement, setTriggerValue) {
     "?": () => toggle("guidelines"),
     backspace: () => leave("back"),
     escape: () => {
-      for (const p of Object.values(panels)) {
+      for (const [name, p] of Object.entries(panels)) {
         p.classList.add("hidden");
+        toggles[name]?.setAttribute("aria-expanded", "false");
         leavePanel(p);
       }
     },
@@ -644,7 +665,13 @@ function mount(data, root, parentElement, setTriggerValue) {
     const target = e.composedPath()[0];
     if (target && (target.tagName === "TEXTAREA" || target.tagName === "INPUT" || target.isContentEditable)) return;
     if (document.querySelector('[role="dialog"]')) return;
-    const key = e.key.length === 1 ? e.key.toLowerCase() : e.key.toLowerCase();
+    const key = e.key.toLowerCase();
+    if (key.startsWith("arrow") && target?.getAttribute?.("role") === "radio") {
+      moveInGroup(target, key === "arrowright" || key === "arrowdown" ? 1 : -1);
+      e.preventDefault();
+      return;
+    }
+    if (key !== "escape" && !shortcutsOn()) return; // Tab, arrows, Space and Enter only
     if (/^[0-9]$/.test(key)) {
       if (cursor < 0) return;
       const cell = cells[cursor];
@@ -659,6 +686,17 @@ function mount(data, root, parentElement, setTriggerValue) {
     if (!action) return;
     e.preventDefault();
     action();
+  }
+  /** The ARIA radio pattern: an arrow key checks and focuses the next radio of the group. */
+  function moveInGroup(radio, step) {
+    const group = radio.closest('[role="radiogroup"]');
+    if (!group) return;
+    const radios = [...group.querySelectorAll('[role="radio"]')];
+    const next = radios[(radios.indexOf(radio) + step + radios.length) % radios.length];
+    if (next instanceof HTMLElement) {
+      next.click();
+      next.focus();
+    }
   }
   function onHidden() {
     if (document.visibilityState === "hidden") sendDraft();
@@ -688,8 +726,11 @@ function mount(data, root, parentElement, setTriggerValue) {
     enter(REFUSED);
     showRefused(data.refused);
   }
-  // Arrival: the new pair at its top, the keyboard live (focus off any old control).
-  if (document.activeElement instanceof HTMLElement && document.activeElement !== document.body)
+  // Arrival: the new pair at its top, the keyboard live, and the focus on the form's first
+  // answer (Tab goes on through the answers, in reading order).
+  const first = box.querySelector('[role="radiogroup"] [tabindex="0"]');
+  if (first instanceof HTMLElement) first.focus({ preventScroll: true });
+  else if (document.activeElement instanceof HTMLElement && document.activeElement !== document.body)
     document.activeElement.blur();
   requestAnimationFrame(() => scrollToTop(parentElement instanceof ShadowRoot ? parentElement.host : root));
   return state;
