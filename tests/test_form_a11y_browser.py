@@ -31,6 +31,7 @@ from tests.factories import pair_record
 from tests.test_label_browser import (
     PREFERENCE_QUESTION,
     expect_picked,
+    in_viewport,
     next_pair,
     open_pair,
     question_box,
@@ -55,7 +56,7 @@ def site(tmp_path_factory, browser):
     tokens = {}
     with session(engine) as s:
         study = get_or_create_study(s, STUDY)
-        for who in ("keyboard", "axe"):
+        for who in ("keyboard", "axe", "digits"):
             annotator, tokens[who] = create_annotator(s, name=f"a11y-{who}", study_id=study.id)
             annotator.guidelines_seen = True
     with AppServer(db_url) as server:
@@ -167,3 +168,15 @@ def test_axe_finds_nothing_moderate_or_worse_on_the_labelling_page(site, new_pag
     page.keyboard.press("Backspace")
     expect(page.get_by_text("You are changing an answer you already gave")).to_be_visible()
     expect_accessible(page, "editing an earlier answer")
+
+
+def test_each_digit_key_leaves_its_row_in_the_viewport(site, new_page):
+    server, tokens = site
+    page = new_page(viewport={"width": 1280, "height": 420})  # the ratings start below the fold
+    open_pair(page, server.login_url(tokens["digits"]))
+    order = [(d, s) for d in ("correctness", "relevance", "helpfulness") for s in ("A", "B")]
+    for (dimension, slot), key in zip(order, ["4", "2", "5", "3", "1", "5"], strict=True):
+        page.keyboard.press(key)
+        row = page.get_by_role("radiogroup", name=f"{dimension.title()} of response {slot}")
+        expect(row.locator('[aria-checked="true"]')).to_have_text(key)
+        assert in_viewport(page, row), f"{dimension} {slot} is off screen after key {key}"

@@ -551,6 +551,13 @@ function mount(data, root, parentElement, setTriggerValue) {
     cursor = index + 1 < cells.length ? index + 1 : -1;
     changed();
     paint();
+    followCursor();
+  }
+  /** The page follows the digit cursor: its row (or the choice, after the last) stays in view. */
+  function followCursor() {
+    const next = cursor >= 0 ? rows[cells[cursor].field] : choice;
+    const rect = next.getBoundingClientRect();
+    if (rect.top < 0 || rect.bottom > window.innerHeight) next.scrollIntoView({ block: "nearest" });
   }
   function submit() {
     if (!acting()) return;
