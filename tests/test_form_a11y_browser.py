@@ -172,7 +172,7 @@ def test_axe_finds_nothing_moderate_or_worse_on_the_labelling_page(site, new_pag
 
 def test_each_digit_key_leaves_its_row_in_the_viewport(site, new_page):
     server, tokens = site
-    page = new_page(viewport={"width": 1280, "height": 420})  # the ratings start below the fold
+    page = new_page(viewport={"width": 1280, "height": 300})  # the ratings start below the fold
     open_pair(page, server.login_url(tokens["digits"]))
     order = [(d, s) for d in ("correctness", "relevance", "helpfulness") for s in ("A", "B")]
     for (dimension, slot), key in zip(order, ["4", "2", "5", "3", "1", "5"], strict=True):

@@ -557,7 +557,7 @@ function mount(data, root, parentElement, setTriggerValue) {
   function followCursor() {
     const next = cursor >= 0 ? rows[cells[cursor].field] : choice;
     const rect = next.getBoundingClientRect();
-    if (rect.top < 0 || rect.bottom > window.innerHeight) next.scrollIntoView({ block: "nearest" });
+    if (rect.top < 0 || rect.bottom > window.innerHeight) next.scrollIntoView({ block: "center" });
   }
   function submit() {
     if (!acting()) return;
