@@ -303,6 +303,7 @@ def _scale(text: str) -> tuple[int, int]:
 def run(args: argparse.Namespace) -> int:
     import json
 
+    from analysis.intervals import MIN_ANNOTATORS
     from analysis.plan import Adaptive, Effects, plan
     from analysis.report import ReportOptions
 
@@ -396,9 +397,16 @@ def run(args: argparse.Namespace) -> int:
             "each), as the report does; verdict accuracy counts every pair."
         )
     for name, n in result["smallest_pairs"].items():
-        if name.startswith("fixed-"):
-            name = f"{name.removeprefix('fixed-')} annotations per pair"
-        if n is None:
+        k = int(name.removeprefix("fixed-")) if name.startswith("fixed-") else None
+        if k is not None:
+            name = f"{k} annotations per pair"
+        if n is None and k is not None and (args.annotators or k) < MIN_ANNOTATORS:
+            print(
+                f"{name}: the label check needs at least {MIN_ANNOTATORS} "
+                "annotators (its interval treats them as a sample); use --annotators "
+                f"{MIN_ANNOTATORS} or more, or more annotations per pair"
+            )
+        elif n is None:
             print(
                 f"{name}: no design tried reaches power {args.power:g}; "
                 "try more pairs (--pairs) or check the effect sizes"
