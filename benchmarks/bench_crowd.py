@@ -7,7 +7,8 @@ speaks Streamlit's own protobuf messages from the installed package: a `rerun_sc
 to load the page, then the labelling component's events as the page's JavaScript sends them
 (`annotate/web/static/label_form.js`): the answers typed at a human pace (a think time per pair
 drawn from a log-normal with median `--pace` seconds, the keys spread over it), a `draft` at
-most every 4 s after a change (DRAFT_MS in the page), and `submit` at the end. It keeps the
+most every 4 s after a change (DRAFT_MS in the page; a POST to the form's draft address, as
+the page's fetch, else the component's event), and `submit` at the end. It keeps the
 hashes of the cacheable messages it received and sends them back, as the browser's message
 cache does, so the server may answer with references instead of resending what it has.
 
@@ -230,6 +231,32 @@ class Client:
                 page.finished = True
                 return page
 
+    async def draft(self, page: Page, form: dict, seconds: float) -> Page:
+        """A draft as the page sends it: a POST to the form's draft address when it has one
+        (annotate/web/drafts.py), else (or when that fails) the component's event."""
+        where = (page.data or {}).get("draft")
+        if not where:
+            return await self.event(page, "draft", {"form": form, "seconds": seconds})
+        parts = urlsplit(self.base)
+        fields = {"assignment": where["assignment"], "key": where["key"]}
+        body = json.dumps({**fields, "form": form, "seconds": seconds}).encode()
+        reader, writer = await asyncio.open_connection(parts.hostname, parts.port or 80)
+        try:
+            writer.write(
+                f"POST {where['url']} HTTP/1.1\r\nHost: {parts.netloc}\r\n"
+                f"Origin: {parts.scheme}://{parts.netloc}\r\nSec-Fetch-Site: same-origin\r\n"
+                f"Cookie: {self.cookie}\r\nContent-Type: application/json\r\n"
+                f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode()
+                + body
+            )
+            await writer.drain()
+            status = (await asyncio.wait_for(reader.readline(), READ_TIMEOUT)).decode()
+        finally:
+            writer.close()
+        if " 204 " not in status:
+            return await self.event(page, "draft", {"form": form, "seconds": seconds})
+        return page
+
     async def event(self, page: Page, name: str, value) -> Page:
         """The component's setTriggerValue(name, value), as the page sends it."""
         from streamlit.proto.WidgetStates_pb2 import WidgetState
@@ -337,7 +364,7 @@ async def label_one(
             draft_due = None
             if dirty:
                 dirty = False
-                reply = await client.event(page, "draft", {"form": form, "seconds": round(when, 1)})
+                reply = await client.draft(page, form, round(when, 1))
                 stats.drafts += 1
                 if reply.exception:
                     raise ProtocolError(f"draft: {reply.exception}")
@@ -556,12 +583,12 @@ async def calibrate(replica: Replica, token: str, n: int, seed: int) -> tuple[fl
     await client.sign_in()
     page = await client.connect()
     for _ in range(3):  # warm the page's code paths first
-        page = await client.event(page, "draft", {"form": page.data["initial"]})
+        page = await client.draft(page, page.data["initial"], 0.0)
     form = page.data["initial"]
     before = replica.cpu()
     for i in range(n):
         apply_key(form, answers_for(page.data, rng)[i % 3])
-        reply = await client.event(page, "draft", {"form": form, "seconds": i})
+        reply = await client.draft(page, form, float(i))
         if reply.exception:
             raise SystemExit(f"calibration draft failed: {reply.exception}")
     draft_cpu = (replica.cpu() - before) / n
