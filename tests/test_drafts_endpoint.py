@@ -4,14 +4,16 @@ sites, wrong keys, closed assignments and oversized bodies change nothing."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
 from annotate.answers import FormState
 from annotate.labelling import current_item, draft_key, submit
-from annotate.store.db import get_engine, read_session
-from annotate.store.models import Assignment, Study
+from annotate.store.db import get_engine, read_session, session
+from annotate.store.models import Annotator, Assignment, Study
 from annotate.web.drafts import MAX_DRAFT_BYTES, draft_routes
 from tests.factories import make_study
 
@@ -87,3 +89,19 @@ def test_a_late_draft_of_an_answered_pair_is_ignored(site):
     body = {"assignment": item.assignment.id, "key": _key(secret, item), "form": {"slot": "B"}}
     assert client.post("/draft", json=body, headers=SAME_SITE).status_code == 204
     assert _draft(engine, item) is None
+
+
+def test_a_deactivated_account_saves_no_draft_and_nan_seconds_are_not_stored(site):
+    engine, client, secret, items, (alice, bob) = site
+    body = {"assignment": items[bob].assignment.id, "key": _key(secret, items[bob])}
+    # NaN from the browser is no time spent (PostgreSQL would store NaN)
+    raw = json.dumps({**body, "form": {"slot": "A"}, "seconds": float("nan")})
+    headers = {**SAME_SITE, "Content-Type": "application/json"}
+    assert client.post("/draft", content=raw, headers=headers).status_code == 204
+    assert "seconds" not in _draft(engine, items[bob])
+    with session(engine) as s:
+        s.get(Annotator, alice).active = False
+    item = items[alice]
+    mine = {"assignment": item.assignment.id, "key": _key(secret, item), "form": {"slot": "B"}}
+    assert client.post("/draft", json=mine, headers=SAME_SITE).status_code == 403
+    assert _draft(engine, item) in (None, {})

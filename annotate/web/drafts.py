@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hmac
 import json
+import math
 from collections.abc import Callable
 
 from sqlalchemy.engine import Engine
@@ -32,7 +33,7 @@ from starlette.routing import Route
 from annotate.answers import FormState
 from annotate.labelling import draft_key, save_draft
 from annotate.store.db import read_session, retrying
-from annotate.store.models import Assignment, Pair, Study
+from annotate.store.models import Annotator, Assignment, Pair, Study
 from annotate.web.login import _same_origin
 
 MAX_DRAFT_BYTES = 32_768  # a comment of 4,000 characters, escaped, and the ratings
@@ -40,7 +41,7 @@ MAX_SECONDS = 24 * 3600.0
 
 
 def _seconds(value: object) -> float | None:
-    if isinstance(value, int | float) and not isinstance(value, bool):
+    if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
         return min(max(float(value), 0.0), MAX_SECONDS)
     return None
 
@@ -55,19 +56,28 @@ def store_draft(engine: Engine, body: dict) -> int:
         return 400
     with read_session(engine) as s:
         row = s.exec(
-            select(Assignment.annotator_id, Assignment.status, Study, Pair.rubric_aspects)
+            select(
+                Assignment.annotator_id,
+                Assignment.status,
+                Annotator.active,
+                Study,
+                Pair.rubric_aspects,
+            )
+            .join(Annotator, Annotator.id == Assignment.annotator_id)
             .join(Study, Study.id == Assignment.study_id)
             .join(Pair, Pair.id == Assignment.pair_id)
             .where(Assignment.id == assignment_id)
         ).first()
         if row is None:
             return 403
-        annotator_id, status, study, aspects = row
+        annotator_id, status, active, study, aspects = row
         expected = draft_key(
             study.coin_secret, assignment_id=assignment_id, annotator_id=annotator_id
         )
         if not hmac.compare_digest(expected, key):
             return 403
+        if not active:
+            return 403  # a deactivated account keeps nothing, also from a tab still open
         if status != "active":
             return 204  # answered or released meanwhile: nothing to keep
         form = FormState.from_browser(body.get("form"), study=study, n_aspects=len(aspects or []))
