@@ -19,6 +19,7 @@ from sqlmodel import Session, select
 from analysis.aspect_scores import parse_aspects
 from analysis.tables import ANSWER_COLUMNS, COLUMNS, RATING_COLUMNS
 from analysis.vocabulary import SIDES, SLOTS, TIE
+from annotate.queue import targets
 from annotate.queue.assignment import ensure_assignment, next_assignment, reserve_next
 from annotate.queue.rules import (
     AccountClosed,
@@ -185,6 +186,8 @@ def _store_answer(
         _check_loaded(conn, **keys, values=values, loaded=loaded)
     if not cursor.store_answer(**keys, values=values, now=utcnow()):
         _repair_assignment(conn, **keys)
+    if study.adaptive:
+        targets.after_answer(conn, study_id=study.id, pair_id=pair_id)
     return study
 
 
@@ -294,6 +297,8 @@ def _submit_common_sqlite(
                 raise NeedsFullRules from None
             if not study.annotator_active:
                 raise NeedsFullRules  # the full rules refuse it
+            if study.adaptive:
+                raise NeedsFullRules  # the answer moves its pair's target (_store_answer)
             keys = {"study_id": study.id, "annotator_id": annotator_id, "pair_id": pair_id}
             if not cursor.store_answer(**keys, values=values, now=now):
                 raise NeedsFullRules  # no open assignment: a stale tab or a re-run
@@ -489,4 +494,5 @@ def _import_annotation_rows(engine: Engine, *, study_id: int, rows: list[dict]) 
         values.sort(key=lambda v: (v["pair_id"], v["annotator_id"]))
         for start in range(0, len(values), 500):
             _upsert(s, values[start : start + 500])
+        targets.refresh_targets(s.connection(), study_id=study_id)  # adaptive studies
     return len(values)

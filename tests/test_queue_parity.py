@@ -71,6 +71,32 @@ def _setup(engine, tmp_path) -> dict[str, int]:
     return dict(zip(names, ids, strict=True))
 
 
+ADAPT = "adapt"
+ADAPTIVE_PEOPLE = [f"a{i}" for i in range(5)]
+
+
+def _setup_adaptive(engine, tmp_path) -> dict[str, int]:
+    study_id, people = make_study(
+        engine,
+        tmp_path,
+        n_pairs=6,
+        annotators=len(ADAPTIVE_PEOPLE),
+        study=ADAPT,
+        allow_ties=False,
+        adaptive_min=2,
+        adaptive_max=4,
+        agreement_sample=0.4,
+        agreement_overlap=3,
+    )
+    with session(engine) as s:
+        s.get(Study, study_id).coin_secret = _secret()
+    with session(engine) as s:
+        from annotate.queue.targets import refresh_targets
+
+        refresh_targets(s.connection(), study_id=study_id)  # the sample under the new secret
+    return dict(zip(ADAPTIVE_PEOPLE, [a for a, _ in people], strict=True))
+
+
 class Script:
     """Runs the scenario's actions and records what each one served."""
 
@@ -164,6 +190,16 @@ def run_scenario(engine, tmp_path) -> list[tuple]:
     run.submit("q1", preference="rejected")
     run.submit("q1", pair=gold_pair, preference="chosen")
     run.serve("q1")
+    # adaptive study: each answer moves its pair's target (the fast paths hand over to the
+    # full rules), splits get more answers up to MAX, the agreement sample exactly K
+    run.people.update(_setup_adaptive(engine, tmp_path))
+    for index, who in enumerate(ADAPTIVE_PEOPLE):
+        run.serve(who)
+        while who in run.current:
+            with session(engine) as s:
+                key = s.get(Pair, run.current[who]).pair_key
+            run.submit(who, preference="chosen" if (index + int(key[1:])) % 2 else "rejected")
+            assert len(run.log) < 400
     with session(engine) as s:
         answers = {
             (a.annotator_id, a.pair_id): a.preference for a in s.exec(select(Annotation)).all()
@@ -222,3 +258,12 @@ def test_every_path_serves_the_same_sequence(make_db_url, tmp_path, monkeypatch)
     assert facts["q1 gold answer"] == "rejected" and facts["q1"] == "failed"
     q0 = [entry for entry in served if entry[1] == "q0"]
     assert q0[0][2] == "p4" and len(q0) == 3  # the qualification check first, then the quota
+    # adaptive: every pair between MIN and MAX, the sample's exactly K, some split past MIN
+    from annotate.queue.rules import Coins
+
+    coins = Coins(_secret())
+    adapt = {key: n for key, study_id, n in facts["n_assigned"] if study_id == 3}
+    for key, n in adapt.items():
+        sample = coins.in_agreement_sample(pair_key=key, fraction=0.4)
+        assert n == 3 if sample else 2 <= n <= 4, (key, n)
+    assert any(n > 2 for key, n in adapt.items()), adapt

@@ -78,7 +78,8 @@ _TEXTS = {
                (SELECT a.id FROM assignment a
                  WHERE a.annotator_id = %(annotator)s AND a.status = 'active'
                    AND a.pair_id != %(closing)s
-                 ORDER BY a.assigned_at, a.id LIMIT 1) AS active_id
+                 ORDER BY a.assigned_at, a.id LIMIT 1) AS active_id,
+               (study.adaptive_min IS NOT NULL) AS adaptive
           FROM study JOIN annotator ON annotator.study_id = study.id
          WHERE annotator.id = %(annotator)s""",
     "coin_secret": """
@@ -98,12 +99,12 @@ _TEXTS = {
         UPDATE pair SET n_assigned = n_assigned + 1
          WHERE id = (SELECT p.id FROM pair p
                       WHERE p.study_id = %(study)s AND p.is_gold = FALSE
-                        AND p.queued = TRUE AND p.n_assigned < %(target)s
+                        AND p.queued = TRUE AND p.n_assigned < COALESCE(p.target, %(target)s)
                         AND NOT EXISTS (SELECT 1 FROM assignment a
                                          WHERE a.study_id = p.study_id AND a.pair_id = p.id
                                            AND a.annotator_id = %(annotator)s)
                       ORDER BY p.n_assigned, p.position LIMIT 1 {lock})
-           AND n_assigned < %(target)s
+           AND n_assigned < COALESCE(target, %(target)s)
         RETURNING id""",
     "insert_assignment": """
         INSERT INTO assignment (study_id, pair_id, annotator_id, chosen_position, status,
@@ -155,7 +156,8 @@ def submit_function_sql(answer_fields: tuple[str, ...] = ANSWER_FIELDS) -> str:
     committed with it in autocommit), the rules of assignment_rules.reserve_next for the
     common case, built from this module's fragments:
 
-    - no open assignment for the submitted pair (a stale tab, a re-run after a lost
+    - an adaptive study (each answer moves its pair's target, annotate/queue/targets.py, in
+      Python), no open assignment for the submitted pair (a stale tab, a re-run after a lost
       acknowledgement), an unknown or deactivated annotator, or a gold pair due in a study
       that has gold pairs: it raises SQLSTATE AN001 and changes nothing; the app then applies
       the full rules;
@@ -216,6 +218,10 @@ BEGIN
     SELECT * INTO rules FROM ({fragments["study_of"]}) AS r;
     IF NOT FOUND OR NOT rules.annotator_active THEN
         RAISE EXCEPTION 'no such active annotator' USING ERRCODE = '{FULL_RULES}';
+    END IF;
+    IF rules.adaptive THEN
+        RAISE EXCEPTION 'adaptive study: the answer moves its pair''s target'
+            USING ERRCODE = '{FULL_RULES}';
     END IF;
     {fragments["close"]};
     GET DIAGNOSTICS closed = ROW_COUNT;
@@ -405,7 +411,9 @@ class Cursor:
         if row is None:
             raise LookupError(f"no annotator with id {annotator_id}")
         values = StudyRules(*row)
-        return values._replace(annotator_active=bool(values.annotator_active))
+        return values._replace(
+            annotator_active=bool(values.annotator_active), adaptive=bool(values.adaptive)
+        )
 
     def coins_of(self, *, annotator_id: int) -> Coins | None:
         """The keyed coins of the annotator's study (None: no such annotator)."""
