@@ -290,7 +290,7 @@ def _from_files(args) -> tuple[pd.DataFrame, pd.DataFrame, tuple[int, int], dict
 
 
 def _from_database(args) -> tuple[pd.DataFrame, pd.DataFrame, tuple[int, int], dict]:
-    from annotate.store.db import get_engine
+    from annotate.database import get_engine
     from annotate.study_report import study_tables
 
     # One snapshot; full pair content (about 100 KB a pair) only for --export-valid.

@@ -14,8 +14,9 @@ from pathlib import Path
 
 from sqlalchemy.engine import make_url
 
+from annotate.database import get_engine
 from annotate.errors import UserError
-from annotate.store.db import ENV_VAR, get_engine, is_sqlite, resolve_url
+from annotate.store.db import ENV_VAR, is_sqlite, resolve_url
 from annotate.store.schema import Mode
 from annotate.web.paths import checked_base_url_path, configured_prefix, url_prefix
 

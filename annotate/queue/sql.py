@@ -12,7 +12,8 @@ the fast Queue for them: the common operations here, the rare ones (gold pairs, 
 expired reservations) raise NeedsFullRules so that the caller runs the full rules
 (annotate/queue/assignment.py). On PostgreSQL the common Submit is one call of a server-side
 function, built below from the same fragments and the one list of answer columns, and
-installed (replaced) by annotate/store/schema.py under the migration lock.
+installed (replaced) by annotate/store/schema.py under the migration lock: this module registers
+it there when imported (the storage layer imports nothing from here).
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from annotate.queue.rules import (
     ab_coin_sql,
     gold_coin_sql,
 )
+from annotate.store import schema
 from annotate.store.models import Annotation
 from annotate.store.sqlite_engine import readers as sqlite_readers
 
@@ -294,6 +296,11 @@ def install_functions(conn: Connection) -> None:
         f"COMMENT ON FUNCTION {FUNCTION} IS '{_FUNCTION_VERSION}'",
     ):
         conn.exec_driver_sql(statement.replace("%", "%%"))  # no parameters: % is SQL's
+
+
+schema.register_generated(
+    schema.Generated(FUNCTION, installed=functions_installed, install=install_functions)
+)
 
 
 def _translate(dialect: str, text: str) -> str:

@@ -7,7 +7,7 @@ import streamlit as st
 from starlette.middleware import Middleware
 from streamlit import config
 
-from annotate.store.db import get_engine
+from annotate.database import get_engine
 from annotate.web.guard import UPLOAD_LIMIT_MB, StreamlitEndpointGuard
 from annotate.web.health import health_routes
 from annotate.web.login import LoginLinkMiddleware, login_routes
