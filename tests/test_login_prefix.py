@@ -134,9 +134,7 @@ def test_switching_accounts_under_the_prefix(people, where):
 def test_the_switch_never_sends_the_browser_out_of_the_prefix(people, where, next_):
     engine, _, bob = people
     client = served(engine, **where)
-    switched = client.post(
-        "/annotate/login", data={"token": bob, "next": next_}, headers=SAME_SITE
-    )
+    switched = client.post("/annotate/login", data={"token": bob, "next": next_}, headers=SAME_SITE)
     assert switched.status_code == 303 and switched.headers["location"] == "/annotate/"
 
 
