@@ -67,7 +67,7 @@ def _common_options(*, defaults: bool) -> argparse.ArgumentParser:
         "--db",
         metavar="URL",
         default=None if defaults else argparse.SUPPRESS,
-        help="database URL (default: $ANNOTATE_DATABASE_URL, else sqlite:///annotate.store.db)",
+        help="database URL (default: $ANNOTATE_DATABASE_URL, else sqlite:///annotate.db)",
     )
     common.add_argument(
         "--debug",

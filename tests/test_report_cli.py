@@ -216,7 +216,7 @@ def test_annotations_need_pairs(tmp_path, capsys):
 @pytest.fixture
 def study_db(tmp_path, monkeypatch):
     url = f"sqlite:///{tmp_path / 'study.db'}"
-    # also the environment, so no command can fall back to ./annotate.store.db
+    # also the environment, so no command can fall back to ./annotate.db
     monkeypatch.setenv("ANNOTATE_DATABASE_URL", url)
     write_pairs_file(tmp_path / "pairs.jsonl", [f"p{i}" for i in range(30)])
     assert main(["import-pairs", "--db", url, str(tmp_path / "pairs.jsonl"), "--study", "s"]) == 0

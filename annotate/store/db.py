@@ -49,7 +49,7 @@ from annotate.store import sqlite_engine
 from annotate.store.schema import Mode, ensure_schema
 
 ENV_VAR = "ANNOTATE_DATABASE_URL"
-DEFAULT_URL = "sqlite:///annotate.store.db"
+DEFAULT_URL = "sqlite:///annotate.db"
 # Pool size per process (PostgreSQL). Every app replica and CLI process holds up to
 # POOL_SIZE + MAX_OVERFLOW connections: keep replicas x that below max_connections.
 POOL_SIZE = int(os.environ.get("ANNOTATE_DB_POOL_SIZE", "10"))
