@@ -24,9 +24,9 @@ import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import JSON
+from sqlalchemy import JSON, Table
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError
@@ -39,6 +39,7 @@ from annotate.queue.rules import (
     AssignmentRow,
     Coins,
     NeedsFullRules,
+    Queue,
     StudyRules,
     ab_coin_sql,
     gold_coin_sql,
@@ -50,8 +51,10 @@ from annotate.store.sqlite_engine import readers as sqlite_readers
 # An annotation row's answer: the contract's answer columns (its two keys are ids here), plus
 # where the answer came from. Every submit path derives its columns from this list.
 ANSWER_FIELDS = (*ANSWER_COLUMNS, "source")
+# SQLModel sets __table__ on table models without declaring it
+_ANNOTATION = cast(Table, Annotation.__table__)  # type: ignore[attr-defined]
 _JSON_FIELDS = frozenset(
-    name for name in ANSWER_FIELDS if isinstance(Annotation.__table__.c[name].type, JSON)
+    name for name in ANSWER_FIELDS if isinstance(_ANNOTATION.c[name].type, JSON)
 )
 
 
@@ -143,7 +146,7 @@ FUNCTION = "annotate_submit_and_next"
 
 
 def _pg_type(name: str) -> str:
-    return Annotation.__table__.c[name].type.compile(dialect=postgresql.dialect())
+    return _ANNOTATION.c[name].type.compile(dialect=postgresql.dialect())
 
 
 def _plpgsql(text: str, names: dict[str, str]) -> str:
@@ -326,7 +329,7 @@ def _reserved(row, *, annotator_id: int, now: datetime) -> AssignmentRow:
     )
 
 
-class Cursor:
+class Cursor(Queue):
     """The driver's cursor on a SQLAlchemy connection, with this module's statements."""
 
     def __init__(self, conn: Connection | PoolProxiedConnection | Any, *, dialect=None):
@@ -335,6 +338,7 @@ class Cursor:
         self._dialect = dialect or conn.dialect
         self.dialect = self._dialect.name
         self._conn = conn
+        self._dbapi_connection: Any  # the driver's connection (sqlite3 or psycopg)
         if isinstance(conn, PoolProxiedConnection):
             self._dbapi_connection = conn.dbapi_connection
         elif isinstance(conn, Connection):
@@ -361,12 +365,12 @@ class Cursor:
         postgres = engine.dialect.name == "postgresql"
         try:
             if postgres:
-                pooled.dbapi_connection.autocommit = True
+                pooled.dbapi_connection.autocommit = True  # type: ignore[union-attr]
             yield cls(pooled, dialect=engine.dialect)
         finally:
-            driver = pooled.dbapi_connection  # None once invalidated
-            if postgres and driver is not None and not driver.closed:
-                driver.autocommit = False
+            raw: Any = pooled.dbapi_connection  # None once invalidated
+            if postgres and raw is not None and not raw.closed:
+                raw.autocommit = False
             pooled.close()
 
     def _run(self, name: str, params: dict, *, fetch: bool = False):
@@ -486,7 +490,7 @@ class Cursor:
         self, *, study: StudyRules, pair_id: int, annotator_id: int, now: datetime
     ) -> AssignmentRow:
         """The assignment row for a pair already reserved (n_assigned raised) by the caller."""
-        values = {
+        values: dict[str, Any] = {
             "study_id": study.id,
             "pair_id": pair_id,
             "annotator_id": annotator_id,

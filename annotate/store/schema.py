@@ -99,7 +99,9 @@ class OlderSchema(UserError):
     """The database was made by an older release and this command does not upgrade it."""
 
 
-def alembic_config(connection: Connection | None = None, script_location: Path | None = None):
+def alembic_config(
+    connection: Connection | None = None, script_location: Path | None = None
+) -> Config:
     config = Config()
     config.set_main_option("script_location", str(script_location or MIGRATIONS))
     config.attributes["connection"] = connection
