@@ -45,6 +45,10 @@ from analysis.intervals import (
 
 Level = Literal["nominal", "ordinal", "interval"]
 
+# Alpha's range: 1 at perfect agreement; about -1 at the most systematic disagreement (two
+# values, every unit split between them: 1 - (2N - 1) / N). An interval never leaves it.
+ALPHA_RANGE = (-1.0, 1.0)
+
 # Upper bound for one chunk of bootstrap weights plus its float copy (tests shrink it).
 _CHUNK_BYTES = CHUNK_BYTES
 
@@ -157,7 +161,7 @@ def estimate(
     min_units: int = MIN_UNITS,
     panel: Panel | None = None,
     own: np.ndarray | None = None,
-    bounds: tuple[float | None, float | None] = (None, 1.0),
+    bounds: tuple[float | None, float | None] = (-1.0, 1.0),
     pairable: np.ndarray | None = None,
 ) -> Estimate:
     """Value, BCa interval and (with ``panel``) annotator-aware interval of ``statistic``.
@@ -351,7 +355,7 @@ def alpha(
         min_units=min_units,
         panel=panel,
         own=own,
-        bounds=(None, 1.0),
+        bounds=ALPHA_RANGE,
     )
 
 
@@ -483,7 +487,7 @@ def gwet_ac1(
         min_units=min_units,
         panel=panel,
         own=own,
-        bounds=(None, 1.0),
+        bounds=(-1.0 / (counts.shape[1] - 1), 1.0),
     )
 
 

@@ -7,23 +7,31 @@ import pandas as pd
 
 from analysis.distributions import binom_half_two_sided
 from analysis.frames import Coded, first_slot_picked
-from analysis.tables import PREFERENCES, RATING_COLUMNS
+from analysis.tables import DIMENSIONS, PREFERENCES, RATING_COLUMNS
 
 STRAIGHT_LINING_MIN_ITEMS = 5
 
 
 def _loo_agreement(coded: Coded) -> tuple[np.ndarray, np.ndarray]:
-    """(has_peer_majority, agrees) per annotation.
+    """(has_peer, agreement) per annotation.
 
-    The others' labels on the same pair are the pair's counts minus this annotation; their
-    majority is a strict one (more than half of the others), a tie being a label like any other.
+    The others' labels on the same pair are the pair's counts minus this annotation. Agreement
+    is with their majority, broken at random where they split: 1 when this label is their only
+    most frequent label, 1/m when it is one of m labels tied for most frequent, else 0 (the
+    expected agreement with a coin-tossed majority). A pair counts when it has any other
+    annotation. Without the split credit, in 30 pairs answered (chosen, chosen, rejected) the
+    two consistent annotators had no peer majority anywhere (null) and the dissenter 0.0.
     """
     counts = coded.per_pair(coded.preference, len(PREFERENCES))[coded.pair]
-    counts[np.arange(len(coded.pair)), coded.preference] -= 1
+    rows = np.arange(len(coded.pair))
+    counts[rows, coded.preference] -= 1
     others = counts.sum(axis=1)
-    top = counts.argmax(axis=1)
-    has = (others > 0) & (counts.max(axis=1) * 2 > others)
-    return has, has & (top == coded.preference)
+    top = counts.max(axis=1)
+    is_top = counts == top[:, None]
+    has = others > 0
+    own_top = is_top[rows, coded.preference]
+    agreement = np.where(has & own_top, 1.0 / is_top.sum(axis=1), 0.0)
+    return has, agreement
 
 
 def annotator_table(coded: Coded, *, gold_counts: pd.Series) -> pd.DataFrame:
@@ -31,19 +39,22 @@ def annotator_table(coded: Coded, *, gold_counts: pd.Series) -> pd.DataFrame:
 
     ``label_agreement``: share of the annotator's decisive (chosen/rejected) annotations that
     picked ``chosen``; ties are left out. ``peer_agreement``: share of their annotations whose
-    label (tie included) equals the strict majority of the other annotators of the same pair,
-    over pairs where the others have one.
+    label (tie included) agrees with the majority of the other annotators of the same pair, a
+    split among them credited as a coin toss (see :func:`_loo_agreement`), over pairs with
+    other annotators. ``straight_lining``: at least five rated items and not one rating that
+    varies from item to item, read as chosen/rejected or, where the slots are known, as A/B
+    (an annotator who always gives 5 to A and 1 to B is as careless as one who gives 5 to
+    everything).
     """
     ann = coded.annotations
     decisive = coded.preference < 2
     picked_chosen = coded.preference == 0
     has_peer, agrees = _loo_agreement(coded)
+    constant = _constant_ratings(ann)
     counted, first = first_slot_picked(ann)
 
     ratings = ann[RATING_COLUMNS].to_numpy(dtype=np.float64, na_value=np.nan)
     rated_rows = ~np.isnan(ratings).all(axis=1)
-    row_min = np.where(np.isnan(ratings), np.inf, ratings).min(axis=1, initial=np.inf)
-    row_max = np.where(np.isnan(ratings), -np.inf, ratings).max(axis=1, initial=-np.inf)
 
     work = pd.DataFrame(
         {
@@ -57,8 +68,6 @@ def annotator_table(coded: Coded, *, gold_counts: pd.Series) -> pd.DataFrame:
             "first": first,
             "seconds": ann["seconds"].to_numpy(dtype=np.float64, na_value=np.nan),
             "rated": rated_rows,
-            "row_min": np.where(rated_rows, row_min, np.nan),
-            "row_max": np.where(rated_rows, row_max, np.nan),
         }
     )
     g = work.groupby("annotator", sort=True)
@@ -80,10 +89,41 @@ def annotator_table(coded: Coded, *, gold_counts: pd.Series) -> pd.DataFrame:
         for k, n in zip(sums["first"], sums["counted"], strict=True)
     ]
     out["median_seconds"] = g["seconds"].median()
-    lo, hi = g["row_min"].min(), g["row_max"].max()
     out["n_rated"] = sums["rated"]
-    out["straight_lining"] = (sums["rated"] >= STRAIGHT_LINING_MIN_ITEMS) & (lo == hi)
+    out["straight_lining"] = (sums["rated"] >= STRAIGHT_LINING_MIN_ITEMS) & constant.reindex(
+        out.index, fill_value=False
+    )
     return out.reset_index()
+
+
+def _constant_ratings(ann: pd.DataFrame) -> pd.Series:
+    """Per annotator: no rating column varies over their rated items, read as chosen/rejected
+    (the columns as stored) or as the slots A/B (rows with a known slot only)."""
+    position = ann["chosen_position"].to_numpy(dtype=object, na_value=None)
+    chosen_first = position == "A"
+    known = chosen_first | (position == "B")
+    by_side = pd.DataFrame(
+        ann[RATING_COLUMNS].to_numpy(dtype=np.float64, na_value=np.nan), columns=RATING_COLUMNS
+    )
+    by_slot = pd.DataFrame(index=by_side.index)
+    for dimension in DIMENSIONS:
+        chosen, rejected = by_side[f"{dimension}_chosen"], by_side[f"{dimension}_rejected"]
+        by_slot[f"{dimension}_A"] = chosen.where(chosen_first, rejected)
+        by_slot[f"{dimension}_B"] = rejected.where(chosen_first, chosen)
+    who = ann["annotator"].to_numpy(dtype=object)
+
+    def flat(ratings: pd.DataFrame, rows: np.ndarray) -> pd.Series:
+        # min and max skip missing values: a column never rated does not vary either
+        groups = ratings[rows].groupby(who[rows], sort=True)
+        return ~groups.max().gt(groups.min()).any(axis=1)
+
+    every = np.ones(len(ann), dtype=bool)
+    sides = flat(by_side, every)
+    rated = ann[RATING_COLUMNS].notna().any(axis=1).to_numpy()
+    slot_items = pd.Series(known & rated).groupby(who).sum()
+    slots = flat(by_slot, known).reindex(sides.index, fill_value=False)
+    slots &= slot_items.reindex(sides.index, fill_value=0) >= STRAIGHT_LINING_MIN_ITEMS
+    return sides | slots
 
 
 def _share(k: pd.Series, n: pd.Series) -> pd.Series:

@@ -83,22 +83,35 @@ def _compare(ci95, threshold: float) -> str:
 
 def label_check(confirmed: dict, *, decided: dict, threshold: float = LABEL_THRESHOLD) -> dict:
     """The share of pairs (with enough annotations) whose majority is ``chosen``; no-consensus
-    pairs count as not confirming. Uses the interval that treats annotators as a sample when
-    there is one (three or more annotators), else the one for these annotators."""
-    ci = confirmed.get("ci95_annotators") or confirmed.get("ci95")
-    which = "ci95_annotators" if confirmed.get("ci95_annotators") else "ci95"
+    pairs count as not confirming. Compared with the threshold through the interval that
+    treats the annotators as a sample (``ci95_annotators``): the claim is about annotators
+    like these, not about these few people. Without that interval (fewer than three
+    annotators) the check is insufficient whatever the pairs-only interval says: with two
+    annotators who differ, that interval covered the value for annotators in general in only
+    47% of simulated studies."""
+    ci = confirmed.get("ci95_annotators")
     rule = (
-        f"lower end of the 95% interval of the share of pairs whose majority is chosen "
-        f"(no consensus = not confirmed) above {threshold}"
+        f"lower end of the annotator-aware 95% interval of the share of pairs whose majority "
+        f"is chosen (no consensus = not confirmed) above {threshold}; needs 3+ annotators"
     )
     note = None
     if not confirmed.get("n"):
+        outcome = "insufficient"
         note = confirmed.get("note", "no pair has enough annotations")
-    elif which == "ci95":
-        note = "interval for these annotators only: " + confirmed.get(
-            "ci95_annotators_note", "no annotator-aware interval"
+    elif ci is None:
+        outcome = "insufficient"
+        pairs_only = _compare(confirmed.get("ci95"), threshold)
+        reading = {"passed": "above", "failed": "at or below", "insufficient": "across"}
+        note = (
+            "no interval that treats the annotators as a sample ("
+            + confirmed.get("ci95_annotators_note", "none computed")
+            + "); the interval for these annotators only lies "
+            + reading[pairs_only]
+            + f" {threshold}, which says nothing about annotators in general. Three or more "
+            "annotators, each rating enough pairs, would suffice (annotate plan sizes it)"
         )
-    outcome = _compare(ci, threshold) if confirmed.get("n") else "insufficient"
+    else:
+        outcome = _compare(ci, threshold)
     return _check(
         outcome,
         value=confirmed.get("value"),
@@ -107,7 +120,8 @@ def label_check(confirmed: dict, *, decided: dict, threshold: float = LABEL_THRE
         n=confirmed.get("n", 0),
         rule=rule,
         note=note,
-        interval=which,
+        interval="ci95_annotators",
+        ci95_pairs=confirmed.get("ci95"),
         decided_only={k: decided[k] for k in ("value", "ci95", "n", "note") if k in decided},
     )
 
@@ -118,10 +132,8 @@ def _dimension_outcome(q: dict, *, margin: float, min_pairs: int) -> tuple[str, 
         return "insufficient", "never rated on both responses of a pair"
     if n < min_pairs:
         return "insufficient", f"rated on both responses in {n} pairs, fewer than {min_pairs}"
-    if q.get("zero_spread"):
-        return "insufficient", (
-            "every pair has the same difference: a test without spread is no evidence by itself"
-        )
+    if q["diff_ci90"] is None:
+        return "insufficient", q.get("note", "no equivalence test")
     lo, hi = q["diff_ci90"]
     if -margin < lo and hi < margin:
         return "passed", None

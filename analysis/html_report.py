@@ -312,8 +312,14 @@ def reading(report: dict) -> list[str]:
         "the lopsidedness that comes from the label itself, and AC1 uses a chance term that "
         "stays small with skewed labels; read the three together with percent agreement."
     )
+    checked = report["conclusion"]["checks"].get("quality", {}).get("dimensions", {})
     for dimension in DIMENSIONS:
         q = report["quality"][dimension]
+        # the sentence follows the quality check where it looked at the dimension, so that the
+        # reading never calls equivalent what the check does not accept (too few pairs)
+        check = checked.get(dimension)
+        shown = check["outcome"] == "passed" if check else q["equivalent"]
+        why = (check or {}).get("note") or f"TOST p {fmt_p(q['tost_p'])}"
         paragraphs.append(
             f"Quality ({dimension}): ordinal alpha {fmt(q['alpha']['value'])}, "
             f"{_band(q['alpha']['value'])}. Chosen averaged {fmt(q['mean_chosen'], 2)} and "
@@ -321,8 +327,8 @@ def reading(report: dict) -> list[str]:
             + (
                 "the equivalence test shows the two within "
                 f"+-{q['margin']} (TOST p {fmt_p(q['tost_p'])})."
-                if q["equivalent"] and not q.get("zero_spread")
-                else f"equivalence within +-{q['margin']} is not shown ({'every pair has the same difference, which is no evidence' if q.get('zero_spread') else 'TOST p ' + fmt_p(q['tost_p'])})."
+                if shown
+                else f"equivalence within +-{q['margin']} is not shown ({why})."
             )
         )
     conclusion = report["conclusion"]
@@ -373,6 +379,7 @@ th{background:#f3f3f3}.verdict{font-size:1.15em;padding:.6em 1em;border-radius:6
 
 def render_html(report: dict) -> str:
     from analysis.model_render import models_html  # the models section (issue 14)
+    from analysis.population_render import population_html  # sampled studies (issue 24)
 
     charts = [
         pio.to_html(
@@ -415,6 +422,7 @@ def render_html(report: dict) -> str:
         "<h2>Pairs to look at</h2>",
         _pairs_to_check(report),
         models_html(report),
+        population_html(report),
         "<h2>Method notes</h2>",
         _table(_method_rows(report["methods"]), ("topic", "note")),
         "</body></html>",

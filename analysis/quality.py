@@ -65,16 +65,25 @@ def dimension_summary(
     *,
     margin: float,
     threshold: float,
+    chosen_counts: np.ndarray | None = None,
+    rejected_counts: np.ndarray | None = None,
 ) -> dict:
     """Mean quality of each side, the paired difference and its TOST, both-high share.
 
     Over the pairs where both responses have at least one rating on this dimension; each pair
-    enters once with its annotators' mean ratings.
+    enters once with its annotators' mean ratings. With the number of ratings behind each
+    mean (``*_counts``) the TOST's spread is floored at the resolution of such means: a mean
+    of k integer ratings carries rounding variance 1/(12 k), so the difference of the pair's
+    two means at least 1/12 (1/k_chosen + 1/k_rejected), averaged over the pairs.
     """
     both = ~np.isnan(chosen_means) & ~np.isnan(rejected_means)
     chosen, rejected = chosen_means[both], rejected_means[both]
     n = int(both.sum())
-    tost = tost_paired(chosen - rejected, margin=margin)
+    min_sd = 0.0
+    if chosen_counts is not None and rejected_counts is not None and n:
+        resolution = (1 / chosen_counts[both] + 1 / rejected_counts[both]) / 12
+        min_sd = float(np.sqrt(resolution.mean()))
+    tost = tost_paired(chosen - rejected, margin=margin, min_sd=min_sd)
     high = proportion(int(((chosen >= threshold) & (rejected >= threshold)).sum()), n)
     out = {
         "n_pairs": n,

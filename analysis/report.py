@@ -33,7 +33,7 @@ from analysis.csv_cells import neutralise_frame
 from analysis.errors import UserError
 from analysis.frames import Coded, code, first_slot_picked
 from analysis.intervals import MIN_ANNOTATORS, MIN_INTERVAL_UNITS, MIN_UNITS, Panel
-from analysis.pairs import pair_table, verdict_counts
+from analysis.pairs import gap_noise, pair_table, verdict_counts
 from analysis.quality import dimension_summary, quality_alpha, response_counts
 from analysis.tables import DIMENSIONS, PREFERENCES, REASONS
 from analysis.validity import exact_proportion, label_share, position_bias
@@ -211,12 +211,15 @@ def _quality(stats: Coded, options: ReportOptions, panel: Panel) -> dict:
         }
         chosen = stats.pair_mean(f"{dimension}_chosen")[pairs_with_annotations]
         rejected = stats.pair_mean(f"{dimension}_rejected")[pairs_with_annotations]
+        rated = counts.sum(axis=1).reshape(-1, 2)[pairs_with_annotations]
         section.update(
             dimension_summary(
                 chosen,
                 rejected,
                 margin=options.margin,
                 threshold=options.quality_threshold,
+                chosen_counts=rated[:, 0],
+                rejected_counts=rated[:, 1],
             )
         )
         section["asked"] = dimension in options.asked_dimensions
@@ -299,9 +302,10 @@ def _methods(options: ReportOptions, *, n_gold_pairs: int) -> dict:
                 "holds for annotators in general (like these, from the same pool): it adds how "
                 "much the value could change with other annotators, estimated by leaving one "
                 "annotator out at a time, beyond what shuffling annotators within pairs gives "
-                "(8 to 20 shuffles, more with fewer annotators); null below "
-                f"{MIN_ANNOTATORS} annotators. The headline "
-                "and the label check use it"
+                "(8 to 20 shuffles, more with fewer annotators), added to the pairs' variance "
+                "with Welch-Satterthwaite degrees of freedom and cut to the statistic's range; "
+                f"null below {MIN_ANNOTATORS} annotators. The headline and the label check "
+                "use it; with fewer annotators the label check is insufficient"
             ),
             "too_few_units": (
                 f"an agreement statistic needs {MIN_UNITS} pairs with two or more annotations "
@@ -324,6 +328,12 @@ def _methods(options: ReportOptions, *, n_gold_pairs: int) -> dict:
             "peer_agreement": "a tie is a label like any other",
             "majority": "a strict majority: more than half of the pair's annotations; a tie majority is no consensus",
         },
+        "quality_confound": (
+            "reason: general_quality given by more annotators than personal_fit and both "
+            "together; gap: the one-sided 95% lower bound of the pair's mean per-annotator gap "
+            "(its variance shrunk towards the study's pooled gap variance, 4 degrees of "
+            "freedom) above --pair-gap (pairs.csv: <dimension>_gap_lower)"
+        ),
         "orientation": (
             "preference labels are already mapped back from the A/B slots to chosen/rejected. "
             "alpha_neutral orients each pair's responses by a stable sha256 hash of the pair id "
@@ -542,6 +552,7 @@ def build_report(
         min_annotations=options.min_annotations,
         quality_threshold=options.quality_threshold,
         pair_gap=options.pair_gap,
+        noise=gap_noise(stats),
     )
     with_aspects = aspect_check.has_aspects(annotations)
     if with_aspects:
@@ -679,6 +690,7 @@ def write_report(
     the pairs format, e.g. annotate.pairs_io.write_pairs)."""
     from analysis.html_report import render_html
     from analysis.model_render import models_markdown, write_models_csv
+    from analysis.population_render import population_markdown
     from analysis.summary import render_summary
 
     out = Path(out_dir)
@@ -693,7 +705,8 @@ def write_report(
         paths["annotators.csv"], index=False
     )
     paths["summary.md"].write_text(
-        render_summary(report) + models_markdown(report), encoding="utf-8"
+        render_summary(report) + models_markdown(report) + population_markdown(report),
+        encoding="utf-8",
     )
     paths["report.html"].write_text(render_html(report), encoding="utf-8")
     if report.get("models"):

@@ -177,7 +177,9 @@ def proportion(k: int, n: int) -> dict:
     return {"value": k / n, "ci95": list(wilson_interval(k, n)), "n": n, "k": k}
 
 
-def tost_paired(differences: Sequence[float], *, margin: float, alpha: float = 0.05) -> dict:
+def tost_paired(
+    differences: Sequence[float], *, margin: float, alpha: float = 0.05, min_sd: float = 0.0
+) -> dict:
     """Equivalence of the per-pair differences (chosen minus rejected) to zero within ``margin``.
 
     Two one-sided one-sample t-tests (Schuirmann 1987; Lakens 2017) of H0: mu <= -margin and
@@ -185,10 +187,16 @@ def tost_paired(differences: Sequence[float], *, margin: float, alpha: float = 0
     which is the same as the (1 - 2 alpha) confidence interval ``ci90`` lying inside
     (-margin, +margin). NaN differences are dropped.
 
-    Zero variance (every difference identical, n >= 2): the t statistics are +-infinity, so
-    the p-values are their limits: ``tost_p`` is 0 (equivalent) when |mean| < margin and 1
-    otherwise, with a note saying so. The data carry no estimate of spread, so the report
-    should show this note rather than a bare p of 0.
+    ``min_sd``: the smallest standard deviation the differences are taken to have. Means of
+    ratings on an integer scale are known only to the scale's resolution, so a spread below
+    what rounding alone produces is not evidence of a smaller one; with the floor the test is
+    continuous in the data (40 pairs all rated 5 and the same with one rating 4 come out
+    alike) and ``zero_spread`` pairs get an ordinary p-value, with a note. Above the floor this
+    is the textbook TOST.
+
+    Zero variance without a floor (``min_sd`` 0, every difference identical, n >= 2): the t
+    statistics are +-infinity, so the p-values are their limits: ``tost_p`` is 0 (equivalent)
+    when |mean| < margin and 1 otherwise, with a note saying so.
     """
     if not margin > 0:
         raise ValueError(f"margin must be positive, got {margin}")
@@ -204,10 +212,13 @@ def tost_paired(differences: Sequence[float], *, margin: float, alpha: float = 0
     sd = float(values.std(ddof=1))
     # Check the values too: a constant 0.1 has a round-off sd of ~1e-17 and a mean of
     # 0.10000000000000002; tiny distinct values can underflow to sd 0.
-    if np.ptp(values) == 0:
-        return _tost_zero_variance(float(values[0]), n, margin=margin, alpha=alpha)
-    if sd == 0.0:
-        return _tost_zero_variance(mean, n, margin=margin, alpha=alpha)
+    zero_spread = bool(np.ptp(values) == 0 or sd == 0.0)
+    if zero_spread:
+        mean, sd = float(values[0]) if np.ptp(values) == 0 else mean, 0.0
+        if min_sd <= 0:
+            return _tost_zero_variance(mean, n, margin=margin, alpha=alpha)
+    floored = sd < min_sd
+    sd = max(sd, min_sd)
 
     df = n - 1
     se = sd / math.sqrt(n)
@@ -216,15 +227,23 @@ def tost_paired(differences: Sequence[float], *, margin: float, alpha: float = 0
     tost_p = float(max(p_lower, p_upper))
     half_width = t_ppf(1 - alpha, df) * se
     half_95 = t_ppf(0.975, df) * se
-    return {
+    out = {
         "mean_diff": mean,
         "tost_p": tost_p,
         "equivalent": tost_p < alpha,
         "n": n,
         "ci90": [mean - half_width, mean + half_width],
         "ci95": [mean - half_95, mean + half_95],
-        "zero_spread": False,
+        "zero_spread": zero_spread,
     }
+    if floored:
+        out["sd_floor"] = min_sd
+        out["note"] = (
+            f"the {n} differences vary less than the ratings' resolution allows (sd "
+            f"{float(values.std(ddof=1)):.3g}); the test takes sd {min_sd:.3g}, the spread "
+            "rounding onto the scale alone gives"
+        )
+    return out
 
 
 def _tost_undefined(n: int, note: str) -> dict:

@@ -405,30 +405,54 @@ def pairs_frame(source: Engine | Session, *, study: str, content: bool = True) -
         study_row = get_study(s, study)
         if not content:
             light = s.exec(
-                select(Pair.pair_key, Pair.category, Pair.is_gold, Pair.rubric_aspects)
+                select(
+                    Pair.pair_key,
+                    Pair.category,
+                    Pair.is_gold,
+                    Pair.rubric_aspects,
+                    *(getattr(Pair, name) for name in SAMPLE_COLUMNS),
+                )
                 .where(Pair.study_id == study_row.id)
                 .order_by(Pair.position)
             ).all()
-            frame = pd.DataFrame(light, columns=["pair_id", "category", "is_gold", "n_aspects"])
+            frame = pd.DataFrame(
+                light, columns=["pair_id", "category", "is_gold", "n_aspects", *SAMPLE_COLUMNS]
+            )
             frame["is_gold"] = frame["is_gold"].astype(bool)
             frame["n_aspects"] = [len(aspects or []) for aspects in frame["n_aspects"]]
-            return frame
+            return _sample_design(frame)
         pairs = s.exec(
             select(Pair).where(Pair.study_id == study_row.id).order_by(Pair.position)
         ).all()
-    return pd.DataFrame.from_records(
+    frame = pd.DataFrame.from_records(
         [
             {
                 "pair_id": p.pair_key,
                 "category": p.category,
                 "is_gold": p.is_gold,
                 "n_aspects": len(p.rubric_aspects or []),
+                **{name: getattr(p, name) for name in SAMPLE_COLUMNS},
                 "record": p.record(),
             }
             for p in pairs
         ],
-        columns=["pair_id", "category", "is_gold", "n_aspects", "record"],
+        columns=["pair_id", "category", "is_gold", "n_aspects", *SAMPLE_COLUMNS, "record"],
     )
+    return _sample_design(frame)
+
+
+# A sampled study's design per pair (import-pairs --sample): queued = in the sample.
+SAMPLE_COLUMNS = ("queued", "inclusion_probability", "stratum")
+
+
+def _sample_design(frame: pd.DataFrame) -> pd.DataFrame:
+    """The design columns as the report reads them; dropped for a study that was not sampled
+    (no pair has an inclusion probability), so its report has no `population` key."""
+    if frame["inclusion_probability"].isna().all():
+        return frame.drop(columns=list(SAMPLE_COLUMNS))
+    frame["queued"] = frame["queued"].astype(bool)
+    frame["inclusion_probability"] = frame["inclusion_probability"].astype(float)
+    return frame
 
 
 def _annotator_ids(s: Session, *, names: Iterable[str], study_id: int) -> dict[str, int]:

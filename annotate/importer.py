@@ -14,11 +14,36 @@ from sqlmodel import Session, select
 from annotate.errors import InputError
 from annotate.pairs_io import MAX_PROBLEMS, ValidPair, iter_valid_pairs, record_hash
 from annotate.store.db import retrying, session
-from annotate.store.models import Pair, utcnow
+from annotate.store.models import Assignment, Pair, utcnow
 from annotate.store.sqlite_engine import use_large_cache
 from annotate.studies import get_or_create_study
 
 BATCH = 50  # rows per INSERT executemany: 100 KB records hold 5 MB, not the 20 MB of 200
+
+
+@dataclass(frozen=True)
+class SampleRequest:
+    """import-pairs --sample N [--sample-by NAME=FILE] [--seed N]: queue only N pairs.
+    `flags`, given the study's pair ids, says which ones the judge flags (None: uniform)."""
+
+    size: int
+    seed: int = 0
+    flags: Callable[[list[str]], list[bool]] | None = None
+    judge: str | None = None
+
+
+@dataclass(frozen=True)
+class SampleResult:
+    size: int
+    population: int
+    strata: dict[str, tuple[int, int, float]]  # name: (pairs, sampled, inclusion probability)
+
+    def summary(self) -> str:
+        parts = ", ".join(
+            f"{name}: {taken} of {size} (inclusion probability {p:.4g})"
+            for name, (size, taken, p) in self.strata.items()
+        )
+        return f"{self.size} of {self.population} pairs queued for labelling ({parts})"
 
 
 @dataclass(frozen=True)
@@ -27,12 +52,85 @@ class ImportResult:
     added: int
     updated: int
     unchanged: int
+    sample: SampleResult | None = None
 
     def summary(self) -> str:
-        return (
+        text = (
             f"study {self.study!r}: {self.added} pairs added, {self.updated} updated, "
             f"{self.unchanged} unchanged"
         )
+        return text if self.sample is None else f"{text}; {self.sample.summary()}"
+
+
+def _is_sampled(s: Session, *, study_id: int) -> bool:
+    return (
+        s.exec(
+            select(Pair.id)
+            .where(Pair.study_id == study_id, Pair.inclusion_probability.is_not(None))
+            .limit(1)
+        ).first()
+        is not None
+    )
+
+
+def _apply_sample(s: Session, *, study_id: int, request: SampleRequest) -> SampleResult:
+    """Draw the sample over all the study's pairs (analysis/sampling.py, the one draw) and
+    store each pair's queued flag, inclusion probability and stratum. Refused when it would
+    change the sample of a study whose labelling has begun."""
+    from analysis.sampling import draw_sample
+
+    rows = s.exec(
+        select(Pair.id, Pair.pair_key, Pair.queued, Pair.inclusion_probability, Pair.stratum)
+        .where(Pair.study_id == study_id, Pair.is_gold == False)  # noqa: E712
+        .order_by(Pair.position)
+    ).all()
+    ids = [key for _, key, *_ in rows]
+    if request.size > len(ids):
+        raise InputError(
+            "--sample",
+            [f"asks for {request.size} pairs but the study holds {len(ids)} (not gold)"],
+        )
+    flags = request.flags(ids) if request.flags is not None else None
+    draws = draw_sample(ids, request.size, seed=request.seed, flagged=flags)
+    changed = [
+        (row_id, d)
+        for (row_id, _, queued, p, stratum), d in zip(rows, draws, strict=True)
+        if (bool(queued), p, stratum) != (d.sampled, d.inclusion_probability, d.stratum)
+    ]
+    begun = s.exec(select(Assignment.id).where(Assignment.study_id == study_id).limit(1)).first()
+    if changed and begun is not None:
+        raise InputError(
+            "--sample",
+            [
+                "the study's labelling has begun; drawing another sample would change which "
+                "pairs are queued (import into a new study, or repeat the same --sample, "
+                "--sample-by and --seed)"
+            ],
+        )
+    if changed:
+        s.connection().execute(
+            update(Pair.__table__)
+            .where(Pair.__table__.c.id == bindparam("b_id"))
+            .values(
+                queued=bindparam("b_queued"),
+                inclusion_probability=bindparam("b_p"),
+                stratum=bindparam("b_stratum"),
+            ),
+            [
+                {
+                    "b_id": row_id,
+                    "b_queued": d.sampled,
+                    "b_p": d.inclusion_probability,
+                    "b_stratum": d.stratum,
+                }
+                for row_id, d in changed
+            ],
+        )
+    strata: dict[str, tuple[int, int, float]] = {}
+    for d in draws:
+        size, taken, _ = strata.get(d.stratum, (0, 0, 0.0))
+        strata[d.stratum] = (size + 1, taken + d.sampled, d.inclusion_probability)
+    return SampleResult(size=request.size, population=len(ids), strata=strata)
 
 
 class _EncodedJSON(TypeDecorator):
@@ -130,7 +228,10 @@ def import_pairs(
     study_name: str = "default",
     update_existing: bool = False,
     progress: Callable[[int], None] | None = None,
+    sample: SampleRequest | None = None,
 ) -> ImportResult:
+    """Import the file's pairs (all or nothing); with `sample`, the study's pairs become the
+    population and only the drawn sample is queued (import-pairs --sample)."""
     problems: list[str] = []
     added = updated = unchanged = 0
     with session(engine) as s:
@@ -197,6 +298,19 @@ def import_pairs(
             raise InputError(str(path), problems)
         if batch:
             conn.execute(_INSERT, batch)
+        if sample is None and added and _is_sampled(s, study_id=study.id):
+            s.rollback()
+            raise InputError(
+                str(path),
+                [
+                    f"study {study_name!r} is a sampled population (import-pairs --sample); "
+                    f"adding {added} pairs without --sample would leave them outside the sample "
+                    "design (import them with --sample to draw again, or into another study)"
+                ],
+            )
+        drawn = None if sample is None else _apply_sample(s, study_id=study.id, request=sample)
         if progress is not None:
             progress(seen)
-    return ImportResult(study=study_name, added=added, updated=updated, unchanged=unchanged)
+    return ImportResult(
+        study=study_name, added=added, updated=updated, unchanged=unchanged, sample=drawn
+    )

@@ -154,8 +154,8 @@ FLAG_RULES = (
     f"failed qualification; peer agreement more than {PEER_GAP} below the study's median (at "
     f"least {MIN_ITEMS} pairs with peers); label agreement more than {LABEL_GAP} below the "
     f"median (at least {MIN_ITEMS} decisive answers); first-slot rate significantly off 1/2 "
-    f"(p < {POSITION_P}, at least {MIN_SLOT_ITEMS} answers); one single rating value throughout "
-    f"(straight-lining); median time under a third of the study's median (at least "
+    f"(p < {POSITION_P}, at least {MIN_SLOT_ITEMS} answers); the same ratings on every pair, "
+    f"by response or by slot (straight-lining); median time under a third of the study's median (at least "
     f"{MIN_ITEMS} answers)."
 )
 
@@ -298,7 +298,8 @@ def study_progress(engine: Engine, *, study_id: int, now: datetime | None = None
         counts = s.exec(
             select(Pair.is_gold, func.count(Annotation.id))
             .join(Annotation, Annotation.pair_id == Pair.id, isouter=True)
-            .where(Pair.study_id == study_id)
+            # a sampled study's progress is its sample's (import-pairs --sample)
+            .where(Pair.study_id == study_id, Pair.queued == True)  # noqa: E712
             .group_by(Pair.id, Pair.is_gold)
         ).all()
         day = _day(Annotation.submitted_at, dialect)

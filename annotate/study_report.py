@@ -97,9 +97,13 @@ def build_study_report(
     data = study_tables(
         engine, study=study, categories=categories, annotators=annotators, content=content
     )
+    from analysis.population import is_sampled, with_population
+
     report = build_report(
         data.annotations, data.pairs, options=report_options(data.scale, **data.design, **options)
     )
+    if is_sampled(data.pairs):  # a sampled study (import-pairs --sample): its population key
+        report = with_population(report, data.pairs)
     return report, data.annotations, data.pairs
 
 

@@ -1,23 +1,28 @@
-"""Coverage of the report's 95% intervals on simulated studies with a known truth.
+"""Coverage and width of the report's 95% intervals on simulated studies with a known truth.
 
-    python benchmarks/bench_coverage.py                 # 300 studies per design, 1,000 resamples
+    python benchmarks/bench_coverage.py                 # 300 studies per cell, 1,000 resamples
     python benchmarks/bench_coverage.py --studies 100   # quicker, wider standard errors
 
-Two designs, each at 100 pairs x 3 annotators and 40 pairs x 5 (every annotator of the panel
-rates every pair):
+The cells of the statistical audit (issue 20):
 
-- exchangeable: the annotators behave alike; each pair has its own propensity to be judged
-  chosen / rejected / tie and its own quality, and every annotation is a draw from the pair's;
-- panel: each study recruits a fixed panel from a population of annotators who differ: a
-  lasting lean towards chosen (logit shift, sd 0.8) and a lasting rating offset (sd 0.5).
+- exchangeable annotators (alike) at 100 pairs x 3, 40 x 5 and 100 x 2 (every annotator of the
+  panel rates every pair);
+- a fixed panel of three recruited from a population whose members differ (a lasting lean to
+  chosen, log-odds sd 0.7, and a lasting rating offset, sd 0.7) at 100 x 3 and 40 x 3;
+- unbalanced: 80 pairs, each rated by 2 or 5 annotators (even odds) drawn from a pool of 6, 10%
+  of those annotations missing; annotators alike, and differing as the panel.
 
-The truth is the statistic on one very large study (40,000 pairs) from the same generator in
-which every annotation comes from a fresh annotator of the population: the value "for
-annotators in general". For each statistic the table gives the share of studies whose interval
-contains the truth, +- its standard error. ``ci95`` (pairs resampled; holds for these
-annotators) is meant to cover in the exchangeable design; ``ci95_annotators`` (annotators
-treated as a sample too) in both. The statistics are computed by the report's own functions.
-Runs its studies in two processes.
+Every pair has its own propensity to be judged chosen / rejected / tie and its own quality; an
+annotation is a draw from the pair's, shifted by its annotator's lean and offset.
+
+Two truths. The *population* value: the statistic on one 40,000-pair study of the same design
+in which every annotation comes from a fresh annotator of the population (what
+``ci95_annotators`` claims to cover). The value *for the study's own annotators*: the statistic
+on a 20,000-pair study of the same design rated by the study's own panel (what ``ci95`` claims
+to cover; for alike annotators the two are the same). The *oracle* width is the spread of the
+estimates across the simulated studies (their 2.5% to 97.5% quantiles): what an interval would
+need to be if the truth's sampling distribution were known. The statistics are computed by the
+report's own functions. Runs its studies in two processes.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from __future__ import annotations
 import argparse
 import time
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -35,29 +41,71 @@ from analysis.validity import label_share
 
 DOMAIN = [1, 2, 3, 4, 5]
 STATISTICS = ("percent", "alpha", "alpha_neutral", "ac1", "label_confirmed", "quality_alpha")
-LEAN_SD = 0.8
-OFFSET_SD = 0.5
-TRUTH_PAIRS = 40_000
+# The range of each statistic with three categories (AC1's minimum is -1 / (Q - 1)).
+RANGES = {
+    "percent": (0.0, 1.0),
+    "alpha": (-1.0, 1.0),
+    "alpha_neutral": (-1.0, 1.0),
+    "ac1": (-0.5, 1.0),
+    "label_confirmed": (0.0, 1.0),
+    "quality_alpha": (-1.0, 1.0),
+}
+SPREAD = 0.7
+POPULATION_PAIRS = 40_000
+OWN_PAIRS = 20_000
 
 
-def simulate(rng, *, n_pairs: int, per_pair: int, design: str, fresh: bool = False):
+@dataclass(frozen=True)
+class Cell:
+    name: str
+    pairs: int
+    sizes: tuple[int, ...]  # annotations a pair gets, one drawn per pair at even odds
+    pool: int
+    spread: float  # sd of the annotators' lean (log-odds) and rating offset
+    missing: float = 0.0
+
+    @property
+    def label(self) -> str:
+        sizes = " or ".join(map(str, self.sizes))
+        extra = f", pool {self.pool}, {self.missing:.0%} missing" if self.missing else ""
+        return f"{self.name} {self.pairs} x {sizes}{extra}"
+
+
+CELLS = (
+    Cell("exchangeable", 100, (3,), 3, 0.0),
+    Cell("exchangeable", 40, (5,), 5, 0.0),
+    Cell("exchangeable", 100, (2,), 2, 0.0),
+    Cell("panel", 100, (3,), 3, SPREAD),
+    Cell("panel", 40, (3,), 3, SPREAD),
+    Cell("unbalanced alike", 80, (2, 5), 6, 0.0, missing=0.1),
+    Cell("unbalanced differing", 80, (2, 5), 6, SPREAD, missing=0.1),
+)
+
+
+def simulate(rng, cell: Cell, *, n_pairs: int, lean=None, offset=None):
     """Annotations as arrays: pair, annotator, preference code (0 chosen, 1 rejected, 2 tie),
-    chosen rating, rejected rating, and a per-pair coin for the neutral orientation."""
-    pair = np.repeat(np.arange(n_pairs), per_pair)
+    chosen and rejected rating, and a per-pair coin for the neutral orientation. Without
+    ``lean``/``offset`` every annotation has a fresh annotator of the population."""
+    sizes = rng.choice(cell.sizes, size=n_pairs)
+    pair = np.repeat(np.arange(n_pairs), sizes)
     n = pair.size
-    # fresh: a new annotator for every annotation (the population, for the truth)
-    annotator = np.arange(n) if fresh else np.tile(np.arange(per_pair), n_pairs)
-    n_people = n if fresh else per_pair
-    biased = design == "panel"
-    lean = rng.normal(0, LEAN_SD, n_people) if biased else np.zeros(n_people)
-    offset = rng.normal(0, OFFSET_SD, n_people) if biased else np.zeros(n_people)
+    if lean is None:
+        annotator = np.arange(n)
+        lean = rng.normal(0, cell.spread, n) if cell.spread else np.zeros(n)
+        offset = rng.normal(0, cell.spread, n) if cell.spread else np.zeros(n)
+    elif cell.pool == max(cell.sizes) and len(cell.sizes) == 1:
+        annotator = np.tile(np.arange(cell.pool), n_pairs)
+    else:
+        order = np.argsort(rng.random((n_pairs, cell.pool)), axis=1)
+        annotator = np.concatenate([order[p, : sizes[p]] for p in range(n_pairs)])
+    keep = rng.random(n) >= cell.missing
+    pair, annotator, n = pair[keep], annotator[keep], int(keep.sum())
 
     pair_logit = rng.normal(1.2, 1.2, n_pairs)
     tie = 0.1
     p_chosen = (1 - tie) / (1 + np.exp(-(pair_logit[pair] + lean[annotator])))
     draw = rng.random(n)
     preference = np.where(draw < p_chosen, 0, np.where(draw < 1 - tie, 1, 2))
-
     quality = rng.normal(3.8, 0.7, (n_pairs, 2))
     noise = rng.normal(0, 0.7, (n, 2))
     ratings = np.clip(np.rint(quality[pair] + offset[annotator, None] + noise), 1, 5).astype(int)
@@ -86,7 +134,7 @@ def statistics(data, *, n_pairs: int, bootstrap: int, seed: int, intervals: bool
 
     boot = {"bootstrap": bootstrap if intervals else 0, "seed": seed}
     panel = Panel.of(pair, annotator, seed=seed) if intervals else None
-    out = {
+    return {
         "percent": percent_agreement(counts, **boot, panel=panel, own=own).as_dict(),
         "alpha": alpha(
             counts, level="nominal", domain=[0, 1, 2], **boot, panel=panel, own=own
@@ -102,73 +150,114 @@ def statistics(data, *, n_pairs: int, bootstrap: int, seed: int, intervals: bool
             quality_counts.reshape(-1, 5), domain=DOMAIN, **boot, panel=panel, own=quality_own
         ),
     }
-    return out
 
 
-def truth(design: str, per_pair: int, seed: int) -> dict[str, float]:
-    rng = np.random.default_rng(seed)
-    data = simulate(rng, n_pairs=TRUTH_PAIRS, per_pair=per_pair, design=design, fresh=True)
-    values = statistics(data, n_pairs=TRUTH_PAIRS, bootstrap=0, seed=0, intervals=False)
+def values_of(data, n_pairs: int) -> dict[str, float]:
+    values = statistics(data, n_pairs=n_pairs, bootstrap=0, seed=0, intervals=False)
     return {name: values[name]["value"] for name in STATISTICS}
 
 
-def one_study(args) -> dict[str, tuple[bool | None, bool | None]]:
-    design, n_pairs, per_pair, bootstrap, seed, target = args
+def population(cell: Cell, seed: int) -> dict[str, float]:
+    rng = np.random.default_rng(seed)
+    return values_of(simulate(rng, cell, n_pairs=POPULATION_PAIRS), POPULATION_PAIRS)
+
+
+def one_study(args) -> dict:
+    cell, bootstrap, seed, target = args
     rng = np.random.default_rng([seed, 7])
-    data = simulate(rng, n_pairs=n_pairs, per_pair=per_pair, design=design)
-    values = statistics(data, n_pairs=n_pairs, bootstrap=bootstrap, seed=seed)
-    hits = {}
-    for name in STATISTICS:
-        hits[name] = tuple(
-            None
-            if values[name].get(key) is None
-            else values[name][key][0] <= target[name] <= values[name][key][1]
-            for key in ("ci95", "ci95_annotators")
+    lean = rng.normal(0, cell.spread, cell.pool) if cell.spread else np.zeros(cell.pool)
+    offset = rng.normal(0, cell.spread, cell.pool) if cell.spread else np.zeros(cell.pool)
+    data = simulate(rng, cell, n_pairs=cell.pairs, lean=lean, offset=offset)
+    values = statistics(data, n_pairs=cell.pairs, bootstrap=bootstrap, seed=seed)
+    if cell.spread:
+        own_data = simulate(
+            np.random.default_rng([seed, 8]), cell, n_pairs=OWN_PAIRS, lean=lean, offset=offset
         )
-    return hits
+        own_truth = values_of(own_data, OWN_PAIRS)
+    else:
+        own_truth = target
+    out = {}
+    for name in STATISTICS:
+        v = values[name]
+        lo, hi = RANGES[name]
+        out[name] = {
+            "value": v["value"],
+            "ci95": _covers(v.get("ci95"), own_truth[name]),
+            "ci95_annotators": _covers(v.get("ci95_annotators"), target[name]),
+            "width": _width(v.get("ci95_annotators")),
+            "outside": any(
+                ci is not None and (ci[0] < lo - 1e-12 or ci[1] > hi + 1e-12)
+                for ci in (v.get("ci95"), v.get("ci95_annotators"))
+            ),
+        }
+    return out
+
+
+def _covers(ci, truth) -> bool | None:
+    return None if ci is None else bool(ci[0] <= truth <= ci[1])
+
+
+def _width(ci) -> float | None:
+    return None if ci is None else ci[1] - ci[0]
 
 
 def coverage(hits: list[bool | None]) -> str:
     defined = [h for h in hits if h is not None]
     if not defined:
-        return "n/a"
+        return "null"
     p = float(np.mean(defined))
     se = np.sqrt(p * (1 - p) / len(defined))
     missing = len(hits) - len(defined)
     return f"{100 * p:.1f} +- {100 * se:.1f}" + (f" ({missing} null)" if missing else "")
 
 
+def width_ratio(results: list[dict]) -> str:
+    values = np.array([r["value"] for r in results if r["value"] is not None])
+    widths = np.array([r["width"] for r in results if r["width"] is not None])
+    if values.size < 20 or not widths.size:
+        return "n/a"
+    oracle = np.subtract(*np.quantile(values, [0.975, 0.025]))
+    if not oracle > 0:
+        return "n/a"
+    return f"{np.mean(widths) / oracle:.2f} ({np.median(widths) / oracle:.2f})"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--studies", type=int, default=300, help="studies per design and size")
+    parser.add_argument("--studies", type=int, default=300, help="studies per cell")
     parser.add_argument("--bootstrap", type=int, default=1000, help="resamples per interval")
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--cells", default="", help="comma-separated cell numbers (default all)")
     args = parser.parse_args()
+    chosen = [int(c) for c in args.cells.split(",") if c] or range(len(CELLS))
     started = time.perf_counter()
     print(
-        f"{args.studies} simulated studies per row, {args.bootstrap} resamples each; "
-        "coverage in % +- standard error (goal: ci95 93-97 exchangeable, ci95_annotators 92-98)"
+        f"{args.studies} simulated studies per cell, {args.bootstrap} resamples each; coverage "
+        "in % +- standard error (goal 93-97); ci95 of the value for the study's own "
+        "annotators, ci95_annotators of the population value; width: mean ci95_annotators "
+        "width / oracle width (goal at most 1.3 with alike annotators); outside: intervals "
+        "reaching outside the statistic's range"
     )
     print()
-    print(f"| design | pairs x annotators | statistic | {'ci95':<18} | ci95_annotators |")
-    print("| --- | --- | --- | --- | --- |")
+    print(
+        "| cell | statistic (population value) | ci95 | ci95_annotators | width / oracle | outside |"
+    )
+    print("| --- | --- | --- | --- | --- | --- |")
     with ProcessPoolExecutor(args.workers) as pool:
-        for design in ("exchangeable", "panel"):
-            for n_pairs, per_pair in ((100, 3), (40, 5)):
-                target = truth(design, per_pair, seed=12345)
-                jobs = [
-                    (design, n_pairs, per_pair, args.bootstrap, seed, target)
-                    for seed in range(args.studies)
-                ]
-                results = list(pool.map(one_study, jobs, chunksize=8))
-                for name in STATISTICS:
-                    pairs = [r[name][0] for r in results]
-                    annotators = [r[name][1] for r in results]
-                    print(
-                        f"| {design} | {n_pairs} x {per_pair} | {name} (truth "
-                        f"{target[name]:.3f}) | {coverage(pairs):<18} | {coverage(annotators)} |",
-                        flush=True,
-                    )
+        for index in chosen:
+            cell = CELLS[index]
+            target = population(cell, seed=12345)
+            jobs = [(cell, args.bootstrap, seed, target) for seed in range(args.studies)]
+            results = list(pool.map(one_study, jobs, chunksize=4))
+            for name in STATISTICS:
+                rows = [r[name] for r in results]
+                print(
+                    f"| {cell.label} | {name} ({target[name]:.3f}) "
+                    f"| {coverage([r['ci95'] for r in rows])} "
+                    f"| {coverage([r['ci95_annotators'] for r in rows])} "
+                    f"| {width_ratio(rows)} | {sum(r['outside'] for r in rows)} |",
+                    flush=True,
+                )
     print(f"\n{time.perf_counter() - started:.0f} s")
 
 

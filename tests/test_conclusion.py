@@ -73,15 +73,36 @@ def test_five_pairs_all_rated_five_are_not_evidence():
     assert "fewer than 30" in quality["dimensions"]["correctness"]["note"]
 
 
-def test_zero_spread_is_never_evidence_even_with_many_pairs():
-    rows = [
+def _all_fives(n_pairs: int) -> list[dict]:
+    return [
         row(f"p{i}", a, "chosen", chosen=(5, 5, 5), rejected=(5, 5, 5), reason="personal_fit")
-        for i in range(60)
+        for i in range(n_pairs)
         for a in ("a1", "a2", "a3")
     ]
-    quality = checks(report_of(rows))["quality"]
-    assert quality["outcome"] == "insufficient" and quality["passed"] is False
-    assert "no evidence by itself" in quality["dimensions"]["relevance"]["note"]
+
+
+def test_quality_check_is_continuous_between_zero_and_almost_zero_spread():
+    # the audit's case: 40 pairs with every rating 5 were insufficient, and the same with one
+    # rating 4 supported
+    flat = report_of(_all_fives(40))
+    rows = _all_fives(40)
+    rows[0]["relevance_rejected"] = 4
+    almost = report_of(rows)
+    for report in (flat, almost):
+        quality = checks(report)["quality"]
+        assert quality["outcome"] == "passed"
+        relevance = report["quality"]["relevance"]
+        # the block and the check say the same
+        assert relevance["equivalent"] is True
+        assert quality["dimensions"]["relevance"]["outcome"] == "passed"
+        # the spread is floored at the rounding of means of three integer ratings:
+        # sqrt((1/3 + 1/3) / 12)
+        assert relevance["tost_p"] > 0
+        assert "resolution" in relevance["note"]
+    a, b = (r["quality"]["relevance"]["diff_ci90"] for r in (flat, almost))
+    assert a[1] - a[0] == pytest.approx(2 * 1.684875 * np.sqrt(2 / 36 / 40), rel=1e-4)
+    assert b == pytest.approx(a, abs=0.02)
+    assert flat["quality"]["relevance"]["zero_spread"] is True
 
 
 def test_thirty_pairs_of_which_two_rated():
@@ -142,8 +163,11 @@ def test_split_pairs_count_as_not_confirming():
     label = checks(report)["label"]
     assert (label["value"], label["n"]) == (0.2, 100)
     assert label["decided_only"]["value"] == 1.0 and label["decided_only"]["n"] == 20
-    assert label["outcome"] == "failed"
-    assert report["conclusion"]["status"] == "not_supported"
+    # two annotators: the interval for these two lies below the threshold, but only an
+    # annotator-aware interval (three or more annotators) decides the check either way
+    assert label["outcome"] == "insufficient"
+    assert "these annotators only lies at or below 0.6" in label["note"]
+    assert report["conclusion"]["status"] == "insufficient_evidence"
 
 
 def test_one_stated_reason_among_sixty_is_not_enough():
@@ -309,7 +333,9 @@ def test_conclude_takes_any_mapping_of_checks():
     # A fourth check (the aspect check) is one more entry of the same shape.
     from analysis.conclusion import conclude, label_check
 
-    passed = label_check({"value": 0.9, "ci95": [0.8, 0.95], "n": 100}, decided={})
+    passed = label_check(
+        {"value": 0.9, "ci95": [0.8, 0.95], "ci95_annotators": [0.8, 0.95], "n": 100}, decided={}
+    )
     assert conclude({"label": passed})["status"] == "supported"
     failing = {**passed, "passed": False, "outcome": "failed"}
     assert conclude({"label": passed, "aspects": failing})["status"] == "not_supported"
@@ -325,8 +351,15 @@ def test_label_check_uses_the_annotator_aware_interval():
     assert label["ci95"] == report["preference"]["label_confirmed"]["ci95_annotators"]
     two = report_of(clean_study(annotators=("a1", "a2")), bootstrap=200)
     label = checks(two)["label"]
-    assert label["interval"] == "ci95"
-    assert "these annotators only" in label["note"]
+    # two annotators: never supported, whatever these two annotators' interval says
+    assert label["ci95"] is None
+    assert label["ci95_pairs"] == two["preference"]["label_confirmed"]["ci95"]
+    assert label["ci95_pairs"][0] > 0.6
+    assert label["outcome"] == "insufficient"
+    assert "these annotators only lies above 0.6" in label["note"]
+    assert "Three or more annotators" in label["note"]
+    assert two["conclusion"]["status"] == "insufficient_evidence"
+    assert two["conclusion"]["personal_preference_main_factor"] is False
     assert two["preference"]["percent_agreement_ci95_annotators"] is None
     assert "at least 3" in two["preference"]["percent_agreement_ci95_annotators_note"]
 

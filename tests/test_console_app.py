@@ -320,8 +320,9 @@ def test_annotator_figures_and_outlier_flags(db, tmp_path):
     assert table.loc["careless", "label_agreement"] == 0.0
     assert table.loc["careless", "peer_agreement"] == 0.0
     assert table.loc["default-ann-0", "median_seconds"] == 12.0
-    # ratings 4 (chosen) and 3 (rejected): two values, so no straight-lining
-    assert bool(table.loc["default-ann-0", "straight_lining"]) is False
+    # ratings 4 (chosen) and 3 (rejected) on every pair: a fixed pattern is straight-lining
+    # too, not only one value everywhere
+    assert bool(table.loc["default-ann-0", "straight_lining"]) is True
     assert "low label agreement" in table.loc["careless", "flags"]
     assert "low peer agreement" in table.loc["careless", "flags"]
     assert table.loc["default-ann-0", "flags"] == ""

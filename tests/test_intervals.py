@@ -1,6 +1,6 @@
 """The interval machinery: BCa against scipy's, the annotator jackknife against recomputation
-without each annotator, the annotator-aware interval's behaviour, and `annotate plan` against a
-closed-form power calculation for the label check."""
+without each annotator, the annotator-aware interval's behaviour, and `annotate plan` against an
+independent simulation of the label check."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from analysis.agreement import AC1, PERCENT_AGREEMENT, alpha, alpha_statistic, p
 from analysis.intervals import PairInterval, Panel, annotator_interval
 from analysis.plan import Effects, power
 from analysis.report import ReportOptions
-from analysis.validity import label_statistic
+from analysis.validity import label_share, label_statistic
 
 
 def test_bca_matches_scipy_on_a_mean():
@@ -143,31 +143,63 @@ def test_annotator_interval_is_null_below_three_annotators():
 # --- annotate plan against a closed form ---------------------------------------------------
 
 
-def closed_form_label_power(n: int, q: float, threshold: float) -> float:
-    """P(lower end of the exact 95% interval of X/n > threshold), X ~ Binomial(n, q)."""
-    x = np.arange(1, n + 1)
-    lower = stats.beta.ppf(0.025, x, n - x + 1)
-    return float(stats.binom.pmf(x[lower > threshold], n, q).sum())
+def independent_label_power(
+    n_pairs: int, q: float, threshold: float, *, simulations: int, seed: int
+) -> tuple[float, float]:
+    """Power of the label check simulated without analysis.plan: three alike annotators rate
+    every pair, each picks chosen with probability q; the check passes when the lower end of
+    ``ci95_annotators`` of the confirmed share lies above the threshold. Also the power the
+    pairs-only exact interval would have had (the old rule)."""
+    rng = np.random.default_rng([seed, 99])
+    pair = np.repeat(np.arange(n_pairs), 3)
+    who = np.tile(np.arange(3), n_pairs)
+    passed = pairs_only = 0
+    for _ in range(simulations):
+        picks = np.where(rng.random(pair.size) < q, 0, 1)
+        counts = np.zeros((n_pairs, 3), dtype=np.int64)
+        np.add.at(counts, (pair, picks), 1)
+        share = label_share(
+            counts,
+            min_annotations=2,
+            decided_only=False,
+            panel=Panel.of(pair, who, seed=0),
+            own=np.eye(3, dtype=np.int64)[picks],
+        )
+        passed += share["ci95_annotators"][0] > threshold
+        pairs_only += share["ci95"][0] > threshold
+    return passed / simulations, pairs_only / simulations
 
 
-@pytest.mark.parametrize(("n_pairs", "chosen_rate"), [(60, 0.85), (120, 0.82)])
-def test_plan_label_power_matches_the_closed_form(n_pairs, chosen_rate):
-    # Two annotations per pair: the label check uses the exact interval (the annotator-aware
-    # one needs three annotators), and a pair confirms the label when both pick chosen.
+@pytest.mark.parametrize(("n_pairs", "chosen_rate"), [(80, 0.68)])
+def test_plan_label_power_matches_an_independent_simulation(n_pairs, chosen_rate):
+    # Three annotations per pair: the label check uses the annotator-aware interval, so the
+    # plan's power is the power of that interval, as an independent simulation finds it.
     options = ReportOptions(min_rated_pairs=0, min_reasons=0)
-    simulations = 600
+    simulations = 300
     simulated = power(
         n_pairs=n_pairs,
-        per_pair=2,
+        per_pair=3,
         effects=Effects(chosen_rate=chosen_rate),
         options=options,
         simulations=simulations,
         seed=5,
     )["label"]
-    expected = closed_form_label_power(n_pairs, chosen_rate**2, options.label_threshold)
+    expected, pairs_only = independent_label_power(
+        n_pairs, chosen_rate, options.label_threshold, simulations=simulations, seed=6
+    )
     assert 0.15 < expected < 0.95  # a power where the comparison means something
-    se = np.sqrt(expected * (1 - expected) / simulations)
+    se = np.sqrt(2 * expected * (1 - expected) / simulations)
     assert abs(simulated - expected) < 3.5 * se
+    # the power moved with the interval: the annotator-aware interval contains the pairs-only
+    # one, so the old rule's power is an upper bound
+    assert pairs_only >= expected
+
+
+def test_plan_gives_no_label_power_with_two_annotators():
+    options = ReportOptions(min_rated_pairs=0, min_reasons=0)
+    effects = Effects(chosen_rate=0.95)
+    result = power(n_pairs=80, per_pair=2, effects=effects, options=options, simulations=20, seed=1)
+    assert result["label"] == 0.0 and result["all"] == 0.0
 
 
 def test_plan_command_prints_the_power_table():
@@ -228,7 +260,42 @@ def test_annotator_interval_equals_a_slow_recomputation(width):
 
     observed = slow_variance(panel.annotator)
     between = max(0.0, observed - np.median([slow_variance(c) for c in panel.shuffled]))
-    margin = stats.t.ppf(0.975, annotators - 1) ** 2 * between
-    expected = (point - np.sqrt(0.1**2 + margin), min(1.0, point + np.sqrt(0.08**2 + margin)))
     assert between > 0
-    assert ci == pytest.approx(expected, abs=1e-12)
+
+    def half(pair_half):
+        # the pairs' variance plus the annotators' component, Welch-Satterthwaite's df
+        total = (pair_half / stats.norm.ppf(0.975)) ** 2 + between
+        df = total**2 * (annotators - 1) / between**2
+        return stats.t.ppf(0.975, df) * np.sqrt(total)
+
+    expected = (max(-1.0, point - half(0.1)), min(1.0, point + half(0.08)))
+    assert ci == pytest.approx(expected, abs=1e-10)
+
+
+def test_a_zero_width_interval_comes_with_a_note():
+    # every pair's three annotators agree: every resample gives 1
+    counts = np.tile([3, 0, 0], (20, 1))
+    estimate = percent_agreement(counts, bootstrap=200, seed=0)
+    assert estimate.ci95 == (1.0, 1.0)
+    assert "zero-width" in estimate.note
+
+
+def test_ac1_interval_stays_inside_its_range():
+    # three annotators who mostly each pick a different label: AC1 near its minimum -1/2
+    rng = np.random.default_rng(4)
+    n_pairs = 30
+    pair = np.repeat(np.arange(n_pairs), 3)
+    who = np.tile(np.arange(3), n_pairs)
+    value = np.where(rng.random(pair.size) < 0.9, (who + pair) % 3, rng.integers(0, 3, pair.size))
+    counts = np.zeros((n_pairs, 3), dtype=np.int64)
+    np.add.at(counts, (pair, value), 1)
+    own = np.eye(3, dtype=np.int64)[value]
+    estimate = ac1_of(counts, own, Panel.of(pair, who, seed=0))
+    assert estimate.value < -0.3
+    assert estimate.ci95_annotators[0] >= -0.5 and estimate.ci95[0] >= -0.5
+
+
+def ac1_of(counts, own, panel):
+    from analysis.agreement import gwet_ac1
+
+    return gwet_ac1(counts, bootstrap=300, seed=0, panel=panel, own=own)

@@ -110,14 +110,19 @@ def test_boundaries_are_strict():
 def test_min_annotations_and_reason_ties():
     rows = [
         *two("p", "chosen", "chosen", chosen=GOOD, rejected=GOOD),
-        # general_quality shares the top reason with personal_fit: counted as a confound
+        # general_quality as often as personal_fit and both together: no confound (rule 5
+        # needs general quality given by *more* annotators, as the reason check counts)
+        row("even", "a1", "chosen", chosen=GOOD, rejected=GOOD, reason="general_quality"),
+        row("even", "a2", "chosen", chosen=GOOD, rejected=GOOD, reason="personal_fit"),
+        row("even", "a3", "chosen", chosen=GOOD, rejected=GOOD),
         row("q", "a1", "chosen", chosen=GOOD, rejected=GOOD, reason="general_quality"),
-        row("q", "a2", "chosen", chosen=GOOD, rejected=GOOD, reason="personal_fit"),
-        row("q", "a3", "chosen", chosen=GOOD, rejected=GOOD),
+        row("q", "a2", "chosen", chosen=GOOD, rejected=GOOD, reason="general_quality"),
+        row("q", "a3", "chosen", chosen=GOOD, rejected=GOOD, reason="both"),
     ]
-    assert verdicts(report_of(rows)) == {"p": "valid", "q": "quality_confound"}
+    assert verdicts(report_of(rows)) == {"p": "valid", "even": "valid", "q": "quality_confound"}
     assert verdicts(report_of(rows, min_annotations=3)) == {
         "p": "insufficient_annotations",
+        "even": "valid",
         "q": "quality_confound",
     }
 
@@ -285,7 +290,13 @@ def test_annotator_label_peer_agreement_speed_and_straight_lining():
             row(f"p{i}", "same", "chosen", chosen=(3, 3, 3), rejected=(3, 3, 3), seconds=10)
         )
         rows.append(
-            row(f"p{i}", "b", "chosen" if i < 4 else "tie", chosen=(5, 4, 3), seconds=20 + i)
+            row(
+                f"p{i}",
+                "b",
+                "chosen" if i < 4 else "tie",
+                chosen=(5, 4, 3) if i % 2 else (4, 4, 3),
+                seconds=20 + i,
+            )
         )
         rows.append(row(f"p{i}", "c", "rejected" if i == 0 else "chosen", seconds=None))
     people = {a["annotator"]: a for a in report_of(rows)["annotators"]}
@@ -294,14 +305,57 @@ def test_annotator_label_peer_agreement_speed_and_straight_lining():
     assert b["tie_rate"] == pytest.approx(2 / 6)
     assert b["median_seconds"] == 22.5
     assert b["straight_lining"] is False
-    # others of "b" on p0: chosen + rejected (no majority); p1-p5: chosen + chosen
-    assert (b["n_peer"], b["peer_agreement"]) == (5, pytest.approx(3 / 5))
-    # "c" on p0: others chosen, chosen -> disagrees; p1-3 agrees; p4-5 others chosen+tie: none
+    # others of "b" on p0: chosen + rejected, a split: 1/2; p1-p3: chosen + chosen: 1;
+    # p4-p5 (b says tie): 0
+    assert (b["n_peer"], b["peer_agreement"]) == (6, pytest.approx(3.5 / 6))
+    # "c" on p0: others chosen, chosen -> 0; p1-3: 1; p4-5 others chosen + tie, a split: 1/2
     c = people["c"]
-    assert (c["n_peer"], c["peer_agreement"], c["label_agreement"]) == (4, 0.75, 5 / 6)
+    assert (c["n_peer"], c["peer_agreement"], c["label_agreement"]) == (
+        6,
+        pytest.approx(4 / 6),
+        5 / 6,
+    )
     assert c["median_seconds"] is None
     assert people["same"]["straight_lining"] is True
     assert people["same"]["median_seconds"] == 10
+
+
+def test_peer_agreement_credits_the_consistent_annotators_not_the_dissenter():
+    # the audit's case: 30 pairs answered (chosen, chosen, rejected) by the same three people
+    rows = [
+        row(f"p{i}", a, pick)
+        for i in range(30)
+        for a, pick in (("x", "chosen"), ("y", "chosen"), ("z", "rejected"))
+    ]
+    people = {a["annotator"]: a for a in report_of(rows)["annotators"]}
+    # x's others on every pair: y chosen, z rejected, a split: 1/2; z's others agree on chosen
+    assert people["x"]["peer_agreement"] == people["y"]["peer_agreement"] == 0.5
+    assert people["z"]["peer_agreement"] == 0.0
+    assert people["x"]["n_peer"] == people["z"]["n_peer"] == 30
+
+
+def test_straight_lining_catches_a_fixed_pattern_not_only_one_value():
+    rows = []
+    for i in range(8):
+        slot = "A" if i % 2 else "B"
+        rows.append(row(f"p{i}", "five_one", "chosen", chosen=(5, 5, 5), rejected=(1, 1, 1)))
+        # always 5 for slot A and 2 for slot B, whichever response is shown there
+        a_is_chosen = slot == "A"
+        rows.append(
+            row(
+                f"p{i}",
+                "slot",
+                "chosen",
+                position=slot,
+                chosen=(5, 5, 5) if a_is_chosen else (2, 2, 2),
+                rejected=(2, 2, 2) if a_is_chosen else (5, 5, 5),
+            )
+        )
+        rows.append(row(f"p{i}", "honest", "chosen", chosen=(5, 4, 5), rejected=(4 + i % 2, 4, 3)))
+    people = {a["annotator"]: a for a in report_of(rows)["annotators"]}
+    assert people["five_one"]["straight_lining"] is True
+    assert people["slot"]["straight_lining"] is True
+    assert people["honest"]["straight_lining"] is False
 
 
 # --- main reasons and the conclusion -------------------------------------------------------
@@ -365,7 +419,7 @@ def test_conclusion_false_on_a_quality_confounded_benchmark():
 
 
 def test_conclusion_insufficient_without_reasons_or_ratings():
-    rows = [row(f"p{i}", a, "chosen") for i in range(40) for a in ("a1", "a2")]
+    rows = [row(f"p{i}", a, "chosen") for i in range(40) for a in ("a1", "a2", "a3")]
     report = report_of(rows)
     checks = report["conclusion"]["checks"]
     assert checks["label"]["passed"] is True
@@ -467,7 +521,9 @@ def test_identical_ratings_make_quality_alpha_undefined_not_one():
     ]
     quality = report_of(rows)["quality"]["correctness"]
     assert_null_with_note(quality["alpha"], "no variation")
-    assert quality["equivalent"] is True and "zero variance" in quality["note"]
+    # no spread at all: the TOST takes the spread rounding alone gives, and says so
+    assert quality["equivalent"] is True and "resolution" in quality["note"]
+    assert quality["zero_spread"] is True and quality["tost_p"] > 0
 
 
 def test_no_annotations_at_all():
@@ -558,15 +614,17 @@ def test_charts_are_valid_plotly_figures():
 
 
 def test_the_reading_never_calls_constant_ratings_from_one_annotator_equivalent():
-    # One annotator rating every response 5: zero spread, which is no evidence of equivalence;
-    # and the sentences read as English ("the label check found not enough evidence").
+    # One annotator rating every response 5 on six pairs: the equivalence test alone would
+    # pass (its spread floored at the ratings' resolution), but six pairs are too few for the
+    # quality check, and the reading follows the check; and the sentences read as English
+    # ("the label check found not enough evidence").
     from analysis.html_report import reading
 
     rows = [row(f"p{i}", "a1", "chosen", chosen=(5, 5, 5), rejected=(5, 5, 5)) for i in range(6)]
     report = report_of(rows)
     text = " ".join(reading(report))
     assert "shows the two within" not in text and "shown equivalent" not in text
-    assert "same difference, which is no evidence" in text
+    assert "fewer than 30" in text
     assert " check not enough evidence" not in text
     assert "check found not enough evidence" in text
     assert "has a enough" not in json.dumps(report)

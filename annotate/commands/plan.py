@@ -136,6 +136,104 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     add_no_ties(checks)
     add_dimensions(checks)
+    add_sample_sizing(parser)
+
+
+def add_sample_sizing(parser: argparse.ArgumentParser) -> None:
+    """annotate plan --population M: how many pairs of a benchmark to sample (issue 24)."""
+    sizing = parser.add_argument_group(
+        "benchmark sample sizing (--population M)",
+        "Instead of the power table: how many of a benchmark's M pairs humans must label "
+        "(import-pairs --sample N) for the report's benchmark-wide valid share to have a 95% "
+        "interval of at most +-HALF-WIDTH, for three designs: uniform with humans only, "
+        "uniform with a judge score (PPI++), and judge-guided (--sample-by: every flagged "
+        "pair up to 80% of N, a uniform sample of the rest). README: For benchmark builders.",
+    )
+    sizing.add_argument(
+        "--population", type=int, default=None, metavar="M", help="pairs in the benchmark"
+    )
+    sizing.add_argument(
+        "--half-width",
+        type=_probability,
+        default=0.04,
+        metavar="X",
+        help="wanted half-width of the valid share's 95%% interval (default 0.04: 4 points)",
+    )
+    sizing.add_argument(
+        "--valid-share",
+        type=_probability,
+        default=0.8,
+        metavar="P",
+        help="expected share of valid pairs (default 0.8)",
+    )
+    sizing.add_argument(
+        "--judge-sensitivity",
+        type=_probability,
+        default=0.6,
+        metavar="P",
+        help="share of the not-valid pairs the judge flags (default 0.6)",
+    )
+    sizing.add_argument(
+        "--judge-false-alarm",
+        type=_probability,
+        default=0.2,
+        metavar="P",
+        help="share of the valid pairs the judge flags (default 0.2)",
+    )
+    sizing.add_argument(
+        "--judge-correlation",
+        type=float,
+        default=0.5,
+        metavar="R",
+        help="correlation of a judge score with the human verdict, for uniform + PPI++ "
+        "(default 0.5)",
+    )
+
+
+def _sample_plan(args: argparse.Namespace) -> int:
+    from analysis.sample_size import guided_plan, uniform_plan
+
+    m = args.population
+    if m < 2:
+        raise UserError("--population must be at least 2 pairs")
+    if not 0 < args.half_width < 0.5 or not 0 < args.valid_share < 1:
+        raise UserError("--half-width must be in (0, 0.5) and --valid-share in (0, 1)")
+    if not -1 < args.judge_correlation < 1:
+        raise UserError("--judge-correlation must be between -1 and 1")
+    keys = {"valid_share": args.valid_share, "half_width": args.half_width}
+    rows = [
+        ("uniform, humans only", uniform_plan(m, **keys)),
+        (
+            f"uniform + judge score (r = {args.judge_correlation:g}, PPI++)",
+            uniform_plan(m, rho=args.judge_correlation, **keys),
+        ),
+        (
+            f"judge-guided (flags {args.judge_sensitivity:.0%} of bad, "
+            f"{args.judge_false_alarm:.0%} of good)",
+            guided_plan(
+                m,
+                sensitivity=args.judge_sensitivity,
+                false_alarm=args.judge_false_alarm,
+                **keys,
+            ),
+        ),
+    ]
+    print(
+        f"Pairs to label for a +-{100 * args.half_width:g}-point 95% interval of the valid "
+        f"share of {m:,} pairs (expected valid share {args.valid_share:.0%})"
+    )
+    print()
+    print("| design | pairs to sample | half-width (points) | bad pairs found |")
+    print("| --- | ---: | ---: | ---: |")
+    for name, row in rows:
+        if row is None:
+            print(f"| {name} | not reachable | | |")
+            continue
+        print(
+            f"| {name} | {row['pairs']:,} | {100 * row['half_width']:.2f} | "
+            f"{row['bad_found']:.0f} |"
+        )
+    return 0
 
 
 def _scale(text: str) -> tuple[int, int]:
@@ -151,6 +249,9 @@ def _scale(text: str) -> tuple[int, int]:
 def run(args: argparse.Namespace) -> int:
     from analysis.plan import Effects, plan
     from analysis.report import ReportOptions
+
+    if args.population is not None:
+        return _sample_plan(args)
 
     lo, hi = _scale(args.scale)
     if args.no_ties and args.tie_rate:

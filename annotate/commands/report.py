@@ -186,6 +186,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="write the pairs whose verdict is valid here, in the pairs format",
     )
     parser.add_argument(
+        "--export-cleaned",
+        metavar="FILE",
+        help="sampled studies (import-pairs --sample): write what ships, the whole population "
+        "minus the sampled pairs whose verdict is not valid (pairs never sampled are kept), in "
+        "the pairs format; the report's population key estimates the not-valid pairs left",
+    )
+    parser.add_argument(
         "--model",
         action="append",
         default=[],
@@ -200,17 +207,41 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _with_models(report: dict, specs: list[tuple[str, str]], *, pairs, options) -> dict:
-    """The report with its models section; the files are checked before anything is written."""
+def _with_models(report: dict, models: list, *, options) -> dict:
+    """The report with its models section (the files checked by _read_models)."""
     from analysis.models import with_models
 
     return with_models(
         report,
-        _read_models(specs, pairs),
+        models,
         min_annotations=options.min_annotations,
         bootstrap=options.bootstrap,
         seed=options.seed,
     )
+
+
+def _with_population(report: dict, pairs, models: list, *, cleaned: str | None) -> dict:
+    """A sampled study's report with its population key (contract section 4)."""
+    from analysis.population import is_sampled, with_population
+
+    if not is_sampled(pairs):
+        if cleaned:
+            raise UserError(
+                "--export-cleaned needs a sampled study (annotate import-pairs --sample N); "
+                "this one has no sample design (use --export-valid)"
+            )
+        return report
+    return with_population(report, pairs, models)
+
+
+def _write_cleaned(report: dict, pairs, path: Path) -> int:
+    """The population minus the sampled pairs found not valid, in the pairs format."""
+    from analysis.population import cleaned_pair_ids
+    from annotate.pairs_io import write_pairs
+
+    keep = set(cleaned_pair_ids(report))
+    chosen = pairs["pair_id"].astype(str).isin(keep).to_numpy()
+    return write_pairs(pairs.loc[chosen, "record"].tolist(), path)
 
 
 def _model_spec(text: str) -> tuple[str, str]:
@@ -293,8 +324,9 @@ def _from_database(args) -> tuple[pd.DataFrame, pd.DataFrame, tuple[int, int], d
     from annotate.database import get_engine
     from annotate.study_report import study_tables
 
-    # One snapshot; full pair content (about 100 KB a pair) only for --export-valid.
-    data = study_tables(get_engine(args.db), study=args.study, content=bool(args.export_valid))
+    # One snapshot; full pair content (about 100 KB a pair) only for the exports.
+    content = bool(args.export_valid or args.export_cleaned)
+    data = study_tables(get_engine(args.db), study=args.study, content=content)
     return data.annotations, data.pairs, data.scale, data.design
 
 
@@ -336,11 +368,15 @@ def run(args: argparse.Namespace) -> int:
         scorer = read_scorer_file(args.aspect_scores, aspect_counts=aspect_counts(pairs))
     report = build_report(annotations, pairs, options=options, aspect_scores=scorer)
     export = Path(args.export_valid) if args.export_valid else None
-    if args.model:
-        report = _with_models(report, args.model, pairs=pairs, options=options)
+    models = _read_models(args.model, pairs) if args.model else []
+    if models:
+        report = _with_models(report, models, options=options)
+    report = _with_population(report, pairs, models, cleaned=args.export_cleaned)
     paths = write_report(
         report, args.out, pairs=pairs, export_valid=export, write_pairs=write_pairs
     )
+    if args.export_cleaned:
+        _write_cleaned(report, pairs, Path(args.export_cleaned))
     counts = report["counts"]
     verdicts = report["verdicts"]
     print(

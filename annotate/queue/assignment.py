@@ -88,6 +88,7 @@ _OPEN_SOME = (
     .where(
         _PAIR.c.study_id == bindparam("b_study"),
         _PAIR.c.is_gold == False,  # noqa: E712
+        _PAIR.c.queued == True,  # noqa: E712  (sampled studies: only the sample)
         _PAIR.c.n_assigned < bindparam("b_target"),
         ~_mine(bindparam("b_annotator")),
     )
@@ -346,6 +347,7 @@ def progress(engine: Engine, *, annotator_id: int) -> Progress:
             s,
             Pair.study_id == study.id,
             Pair.is_gold == False,  # noqa: E712
+            Pair.queued == True,  # noqa: E712
             Pair.n_assigned < study.overlap_target,
         )
         mine_with_room = _count(
@@ -356,6 +358,7 @@ def progress(engine: Engine, *, annotator_id: int) -> Progress:
             .where(
                 Assignment.annotator_id == annotator_id,
                 Pair.is_gold == False,  # noqa: E712
+                Pair.queued == True,  # noqa: E712
                 Pair.n_assigned < study.overlap_target,
             ),
         )
@@ -414,6 +417,7 @@ def queue_status(engine: Engine, *, annotator_id: int) -> QueueStatus:
                 held.status == "active",
                 held.annotator_id != annotator_id,
                 Pair.is_gold == False,  # noqa: E712
+                Pair.queued == True,  # noqa: E712
                 Pair.n_assigned >= study.overlap_target,
                 ~_mine(annotator_id),
             )

@@ -8,7 +8,8 @@ order, and when a gold check comes first.
 4. qualification (study.qualification_gold = N): gold pairs only until the first N gold
    answers decide, nothing more after a failure (annotate/queue/gold.py);
 5. the least-covered real pair with room (n_assigned below the overlap target) that this
-   annotator has not been given; on PostgreSQL one nobody is reserving right now, else one
+   annotator has not been given; a real pair is a queued non-gold pair (a sampled study,
+   import-pairs --sample, stores the whole benchmark but queues only its sample); on PostgreSQL one nobody is reserving right now, else one
    whose row lock it waits for;
 6. a gold pair first, when the gold coin says so for the annotator's next position in their
    queue (so gold comes up at random positions, about once every GOLD_EVERY pairs, also

@@ -93,7 +93,7 @@ _TEXTS = {
         UPDATE assignment SET status = 'done', completed_at = %(now)s
          WHERE annotator_id = %(annotator)s AND pair_id = %(pair)s AND status = 'active'""",
     "upsert": _upsert_sql(ANSWER_FIELDS),
-    # The least-covered real pair with room that this annotator has not been given, picked
+    # The least-covered real queued pair with room that this annotator has not been given, picked
     # and reserved in one conditional UPDATE (never above the overlap target). {lock} is
     # PostgreSQL's SKIP LOCKED: many annotators want the same least-covered pair; each takes
     # the first one nobody is reserving right now instead of queueing on its row lock. NO KEY
@@ -103,7 +103,7 @@ _TEXTS = {
         UPDATE pair SET n_assigned = n_assigned + 1
          WHERE id = (SELECT p.id FROM pair p
                       WHERE p.study_id = %(study)s AND p.is_gold = FALSE
-                        AND p.n_assigned < %(target)s
+                        AND p.queued = TRUE AND p.n_assigned < %(target)s
                         AND NOT EXISTS (SELECT 1 FROM assignment a
                                          WHERE a.study_id = p.study_id AND a.pair_id = p.id
                                            AND a.annotator_id = %(annotator)s)

@@ -8,7 +8,7 @@ import secrets
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import JSON, Column, Index, Text, UniqueConstraint, text
+from sqlalchemy import JSON, Column, Index, Text, UniqueConstraint, text, true
 from sqlmodel import Field, SQLModel
 
 from analysis.vocabulary import DIMENSIONS, REASONS
@@ -76,6 +76,13 @@ class Pair(SQLModel, table=True):
     n_assigned: int = 0
     is_gold: bool = False
     gold_answer: str | None = None
+    # Sampled studies (import-pairs --sample, analysis/sampling.py): the whole benchmark is
+    # stored, only queued pairs are served for labelling (annotate/queue/rules.py, rule 5);
+    # each pair's inclusion probability and stratum are kept for the report's estimates.
+    # A study imported without --sample has every pair queued and no probabilities.
+    queued: bool = Field(default=True, sa_column_kwargs={"server_default": true()})
+    inclusion_probability: float | None = None
+    stratum: str | None = None
     imported_at: datetime = Field(default_factory=utcnow)
 
     def record(self) -> dict[str, Any]:

@@ -105,7 +105,7 @@ st.dataframe(
             "picks A", format="percent", help="share of decisive answers picking slot A"
         ),
         "straight_lining": st.column_config.CheckboxColumn(
-            "straight-lining", help="one single rating value throughout"
+            "straight-lining", help="the same ratings on every pair, by response or by slot"
         ),
         "gold_accuracy": st.column_config.NumberColumn("gold acc.", format="percent"),
         "n_gold": st.column_config.NumberColumn("gold answers"),
