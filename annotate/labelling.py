@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 from dataclasses import dataclass
 
 from sqlalchemy import update
@@ -79,6 +81,14 @@ def save_draft(
             .where(Assignment.id == assignment_id, Assignment.status == "active")
             .values(draft=draft)
         )
+
+
+def draft_key(secret: str | None, *, assignment_id: int, annotator_id: int) -> str:
+    """The key that lets a page save drafts of this assignment without a page run (the
+    labelling form is given it with the pair; annotate/web/drafts.py checks it): HMAC-SHA256
+    with the study's secret, of a message no coin uses."""
+    message = f"draft:{assignment_id}:{annotator_id}".encode()
+    return hmac.new((secret or "").encode(), message, hashlib.sha256).hexdigest()
 
 
 def draft_seconds(draft: dict | None) -> float:

@@ -325,7 +325,7 @@ def test_annotator_figures_and_outlier_flags(db, tmp_path):
     assert bool(table.loc["default-ann-0", "straight_lining"]) is True
     assert "low label agreement" in table.loc["careless", "flags"]
     assert "low peer agreement" in table.loc["careless", "flags"]
-    assert table.loc["default-ann-0", "flags"] == ""
+    assert table.loc["default-ann-0", "flags"] == "straight-lining"
     assert "careless" in at.warning[0].value
 
 

@@ -225,6 +225,14 @@ def test_plan_command_prints_the_power_table():
     assert bad.returncode != 0
     assert "fewer than the 5 annotations per pair" in bad.stderr
     assert "Traceback" not in bad.stderr
+    two = subprocess.run(
+        [sys.executable, "-m", "annotate.cli", "plan", "--pairs", "40", "--per-pair", "2",
+         "--simulations", "2"],
+        capture_output=True,
+        text=True,
+    )  # fmt: skip
+    assert two.returncode == 0, two.stderr
+    assert "the label check needs at least 3 annotators" in two.stdout
 
 
 @pytest.mark.parametrize("width", [3, 10], ids=["few kinds", "many kinds"])

@@ -30,6 +30,7 @@ ROUTES = {
     ("Route", "/login"): PUBLIC,  # annotate: sign in with a personal link's token
     ("Route", "/logout"): PUBLIC,  # annotate
     ("Route", "/healthz"): PUBLIC,  # annotate: the app and its database
+    ("Route", "/draft"): PUBLIC,  # annotate: the form's draft (checks the annotator's login)
     ("Route", "/_stcore/health"): PUBLIC,  # the page polls it
     ("Route", "/_stcore/metrics"): MAINTAINER,  # the server's counters
     ("Route", "/_stcore/host-config"): PUBLIC,  # the page reads it on load

@@ -247,6 +247,7 @@ def _scale(text: str) -> tuple[int, int]:
 
 
 def run(args: argparse.Namespace) -> int:
+    from analysis.intervals import MIN_ANNOTATORS
     from analysis.plan import Effects, plan
     from analysis.report import ReportOptions
 
@@ -313,7 +314,13 @@ def run(args: argparse.Namespace) -> int:
         )
     print()
     for k, n in result["smallest_pairs"].items():
-        if n is None:
+        if n is None and (args.annotators or k) < MIN_ANNOTATORS:
+            print(
+                f"{k} annotations per pair: the label check needs at least {MIN_ANNOTATORS} "
+                "annotators (its interval treats them as a sample); use --annotators "
+                f"{MIN_ANNOTATORS} or more, or more annotations per pair"
+            )
+        elif n is None:
             print(
                 f"{k} annotations per pair: no design tried reaches power {args.power:g}; "
                 "try more pairs (--pairs) or check the effect sizes"

@@ -8,6 +8,7 @@ from starlette.middleware import Middleware
 from streamlit import config
 
 from annotate.database import get_engine
+from annotate.web.drafts import draft_routes
 from annotate.web.guard import UPLOAD_LIMIT_MB, StreamlitEndpointGuard, check_upload_store
 from annotate.web.health import health_routes
 from annotate.web.login import LoginLinkMiddleware, login_routes
@@ -35,6 +36,7 @@ app = st.App(
     str(Path(__file__).with_name("app.py")),
     routes=[
         *login_routes(get_engine, prefix=PREFIX),
+        *draft_routes(get_engine, prefix=PREFIX),
         *health_routes(get_engine, path=f"{PREFIX}/healthz"),
     ],
     middleware=[
