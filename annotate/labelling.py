@@ -97,11 +97,6 @@ def draft_seconds(draft: dict | None) -> float:
     return float(value) if isinstance(value, int | float) else 0.0
 
 
-def draft_answers(draft: dict | None) -> dict:
-    """The draft without its seconds: what to compare with the form to see a change."""
-    return {k: v for k, v in (draft or FormState().as_draft()).items() if k != DRAFT_SECONDS}
-
-
 def submit(
     engine: Engine, *, item: Item, form: FormState, seconds: float | None
 ) -> AssignmentRow | None:

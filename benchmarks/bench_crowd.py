@@ -519,7 +519,8 @@ def make_accounts(db: str, study_name: str, n: int, prefix: str) -> list[tuple[s
     from sqlmodel import select
 
     from annotate.auth import create_annotator
-    from annotate.store.db import get_engine, session
+    from annotate.database import get_engine
+    from annotate.store.db import session
     from annotate.store.models import Study
 
     engine = get_engine(db)
@@ -539,7 +540,8 @@ def check_database(db: str, study_name: str, acknowledged: list[tuple[str, int]]
     from sqlalchemy import func
     from sqlmodel import select
 
-    from annotate.store.db import get_engine, read_session
+    from annotate.database import get_engine
+    from annotate.store.db import read_session
     from annotate.store.models import Annotation, Annotator, Assignment, Pair, Study
 
     engine = get_engine(db)

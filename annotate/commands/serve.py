@@ -12,8 +12,9 @@ from typing import NoReturn
 
 from sqlalchemy.engine import make_url
 
+from annotate.database import get_engine
 from annotate.errors import UserError
-from annotate.store.db import ENV_VAR, dispose_engines, get_engine, is_sqlite, resolve_url
+from annotate.store.db import ENV_VAR, dispose_engines, is_sqlite, resolve_url
 from annotate.store.schema import Mode
 from annotate.web.paths import checked_base_url_path, configured_prefix, url_prefix
 

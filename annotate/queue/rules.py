@@ -240,7 +240,7 @@ def choose_next(
             return None
         if state == QUALIFICATION_PENDING:
             return queue.serve_gold(study=study, annotator_id=annotator_id, now=now)
-    keys = {"study": study, "annotator_id": annotator_id, "now": now}
+    keys: dict[str, Any] = {"study": study, "annotator_id": annotator_id, "now": now}
     reserved = queue.reserve_least_covered(**keys)
     if reserved is not None:
         if _gold_first(queue, study=study, annotator_id=annotator_id, position=None):
@@ -269,7 +269,7 @@ def _gold_first(
 def _reserve_contended_or_skipped(
     queue: Queue, *, study: StudyRules, annotator_id: int, now: datetime
 ) -> AssignmentRow | None:
-    keys = {"study": study, "annotator_id": annotator_id, "now": now}
+    keys: dict[str, Any] = {"study": study, "annotator_id": annotator_id, "now": now}
     candidates = queue.open_candidates(study=study, annotator_id=annotator_id)
     if candidates:
         position = queue.given_count(annotator_id=annotator_id) + 1

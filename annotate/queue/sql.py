@@ -12,7 +12,8 @@ the fast Queue for them: the common operations here, the rare ones (gold pairs, 
 expired reservations) raise NeedsFullRules so that the caller runs the full rules
 (annotate/queue/assignment.py). On PostgreSQL the common Submit is one call of a server-side
 function, built below from the same fragments and the one list of answer columns, and
-installed (replaced) by annotate/store/schema.py under the migration lock.
+installed (replaced) by annotate/store/schema.py under the migration lock: this module registers
+it there when imported (the storage layer imports nothing from here).
 """
 
 from __future__ import annotations
@@ -23,9 +24,9 @@ import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import JSON
+from sqlalchemy import JSON, Table
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError
@@ -38,18 +39,22 @@ from annotate.queue.rules import (
     AssignmentRow,
     Coins,
     NeedsFullRules,
+    Queue,
     StudyRules,
     ab_coin_sql,
     gold_coin_sql,
 )
+from annotate.store import schema
 from annotate.store.models import Annotation
 from annotate.store.sqlite_engine import readers as sqlite_readers
 
 # An annotation row's answer: the contract's answer columns (its two keys are ids here), plus
 # where the answer came from. Every submit path derives its columns from this list.
 ANSWER_FIELDS = (*ANSWER_COLUMNS, "source")
+# SQLModel sets __table__ on table models without declaring it
+_ANNOTATION = cast(Table, Annotation.__table__)  # type: ignore[attr-defined]
 _JSON_FIELDS = frozenset(
-    name for name in ANSWER_FIELDS if isinstance(Annotation.__table__.c[name].type, JSON)
+    name for name in ANSWER_FIELDS if isinstance(_ANNOTATION.c[name].type, JSON)
 )
 
 
@@ -142,7 +147,7 @@ FUNCTION = "annotate_submit_and_next"
 
 
 def _pg_type(name: str) -> str:
-    return Annotation.__table__.c[name].type.compile(dialect=postgresql.dialect())
+    return _ANNOTATION.c[name].type.compile(dialect=postgresql.dialect())
 
 
 def _plpgsql(text: str, names: dict[str, str]) -> str:
@@ -302,6 +307,11 @@ def install_functions(conn: Connection) -> None:
         conn.exec_driver_sql(statement.replace("%", "%%"))  # no parameters: % is SQL's
 
 
+schema.register_generated(
+    schema.Generated(FUNCTION, installed=functions_installed, install=install_functions)
+)
+
+
 def _translate(dialect: str, text: str) -> str:
     text = text.replace("{lock}", _LOCKS[dialect])
     return re.sub(r"%\((\w+)\)s", r":\1", text) if dialect == "sqlite" else text
@@ -325,7 +335,7 @@ def _reserved(row, *, annotator_id: int, now: datetime) -> AssignmentRow:
     )
 
 
-class Cursor:
+class Cursor(Queue):
     """The driver's cursor on a SQLAlchemy connection, with this module's statements."""
 
     def __init__(self, conn: Connection | PoolProxiedConnection | Any, *, dialect=None):
@@ -334,6 +344,7 @@ class Cursor:
         self._dialect = dialect or conn.dialect
         self.dialect = self._dialect.name
         self._conn = conn
+        self._dbapi_connection: Any  # the driver's connection (sqlite3 or psycopg)
         if isinstance(conn, PoolProxiedConnection):
             self._dbapi_connection = conn.dbapi_connection
         elif isinstance(conn, Connection):
@@ -360,12 +371,12 @@ class Cursor:
         postgres = engine.dialect.name == "postgresql"
         try:
             if postgres:
-                pooled.dbapi_connection.autocommit = True
+                pooled.dbapi_connection.autocommit = True  # type: ignore[union-attr]
             yield cls(pooled, dialect=engine.dialect)
         finally:
-            driver = pooled.dbapi_connection  # None once invalidated
-            if postgres and driver is not None and not driver.closed:
-                driver.autocommit = False
+            raw: Any = pooled.dbapi_connection  # None once invalidated
+            if postgres and raw is not None and not raw.closed:
+                raw.autocommit = False
             pooled.close()
 
     def _run(self, name: str, params: dict, *, fetch: bool = False):
@@ -487,7 +498,7 @@ class Cursor:
         self, *, study: StudyRules, pair_id: int, annotator_id: int, now: datetime
     ) -> AssignmentRow:
         """The assignment row for a pair already reserved (n_assigned raised) by the caller."""
-        values = {
+        values: dict[str, Any] = {
             "study_id": study.id,
             "pair_id": pair_id,
             "annotator_id": annotator_id,
