@@ -66,8 +66,9 @@ def earlier_answers(engine: Engine, *, annotator_id: int) -> list[EarlierAnswer]
 
 
 def previous_pair(engine: Engine, *, annotator_id: int, before: int | None) -> int | None:
-    """The pair answered just before pair `before` (the latest answered one when None)."""
-    ids = [answer.pair_id for answer in earlier_answers(engine, annotator_id=annotator_id)]
+    """The pair answered just before pair `before` (the latest answered one when None), by
+    `earlier_answers`' rule (gold checks left out); None where there is none."""
+    ids = [pair_id for pair_id, _key in history(engine, annotator_id=annotator_id, limit=None)]
     if before is None or before not in ids:
         return ids[0] if ids else None
     position = ids.index(before) + 1

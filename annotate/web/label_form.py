@@ -3,7 +3,8 @@
 
 Choosing, rating, picking a reason and typing happen in the browser; the component sends
 events back as trigger values: `submit` and `draft` (the form), `skip`, `back`, `cancel`,
-`open` (a pair id from the earlier answers) and `history` (load that list). The data names
+`open` (a pair id from the earlier answers) and `history` (load that list). Every event but
+`draft` carries `seq`, a number the page echoes back as `answered` (see `event_seq`). The data names
 slots A and B only, never chosen/rejected, and carries model text as `render.safe_html`.
 """
 
@@ -18,6 +19,7 @@ import streamlit as st
 
 from analysis.vocabulary import SLOTS, TIE
 from annotate.answers import FormState, Question, form_questions
+from annotate.labelling import draft_key
 from annotate.web.render import safe_html
 from annotate.wording import DIMENSION_HELP, PREFERENCE_QUESTION, REASON_LABELS, REASON_QUESTION
 
@@ -83,8 +85,15 @@ def form_data(
     refused: list[Question] | None,
     flash: str | None,
     sign_out_url: str,
+    flash_tone: str = "info",
+    answered: int | None = None,
+    reset: bool = False,
+    draft_url: str | None = None,
 ) -> dict:
-    """Everything the component shows for one pair (JSON)."""
+    """Everything the component shows for one pair (JSON). `answered` is the number of the last
+    event the server acted on (the browser leaves its sending state on it); `reset` tells the
+    browser to drop what it holds for this pair and show the stored answer; `flash_tone` is
+    "info" or "warning"."""
     pair = item.pair
     chosen_position = item.assignment.chosen_position
     texts = {chosen_position: pair.chosen}
@@ -100,7 +109,23 @@ def form_data(
         "editing": item.editing,
         "progress": {"done": progress[0], "total": progress[1]},
         "flash": flash,
+        "flash_tone": flash_tone,
+        "answered": answered,
+        "reset": reset,
         "sign_out_url": sign_out_url,
+        # where the form posts its drafts without a page run (annotate/web/drafts.py), with
+        # the key for this assignment; none when editing an earlier answer (no drafts then)
+        "draft": None
+        if item.editing or draft_url is None
+        else {
+            "url": draft_url,
+            "assignment": item.assignment.id,
+            "key": draft_key(
+                study.coin_secret,
+                assignment_id=item.assignment.id,
+                annotator_id=item.assignment.annotator_id,
+            ),
+        },
         "guidelines_html": safe_html(study.guidelines) if study.guidelines.strip() else "",
         "question_html": safe_html(pair.question),
         "aspects": [
@@ -153,6 +178,12 @@ def label_form(*, key: str, data: dict, on_event: Callable[[str], None]) -> None
     the browser sends one of EVENTS; `event_value(key, name)` reads what it sent."""
     callbacks = {f"on_{name}_change": (lambda name=name: on_event(name)) for name in EVENTS}
     _component(key=key, data=data, **callbacks)
+
+
+def event_seq(payload: object) -> int | None:
+    """The number an event carries (`seq`), or None."""
+    seq = payload.get("seq") if isinstance(payload, dict) else None
+    return seq if isinstance(seq, int) and not isinstance(seq, bool) else None
 
 
 def event_value(key: str, name: str) -> object:

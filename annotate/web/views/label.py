@@ -15,8 +15,9 @@ from annotate.queue.assignment import progress, queue_status, skip
 from annotate.queue.rules import AccountClosed
 from annotate.store.models import Annotator, Study
 from annotate.web.access import engine, require_user
-from annotate.web.label_form import event_value, form_data, label_form, page_token
+from annotate.web.label_form import event_seq, event_value, form_data, label_form, page_token
 from annotate.web.views.common import (
+    app_prefix,
     finished_extras,
     focus_button,
     mark_guidelines_seen,
@@ -28,6 +29,13 @@ from annotate.web.views.common import (
 EDIT_KEY = "edit_pair_id"
 REFUSED_KEY = "refused"
 HISTORY_KEY = "show_history"
+FLASH_KEY, TONE_KEY = "flash", "flash_tone"
+ANSWERED_KEY = "form_answered"  # the number of the last event acted on (label_form.event_seq)
+RESET_KEY = "form_reset"  # the browser drops what it holds and shows the stored answer
+SKIPPED_KEY = "skipped_pair"
+LAST_PAIR_LEFT = (
+    "This is the last pair left for you, so it is shown again: answer it, or skip it later."
+)
 MAX_SECONDS = 24 * 3600.0
 # Our own constant CSS (never data): the form starts right under Streamlit's thin header, and
 # the previous pair's form, which Streamlit retains until the run that replaced it is over, is
@@ -75,8 +83,17 @@ def _leave(item: Item, study: Study, payload: object) -> None:
     st.session_state.pop(HISTORY_KEY, None)
 
 
+def _say(text: str, tone: str = "info") -> None:
+    """The message the page shows with the next run ("info" or "warning")."""
+    st.session_state[FLASH_KEY] = text
+    st.session_state[TONE_KEY] = tone
+
+
 def _on_event(name: str, *, key: str, item: Item, study: Study, user: Annotator) -> None:
     payload = event_value(key, name)
+    seq = event_seq(payload)
+    if seq is not None:  # every answer, whatever it shows, ends the browser's sending state
+        st.session_state[ANSWERED_KEY] = seq
     if name == "submit":
         form = _form(payload, item, study)
         missing = missing_questions(study, form, n_aspects=len(item.pair.rubric_aspects or []))
@@ -89,14 +106,16 @@ def _on_event(name: str, *, key: str, item: Item, study: Study, user: Annotator)
             return  # nothing saved; the rerun's sign-in check shows the page for a closed account
         except StaleAnswer as stale:
             # another tab answered this pair after this one loaded it: show the answer kept
-            st.session_state["flash"] = (
+            _say(
                 f"This pair was answered in another tab at {stale.submitted_at:%H:%M} UTC; your "
-                "answer here was not saved. That answer is shown below: change it if you meant to."
+                "answer here was not saved. That answer is shown below: change it if you meant to.",
+                "warning",
             )
             st.session_state[EDIT_KEY] = item.pair.id
+            st.session_state[RESET_KEY] = True
             st.session_state.pop(REFUSED_KEY, None)
             return
-        st.session_state["flash"] = "Your change was saved." if item.editing else "Answer saved."
+        _say("Your change was saved." if item.editing else "Answer saved.")
         st.session_state.pop(EDIT_KEY, None)
         st.session_state.pop(REFUSED_KEY, None)
         st.session_state.pop(HISTORY_KEY, None)
@@ -110,6 +129,7 @@ def _on_event(name: str, *, key: str, item: Item, study: Study, user: Annotator)
     elif name == "skip" and not item.editing:
         _leave(item, study, None)
         skip(engine(), annotator_id=user.id, pair_id=item.pair.id)
+        st.session_state[SKIPPED_KEY] = item.pair.id
     elif name == "cancel":
         _leave(item, study, None)
         st.session_state.pop(EDIT_KEY, None)
@@ -117,15 +137,16 @@ def _on_event(name: str, *, key: str, item: Item, study: Study, user: Annotator)
         before = item.pair.id if item.editing else None
         target = previous_pair(engine(), annotator_id=user.id, before=before)
         if target is None:
-            st.session_state["flash"] = "There is no earlier pair."
+            _say("There is no earlier pair.")
             return
         _leave(item, study, payload)
         st.session_state[EDIT_KEY] = target
     elif name == "open":
+        wanted = payload.get("pair_id") if isinstance(payload, dict) else payload
         known = {a.pair_id for a in earlier_answers(engine(), annotator_id=user.id)}
-        if payload in known:
+        if wanted in known:
             _leave(item, study, None)
-            st.session_state[EDIT_KEY] = payload
+            st.session_state[EDIT_KEY] = wanted
     elif name == "history":
         st.session_state[HISTORY_KEY] = True
 
@@ -179,7 +200,9 @@ def main() -> None:
         sign_out_link()
         return
     st.html(PAGE_CSS)
-    flash = st.session_state.pop("flash", None)
+    flash = st.session_state.pop(FLASH_KEY, None)
+    tone = st.session_state.pop(TONE_KEY, "info")
+    skipped = st.session_state.pop(SKIPPED_KEY, None)
     item = current_item(engine(), annotator_id=user.id, pair_id=st.session_state.get(EDIT_KEY))
     if item is None:
         st.session_state.pop(EDIT_KEY, None)
@@ -187,7 +210,10 @@ def main() -> None:
             st.toast(flash, icon=":material/check_circle:")
         _finished(user, study)
         return
+    if skipped is not None and skipped == item.pair.id and not item.editing:
+        flash, tone = LAST_PAIR_LEFT, "info"
     done_total = progress(engine(), annotator_id=user.id)
+    before = item.pair.id if item.editing else None
     key = _form_key(item, study)
     show_history = st.session_state.get(HISTORY_KEY)
     data = form_data(
@@ -196,11 +222,15 @@ def main() -> None:
         form=item.initial_form(),
         progress=(done_total.done, done_total.total),
         seconds_before=0.0 if item.editing else draft_seconds(item.assignment.draft),
-        can_go_back=done_total.done > 0,
+        can_go_back=previous_pair(engine(), annotator_id=user.id, before=before) is not None,
         history=earlier_answers(engine(), annotator_id=user.id) if show_history else None,
         refused=st.session_state.get(REFUSED_KEY),
         flash=flash,
+        flash_tone=tone,
+        answered=st.session_state.get(ANSWERED_KEY),
+        reset=bool(st.session_state.pop(RESET_KEY, False)),
         sign_out_url=sign_out_url(),
+        draft_url=f"{app_prefix()}/draft",
     )
     label_form(
         key=key,

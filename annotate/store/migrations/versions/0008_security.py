@@ -1,16 +1,16 @@
 """Prolific's "screened out" code per study (study.prolific_screened_out_code): a participant
 who fails the qualification is shown it instead of the completion code.
 
-Revision ID: 0007_security
-Revises: 0006
+Revision ID: 0008_security
+Revises: 0007_adaptive
 Create Date: 2026-12-01
 """
 
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0007_security"
-down_revision = "0006"
+revision = "0008_security"
+down_revision = "0007_adaptive"
 branch_labels = None
 depends_on = None
 

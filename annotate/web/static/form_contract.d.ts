@@ -1,0 +1,109 @@
+// The data contract between annotate/web/label_form.py (form_data, the events it reads) and
+// annotate/web/static/label_form.js, written once. The JS is type-checked against it
+// (`npm run check`: tsc), and tests/test_form_contract.py checks form_data's output against it
+// by type-checking real outputs as `FormData` values. Model text arrives only in the `*_html`
+// fields (annotate.web.render.safe_html); every other string is set as text.
+
+export type Slot = "A" | "B";
+export type Choice = Slot | "tie";
+export type CellKind = "slot" | "reason" | "rating" | "aspect";
+
+/** One question, in the order of the digit cursor (ratings, then aspect scores). */
+export interface Cell {
+  kind: CellKind;
+  field: string;
+  /** `${kind}:${field}`: how a refusal names the question. */
+  name_field: string;
+  name: string;
+  slot: Slot | null;
+  short?: string;
+  help?: string;
+  label?: string;
+  option_titles?: Record<string, string>;
+}
+
+export interface Aspect {
+  title_html: string;
+  reason_html: string;
+  evidence_html: string;
+}
+
+export interface Post {
+  category: string;
+  html: string;
+}
+
+export interface EarlierAnswer {
+  pair_id: number;
+  question: string;
+  answer: string;
+}
+
+/** The answers as the browser holds them, sent with submit, draft, skip and back. */
+export interface Form {
+  slot: Choice | null;
+  ratings: Record<string, number>;
+  reason: string | null;
+  comment: string;
+  aspects: Record<string, number>;
+}
+
+export interface FormData {
+  /** One pair and visit: the assignment and whether it is an edit. */
+  token: string;
+  editing: boolean;
+  progress: { done: number; total: number };
+  /** The server's message for the last thing sent, and its tone. */
+  flash: string | null;
+  flash_tone: "info" | "warning";
+  /** The number (`seq`) of the last event the server acted on; null before any. */
+  answered: number | null;
+  /** Drop what the browser holds for this pair and show `initial` (saved in another tab). */
+  reset: boolean;
+  sign_out_url: string;
+  /** Where drafts are posted without a page run (annotate/web/drafts.py), with this
+   * assignment's key; null when editing an earlier answer (or no draft route). */
+  draft: { url: string; assignment: number; key: string } | null;
+  guidelines_html: string;
+  question_html: string;
+  aspects: Aspect[];
+  narrative_html: string;
+  posts_count: number;
+  posts: Post[];
+  responses: Record<Slot, string>;
+  scale: number[];
+  aspect_check: boolean;
+  order: Cell[];
+  /** [value, label, key] */
+  choices: [Choice, string, string][];
+  allow_ties: boolean;
+  /** [value, label, key] */
+  reasons: [string, string, string][];
+  preference_question: string;
+  quality_lead: string;
+  aspect_lead: string;
+  reason_question: string;
+  initial: Form;
+  seconds_before: number;
+  can_go_back: boolean;
+  history: EarlierAnswer[] | null;
+  /** Missing questions as `name_field`s, from the server's own check of a Submit. */
+  refused: string[];
+}
+
+/** What each event sends (`setTriggerValue(name, value)`). */
+export interface Events {
+  submit: { form: Form; seconds: number; seq: number };
+  draft: { form: Form; seconds: number };
+  skip: { form: Form; seconds: number; seq: number };
+  back: { form: Form; seconds: number; seq: number };
+  cancel: { seq: number };
+  open: { pair_id: number; seq: number };
+  history: boolean;
+}
+
+export interface Component {
+  data: FormData;
+  parentElement: HTMLElement | ShadowRoot;
+  setTriggerValue: <K extends keyof Events>(name: K, value: Events[K]) => void;
+}
