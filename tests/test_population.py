@@ -152,3 +152,29 @@ def test_a_stratum_whose_labelled_pairs_are_all_alike_still_has_an_interval():
     assert got["share"] == 1.0
     assert got["variance"] == pytest.approx(0.75 * p * (1 - p) / 5)
     assert got["ci95"][0] == pytest.approx(1 - Z95 * math.sqrt(0.75 * p * (1 - p) / 5))
+
+
+# Outputs of ppi-python 0.2.3 (`ppi_py.ppi_mean_ci(y, yhat, yhat_unlabelled, alpha=0.05)` and
+# `ppi_mean_pointestimate`), computed once in a separate environment: the package pulls in
+# numba, scikit-learn and statsmodels, too much to install for one known answer.
+PPI_PYTHON_CASES = [
+    # (y, yhat, unlabelled yhat, lam, estimate, ci95)
+    ([1, 0, 1, 1], [1, 0, 0, 1], [1, 1, 0, 1, 0, 1], None, 0.796875, [0.41900121, 1.17474879]),
+    ([1, 0, 1, 1], [1, 0, 0, 1], [1, 1, 0, 1, 0, 1], 1.0, 11 / 12, [0.34891264, 1.48442069]),
+    ([1, 0, 1, 1], [1, 0, 0, 1], [1, 1, 0, 1, 0, 1], 0.0, 0.75, [0.32565535, 1.17434465]),
+    (
+        [int(c) for c in "1001101001111111001011111110111111111101"],
+        [int(c) for c in "1100101000111111100011111110011101100001"],
+        [1] * 129 + [0] * 71,
+        None,
+        0.76615957,
+        [0.6451272, 0.88719194],
+    ),
+]
+
+
+@pytest.mark.parametrize("y, f, u, lam, estimate, ci", PPI_PYTHON_CASES)
+def test_ppi_mean_matches_ppi_python_on_the_same_inputs(y, f, u, lam, estimate, ci):
+    got, got_ci, _ = ppi_mean_ci(y, f, u, lam=lam)
+    assert got == pytest.approx(estimate, abs=1e-8)
+    assert got_ci == pytest.approx(ci, abs=1e-8)
