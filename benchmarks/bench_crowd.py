@@ -386,7 +386,8 @@ async def label_one(
         raise ProtocolError("submit: the same pair shown again")
     stats.steps.append(time.monotonic() - sent)
     stats.submits += 1
-    stats.acknowledged.append((client.name, int(str(data["token"]).split("-")[0])))
+    # the page's token is opaque (docs/security.md, N6); the draft route names the assignment
+    stats.acknowledged.append((client.name, int(data["draft"]["assignment"])))
     return reply
 
 

@@ -53,11 +53,9 @@ def site(tmp_path_factory):
 
 
 def streamlit_pid(server: AppServer) -> int:
-    """The `streamlit run` process that `annotate serve` started (it holds the sessions)."""
-    parent = server._process.pid
-    children = Path(f"/proc/{parent}/task/{parent}/children").read_text().split()
-    assert children, "annotate serve has no child process"
-    return int(children[0])
+    """The process that holds the sessions: `annotate serve` itself, which runs Streamlit in
+    its own process (annotate/web/serve_process.py)."""
+    return server._process.pid
 
 
 def rss_mb(pid: int) -> float:

@@ -6,6 +6,8 @@ cover the organisation login (st.login's cookies) and the session registry, on b
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
@@ -119,10 +121,14 @@ def test_uploads_only_into_a_registered_maintainer_session(guarded):
     client, boss, _, _, _ = guarded
     put = "/_stcore/upload_file/{}/file-1"
     assert client.put(put.format("console-session"), content=b"x").status_code == 403
-    web_guard.register_maintainer_session("console-session", annotator_id=boss.id, cookies={})
+    web_guard.register_maintainer_session("console-session", annotator_id=boss.id, cookies=OIDC)
     assert client.put(put.format("stranger-session"), content=b"x").status_code == 403
+    # the session id alone (as a proxy log shows it) is not enough: its own cookie is needed
+    assert client.put(put.format("console-session"), content=b"x").status_code == 403
     big = {"Content-Length": str((web_guard.UPLOAD_LIMIT_MB + 1) * 1024 * 1024)}
-    too_big = client.put(put.format("console-session"), headers=big, content=b"")
+    too_big = client.put(
+        put.format("console-session"), headers={**big, **cookie_header(OIDC)}, content=b""
+    )
     assert too_big.status_code == 413
 
 
@@ -137,7 +143,7 @@ def test_the_guard_holds_under_a_path_prefix(db_url, monkeypatch, base_path, roo
         study = get_or_create_study(s, "default")
         boss, boss_token = create_annotator(s, name="boss", study_id=study.id, is_admin=True)
     live = LiveSessions({"console-session"})
-    live.uploaded_file_mgr = None  # no files held yet
+    live.uploaded_file_mgr = SimpleNamespace(file_storage={})  # no files held yet
     monkeypatch.setattr(web_guard, "_runtime", lambda: live)
     monkeypatch.setattr(web_guard, "_sessions", {})
     stcore = "/annotate/_stcore" if base_path else "/_stcore"
@@ -182,6 +188,10 @@ def test_the_guard_holds_under_a_path_prefix(db_url, monkeypatch, base_path, roo
         client.get("/annotate/media/export.csv", headers=cookie_header(maintainer)).status_code
         == 200
     )
-    web_guard.register_maintainer_session("console-session", annotator_id=boss.id, cookies={})
-    ok = client.put("/annotate/_stcore/upload_file/console-session/file-1", content=b"x")
+    web_guard.register_maintainer_session(
+        "console-session", annotator_id=boss.id, cookies=maintainer
+    )
+    upload = "/annotate/_stcore/upload_file/console-session/file-1"
+    assert client.put(upload, content=b"x").status_code == 403  # the session id alone: no
+    ok = client.put(upload, content=b"x", headers=cookie_header(maintainer))
     assert ok.status_code == 200

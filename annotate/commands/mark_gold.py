@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from analysis.vocabulary import PREFERENCES
 from annotate.commands._common import add_study_option, engine_from
 
 NAME = "mark-gold"
@@ -20,7 +21,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     what = parser.add_mutually_exclusive_group(required=True)
     what.add_argument(
         "--answer",
-        choices=("chosen", "rejected", "tie"),
+        choices=PREFERENCES,
         help="the answer a careful annotator gives for each of these pairs",
     )
     what.add_argument("--unmark", action="store_true", help="take the gold mark off")
