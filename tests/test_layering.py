@@ -65,7 +65,9 @@ def test_no_analysis_module_names_annotate():
 
 def test_schema_does_not_import_db():
     """db imports schema (get_engine checks the schema); schema must not import db back."""
-    assert not {m for m in _imports(ROOT / "annotate" / "store" / "schema.py") if "annotate.store.db" in m}
+    assert not {
+        m for m in _imports(ROOT / "annotate" / "store" / "schema.py") if "annotate.store.db" in m
+    }
 
 
 def test_the_vocabulary_is_the_one_every_layer_uses():
