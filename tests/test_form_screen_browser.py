@@ -113,6 +113,7 @@ def test_300_past_posts_open_in_their_own_panel_without_moving_the_responses(sit
     expect(panel.locator(".post:visible")).to_have_count(0)
     expect(panel).to_contain_text("0 of 300 posts")
     filter_box.fill("lantern")
+    save_screenshot(page, "label-posts.png")
     shown = panel.locator(".post:visible").count()
     assert 0 < shown <= 300
     expect(panel).to_contain_text(f"{shown} of 300 posts")
