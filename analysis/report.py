@@ -35,6 +35,7 @@ from analysis.frames import Coded, code, first_slot_picked
 from analysis.intervals import MIN_ANNOTATORS, MIN_INTERVAL_UNITS, MIN_UNITS, Panel
 from analysis.pairs import gap_noise, pair_table, verdict_counts
 from analysis.quality import dimension_summary, quality_alpha, response_counts
+from analysis.stopping import OverlapDesign
 from analysis.tables import DIMENSIONS, PREFERENCES, REASONS
 from analysis.validity import exact_proportion, label_share, position_bias
 
@@ -533,11 +534,15 @@ def build_report(
     *,
     options: ReportOptions,
     aspect_scores: pd.DataFrame | None = None,
+    design: OverlapDesign | None = None,
 ) -> dict:
     """The report.json structure (contract section 4) for one annotations table.
 
     ``aspect_scores``: an automatic scorer's aspect scores (analysis.aspect_scorer) to compare
-    with the annotators' (needs aspect scores in the annotations)."""
+    with the annotators' (needs aspect scores in the annotations). ``design``: the study's
+    overlap design (a study in the database knows it; a table of annotations does not): in
+    an adaptive study the agreement statistics and the conclusion's checks use the agreement
+    sample only (analysis.stopping.SAMPLE_METHOD), and each pair says why it ``stopped``."""
     index = _pair_index(annotations, pairs)
     pair_ids = pd.Index(index["pair_id"].to_numpy(dtype=object))
     gold = index["is_gold"].to_numpy(dtype=bool)
@@ -573,10 +578,20 @@ def build_report(
             ignore_index=True,
         )
 
-    panel = Panel.of(stats.pair, stats.annotations["annotator"].to_numpy(), seed=options.seed)
-    preference = _preference(stats, options, panel)
-    quality = _quality(stats, options, panel)
-    main_reason, by_choice = _main_reason(stats)
+    if design is not None:
+        counts = table[[f"n_{label}" for label in PREFERENCES]].to_numpy()
+        stopped = design.stopped(list(table["pair_id"]), counts)
+        table.insert(table.columns.get_loc("n_annotations") + 1, "stopped", stopped)
+    agreement = stats
+    if design is not None and design.adaptive:
+        in_sample = np.isin(pair_ids.to_numpy(dtype=object), list(design.sample))
+        agreement = stats.subset(in_sample[stats.pair])
+    panel = Panel.of(
+        agreement.pair, agreement.annotations["annotator"].to_numpy(), seed=options.seed
+    )
+    preference = _preference(agreement, options, panel)
+    quality = _quality(agreement, options, panel)
+    main_reason, by_choice = _main_reason(agreement)
     report = {
         "counts": {
             "pairs": int((~gold).sum()),
@@ -603,6 +618,16 @@ def build_report(
             "dimensions": options.asked_dimensions,
         },
         "methods": _methods(options, n_gold_pairs=int(gold.sum())),
+        "design": (
+            design.section()
+            if design is not None
+            else {
+                "overlap": None,
+                "min": None,
+                "max": None,
+                "note": "a table of annotations does not record its study's overlap design",
+            }
+        ),
     }
     if with_aspects:
         report["aspects"] = aspects_section
@@ -626,6 +651,7 @@ _KEY_ORDER = (
     "conclusion",
     "aspects",
     "verdicts",
+    "design",
     "pairs",
     "annotators",
     "options",

@@ -19,6 +19,7 @@ from sqlmodel import Session, select
 from analysis.aspect_scores import parse_aspects
 from analysis.tables import ANSWER_COLUMNS, COLUMNS, RATING_COLUMNS
 from analysis.vocabulary import SIDES, SLOTS, TIE
+from annotate.queue import targets
 from annotate.queue.assignment import ensure_assignment, next_assignment, reserve_next
 from annotate.queue.rules import (
     AccountClosed,
@@ -185,6 +186,8 @@ def _store_answer(
         _check_loaded(conn, **keys, values=values, loaded=loaded)
     if not cursor.store_answer(**keys, values=values, now=utcnow()):
         _repair_assignment(conn, **keys)
+    if study.adaptive:
+        targets.after_answer(conn, study_id=study.id, pair_id=pair_id)
     return study
 
 
@@ -231,9 +234,21 @@ def _coins_of(engine: Engine, cursor: Cursor, annotator_id: int) -> Coins | None
     return coins
 
 
-@retrying
+# The paths a Submit can be served by (submit_and_next's `served`), fast ones first.
+SUBMIT_FUNCTION = "submit function"  # PostgreSQL: the generated function, one round trip
+DRIVER_CONNECTION = "driver connection"  # SQLite: the common case on the driver's connection
+FULL_RULES = "full rules"  # the rules in Python through SQLAlchemy (annotate/queue/assignment.py)
+
+
 def submit_and_next(
-    engine: Engine, *, annotator_id: int, pair_id: int, answer: Answer, loaded: Loaded | None = None
+    engine: Engine,
+    *,
+    annotator_id: int,
+    pair_id: int,
+    answer: Answer,
+    loaded: Loaded | None = None,
+    fast: bool = True,
+    served: list[str] | None = None,
 ) -> AssignmentRow | None:
     """The labelling step in one commit: store the answer as submit_answer does and reserve
     the annotator's next pair as next_assignment would (returned; None when nothing is left).
@@ -241,19 +256,47 @@ def submit_and_next(
     first run reserved still open. Every path applies assignment_rules; the fast ones hand
     over to the full rules when they meet a rare case. The fast ones only ever close an open
     assignment, which no answer exists for yet (an answer closes it), so `loaded` needs no check
-    there unless the form showed an earlier answer."""
+    there unless the form showed an earlier answer.
+
+    `fast=False` applies the full rules only; `served`, when given, receives the path that
+    committed the answer (SUBMIT_FUNCTION, DRIVER_CONNECTION or FULL_RULES; a fast path that
+    left the next pair to the full rules gets " + full rules"): how the parity test knows which
+    path it ran."""
+    path = _submit_and_next(
+        engine, annotator_id=annotator_id, pair_id=pair_id, answer=answer, loaded=loaded, fast=fast
+    )
+    if served is not None:
+        served.append(path[0])
+    return path[1]
+
+
+@retrying
+def _submit_and_next(
+    engine: Engine,
+    *,
+    annotator_id: int,
+    pair_id: int,
+    answer: Answer,
+    loaded: Loaded | None,
+    fast: bool,
+) -> tuple[str, AssignmentRow | None]:
     values = {**answer.values(), "source": "app"}
-    if loaded is None or loaded.submitted_at is None:
+    if fast and (loaded is None or loaded.submitted_at is None):
         done, reserved = _submit_fast(
             engine, annotator_id=annotator_id, pair_id=pair_id, values=values
         )
         if done:  # the answer is committed; with no pair reserved, the full rules pick one
-            return reserved or next_assignment(engine, annotator_id=annotator_id)
+            fast_path = (
+                SUBMIT_FUNCTION if engine.dialect.name == "postgresql" else DRIVER_CONNECTION
+            )
+            if reserved is not None:
+                return fast_path, reserved
+            return f"{fast_path} + {FULL_RULES}", next_assignment(engine, annotator_id=annotator_id)
     with transaction(engine) as conn:
         study = _store_answer(
             conn, annotator_id=annotator_id, pair_id=pair_id, values=values, loaded=loaded
         )
-        return reserve_next(conn, study=study, annotator_id=annotator_id)
+        return FULL_RULES, reserve_next(conn, study=study, annotator_id=annotator_id)
 
 
 def _submit_fast(
@@ -294,6 +337,8 @@ def _submit_common_sqlite(
                 raise NeedsFullRules from None
             if not study.annotator_active:
                 raise NeedsFullRules  # the full rules refuse it
+            if study.adaptive:
+                raise NeedsFullRules  # the answer moves its pair's target (_store_answer)
             keys = {"study_id": study.id, "annotator_id": annotator_id, "pair_id": pair_id}
             if not cursor.store_answer(**keys, values=values, now=now):
                 raise NeedsFullRules  # no open assignment: a stale tab or a re-run
@@ -489,4 +534,5 @@ def _import_annotation_rows(engine: Engine, *, study_id: int, rows: list[dict]) 
         values.sort(key=lambda v: (v["pair_id"], v["annotator_id"]))
         for start in range(0, len(values), 500):
             _upsert(s, values[start : start + 500])
+        targets.refresh_targets(s.connection(), study_id=study_id)  # adaptive studies
     return len(values)

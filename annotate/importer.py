@@ -13,6 +13,7 @@ from sqlmodel import Session, select
 
 from annotate.errors import InputError
 from annotate.pairs_io import MAX_PROBLEMS, ValidPair, iter_valid_pairs, record_hash
+from annotate.queue.targets import refresh_targets
 from annotate.store.db import retrying, session
 from annotate.store.models import Assignment, Pair, utcnow
 from annotate.store.sqlite_engine import use_large_cache
@@ -309,6 +310,8 @@ def import_pairs(
                 ],
             )
         drawn = None if sample is None else _apply_sample(s, study_id=study.id, request=sample)
+        if added and study.adaptive_min is not None:
+            refresh_targets(conn, study_id=study.id)  # new pairs of an adaptive study
         if progress is not None:
             progress(seen)
     return ImportResult(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 from dataclasses import dataclass
 
 from sqlalchemy import update
@@ -81,15 +83,18 @@ def save_draft(
         )
 
 
+def draft_key(secret: str | None, *, assignment_id: int, annotator_id: int) -> str:
+    """The key that lets a page save drafts of this assignment without a page run (the
+    labelling form is given it with the pair; annotate/web/drafts.py checks it): HMAC-SHA256
+    with the study's secret, of a message no coin uses."""
+    message = f"draft:{assignment_id}:{annotator_id}".encode()
+    return hmac.new((secret or "").encode(), message, hashlib.sha256).hexdigest()
+
+
 def draft_seconds(draft: dict | None) -> float:
     """Seconds spent on the pair before the draft was saved (0 for an older draft)."""
     value = (draft or {}).get(DRAFT_SECONDS)
     return float(value) if isinstance(value, int | float) else 0.0
-
-
-def draft_answers(draft: dict | None) -> dict:
-    """The draft without its seconds: what to compare with the form to see a change."""
-    return {k: v for k, v in (draft or FormState().as_draft()).items() if k != DRAFT_SECONDS}
 
 
 def submit(

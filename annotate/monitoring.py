@@ -231,6 +231,9 @@ class StudyProgress:
     remaining: int
     eta_days: float | None
     started: datetime | None
+    # adaptive overlap: `needed` is the annotations expected (analysis.stopping), `target`
+    # the typical expected count a pair, `complete` the pairs that have theirs
+    adaptive: bool = False
 
     @property
     def fraction(self) -> float:
@@ -324,9 +327,21 @@ def study_progress(engine: Engine, *, study_id: int, now: datetime | None = None
                 func.min(Annotation.submitted_at),
             ).where(Annotation.study_id == study_id)
         ).one()
-        return study, counts, days, n_recent, first_real, annotators, started
+        answers = None
+        if study.adaptive_min is not None:  # each pair's answers: its expected final count
+            answers = s.exec(
+                select(Pair.pair_key, Annotation.preference, func.count(Annotation.id))
+                .join(Annotation, Annotation.pair_id == Pair.id)
+                .where(Pair.study_id == study_id, Pair.is_gold == False)  # noqa: E712
+                .group_by(Pair.pair_key, Annotation.preference)
+            ).all()
+            keys = s.exec(
+                select(Pair.pair_key).where(Pair.study_id == study_id, Pair.is_gold == False)  # noqa: E712
+            ).all()
+            answers = (list(keys), answers)
+        return study, counts, days, n_recent, first_real, annotators, started, answers
 
-    study, counts, days, n_recent, first_real, annotators, started = db.read(engine, read)
+    study, counts, days, n_recent, first_real, annotators, started, answers = db.read(engine, read)
     target = study.overlap_target
     per_pair = pd.DataFrame(counts, columns=["is_gold", "n"])
     per_pair["is_gold"] = per_pair["is_gold"].astype(bool)
@@ -339,6 +354,9 @@ def study_progress(engine: Engine, *, study_id: int, now: datetime | None = None
         per_day = per_day.reset_index()
     collected = int(np.minimum(real_n, target).sum())
     needed = int(len(real_n) * target)
+    complete = int((real_n >= target).sum())
+    if answers is not None:  # adaptive: expected annotations, not pairs x overlap
+        collected, needed, complete, target = _adaptive_progress(study, *answers)
     remaining = max(needed - collected, 0)
     rate = recent_rate(int(n_recent or 0), _utc(first_real), now=now)
     eta = remaining / rate if rate and remaining else (0.0 if remaining == 0 else None)
@@ -346,7 +364,7 @@ def study_progress(engine: Engine, *, study_id: int, now: datetime | None = None
         pairs=len(real_n),
         gold_pairs=int(per_pair["is_gold"].sum()),
         target=target,
-        complete=int((real_n >= target).sum()),
+        complete=complete,
         collected=collected,
         needed=needed,
         annotations=int(real_n.sum()),
@@ -357,7 +375,32 @@ def study_progress(engine: Engine, *, study_id: int, now: datetime | None = None
         remaining=remaining,
         eta_days=eta,
         started=_utc(started),
+        adaptive=answers is not None,
     )
+
+
+def _adaptive_progress(study: Study, keys: list[str], rows) -> tuple[int, int, int, int]:
+    """(collected, needed, complete, typical target) of an adaptive study: each pair's expected
+    final count from analysis.stopping (annotate/queue/targets.py's design)."""
+    from analysis.stopping import expected_annotations
+    from analysis.tables import PREFERENCES
+    from annotate.queue.targets import Design
+
+    index = {key: i for i, key in enumerate(keys)}
+    counts = np.zeros((len(keys), len(PREFERENCES)), dtype=np.int64)
+    for key, preference, n in rows:
+        if key in index and preference in PREFERENCES:
+            counts[index[key], PREFERENCES.index(preference)] += n
+    design = Design.of(study)
+    overlap = design.report_design(keys)
+    in_sample = np.array([key in overlap.sample for key in keys], dtype=bool)
+    expected = expected_annotations(counts, in_sample=in_sample, design=overlap)
+    have = counts.sum(axis=1)
+    needed = int(np.ceil(expected.sum()))
+    collected = int(np.minimum(have, expected).sum())
+    complete = int((have >= expected).sum())
+    typical = round(float(expected.mean())) if len(expected) else design.adaptive_min
+    return collected, needed, complete, typical
 
 
 def pair_coverage(engine: Engine, *, study_id: int) -> pd.DataFrame:
@@ -372,6 +415,7 @@ def pair_coverage(engine: Engine, *, study_id: int) -> pd.DataFrame:
                 Pair.is_gold,
                 Pair.gold_answer,
                 Pair.n_assigned,
+                func.coalesce(Pair.target, study.overlap_target),
                 func.count(Annotation.id),
             )
             .join(Annotation, Annotation.pair_id == Pair.id, isouter=True)
@@ -381,16 +425,18 @@ def pair_coverage(engine: Engine, *, study_id: int) -> pd.DataFrame:
         ).all()
         return study, rows
 
-    study, rows = db.read(engine, read)
+    _, rows = db.read(engine, read)
     frame = pd.DataFrame(
         rows,
-        columns=["pair_id", "category", "gold", "expected", "reserved", "annotations"],
+        columns=["pair_id", "category", "gold", "expected", "reserved", "target", "annotations"],
     )
     frame["gold"] = frame["gold"].astype(bool)
-    frame["target"] = np.where(frame["gold"], None, study.overlap_target)
+    # a pair's own target in an adaptive study (annotate/queue/targets.py), else the study's
+    frame["target"] = np.where(frame["gold"], None, frame["target"])
     frame["open"] = (frame["reserved"] - frame["annotations"]).clip(lower=0)
+    target = frame["target"].fillna(0).astype(int)
     frame["status"] = np.select(
-        [frame["gold"], frame["annotations"] >= study.overlap_target, frame["annotations"] > 0],
+        [frame["gold"], frame["annotations"] >= target, frame["annotations"] > 0],
         ["gold check", "complete", "in progress"],
         "not started",
     )

@@ -622,16 +622,11 @@ def _iter_parquet(path: Path) -> Iterator[tuple[str, Any, None]]:
             yield f"row {row}", record, None
 
 
-def iter_raw_records(path: str | Path) -> Iterator[tuple[str, Any]]:
-    """Yield (where, raw record or ValueError) in file order; where names the line or row."""
-    for where, raw, _source in _iter_records(path):
-        yield where, raw
-
-
 def _iter_records(
     path: str | Path, *, sources: bool = True
 ) -> Iterator[tuple[str, Any, Source | None]]:
-    """`iter_raw_records`, with the JSON text each record came from (None for Parquet)."""
+    """Yield (where, raw record or ValueError, the JSON text it came from or None for Parquet)
+    in file order; where names the line or row."""
     path = Path(path)
     strict_input.check_file(path)
     suffix = path.suffix.lower()

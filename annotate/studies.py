@@ -10,6 +10,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 
 from annotate.errors import UserError
+from annotate.queue.targets import refresh_targets
 from annotate.store import db
 from annotate.store.models import Annotation, Study
 
@@ -28,7 +29,20 @@ LOCKED_WHEN_ANNOTATED = (
     "dimensions",
     "reasons",
     "aspect_check",
+    # which pairs form an adaptive study's agreement sample, and how many answers each gets:
+    # changed later, a sample pair could already have more or fewer than exactly K
+    "agreement_sample",
+    "agreement_overlap",
 )
+# Options that decide each pair's target (annotate/queue/targets.py): a change recomputes them.
+DESIGN_OPTIONS = {
+    "overlap_target",
+    "adaptive_min",
+    "adaptive_max",
+    "agreement_sample",
+    "agreement_overlap",
+    "allow_ties",
+}
 
 
 def get_study(session: Session, name: str) -> Study:
@@ -102,6 +116,20 @@ def _check_values(study: Study, changed: dict) -> None:
         )
     if "overlap_target" in changed and changed["overlap_target"] < 1:
         raise UserError("the overlap target must be at least 1")
+    adaptive_min = changed.get("adaptive_min", study.adaptive_min)
+    adaptive_max = changed.get("adaptive_max", study.adaptive_max)
+    if (adaptive_min is None) != (adaptive_max is None):
+        raise UserError("adaptive overlap needs both a minimum and a maximum (MIN-MAX)")
+    if adaptive_min is not None and not 1 <= adaptive_min <= adaptive_max:
+        raise UserError(
+            f"adaptive overlap MIN-MAX needs 1 <= MIN <= MAX, got {adaptive_min}-{adaptive_max}"
+        )
+    if "agreement_sample" in changed and not 0 <= changed["agreement_sample"] <= 1:
+        raise UserError("the agreement sample is a share of the pairs, between 0 and 1")
+    if "agreement_overlap" in changed and changed["agreement_overlap"] < 2:
+        raise UserError(
+            "the agreement sample's overlap must be at least 2 (agreement needs pairs of answers)"
+        )
     if "reservation_timeout" in changed and changed["reservation_timeout"] < 1:
         raise UserError("the reservation timeout must be at least 1 second")
     if "items_per_annotator" in changed and (changed["items_per_annotator"] or 1) < 1:
@@ -132,6 +160,8 @@ def update_study_options(session: Session, study: Study, **options) -> Study:
         setattr(study, key, value)
     session.add(study)
     session.flush()
+    if changed.keys() & DESIGN_OPTIONS and study.id is not None:
+        refresh_targets(session.connection(), study_id=study.id)
     return study
 
 
@@ -196,6 +226,14 @@ def option_lines(study: Study) -> list[tuple[str, str]]:
     return [
         ("study", study.name),
         ("overlap", str(study.overlap_target)),
+        (
+            "adaptive",
+            f"{study.adaptive_min}-{study.adaptive_max}"
+            if study.adaptive_min is not None
+            else "no",
+        ),
+        ("agreement-sample", f"{study.agreement_sample:g}"),
+        ("agreement-overlap", str(study.agreement_overlap)),
         ("ties", onoff(study.allow_ties)),
         (
             "scale",

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pandas as pd
@@ -16,7 +16,9 @@ from sqlalchemy import func
 from sqlalchemy.engine import Engine
 from sqlmodel import select
 
+from analysis.stopping import OverlapDesign
 from annotate import annotations as stored
+from annotate.queue.targets import Design
 from annotate.store import db
 from annotate.store.models import Annotation, Pair, Study
 from annotate.studies import get_study
@@ -40,6 +42,8 @@ class StudyData:
     # The study's settings that shape the statistics (ReportOptions.allow_ties, .dimensions):
     # whether it offered a tie, and which quality dimensions it asked.
     design: dict
+    # How many annotations each pair got: fixed or adaptive, with the agreement sample.
+    overlap: OverlapDesign | None = None
 
 
 def study_tables(
@@ -57,7 +61,7 @@ def study_tables(
     few bytes."""
     from analysis.tables import DIMENSIONS, validate_annotations
 
-    def read(s) -> tuple[pd.DataFrame, pd.DataFrame, tuple[int, int], dict]:
+    def read(s) -> tuple[pd.DataFrame, pd.DataFrame, tuple[int, int], dict, OverlapDesign]:
         row = get_study(s, study)
         pairs = stored.pairs_frame(s, study=study, content=content)
         raw = stored.annotations_frame(s, study=study)
@@ -65,9 +69,11 @@ def study_tables(
             "allow_ties": bool(row.allow_ties),
             "dimensions": tuple(d for d in (row.dimensions or []) if d in DIMENSIONS),
         }
-        return raw, pairs, (row.scale_min, row.scale_max), design
+        real = pairs.loc[~pairs["is_gold"].astype(bool), "pair_id"]
+        overlap = Design.of(row).report_design(real)
+        return raw, pairs, (row.scale_min, row.scale_max), design, overlap
 
-    raw, pairs, scale, design = db.read(engine, read)
+    raw, pairs, scale, design, overlap = db.read(engine, read)
     if categories:
         pairs = pairs[pairs["category"].isin(categories)].reset_index(drop=True)
         raw = raw[raw["pair_id"].isin(set(pairs["pair_id"]))]
@@ -79,7 +85,11 @@ def study_tables(
         scale=scale,
         pair_ids=set(pairs["pair_id"]),
     )
-    return StudyData(annotations=annotations, pairs=pairs, scale=scale, design=design)
+    if categories:  # the sample among the pairs kept
+        overlap = replace(overlap, sample=overlap.sample & frozenset(pairs["pair_id"]))
+    return StudyData(
+        annotations=annotations, pairs=pairs, scale=scale, design=design, overlap=overlap
+    )
 
 
 def build_study_report(
@@ -100,7 +110,10 @@ def build_study_report(
     from analysis.population import is_sampled, with_population
 
     report = build_report(
-        data.annotations, data.pairs, options=report_options(data.scale, **data.design, **options)
+        data.annotations,
+        data.pairs,
+        options=report_options(data.scale, **data.design, **options),
+        design=data.overlap,
     )
     if is_sampled(data.pairs):  # a sampled study (import-pairs --sample): its population key
         report = with_population(report, data.pairs)

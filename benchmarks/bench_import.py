@@ -133,8 +133,8 @@ def child(mode: str, path: str, db: str | None, page_size: int | None = None) ->
                 n += 1
         elapsed = time.perf_counter() - start
     else:
+        from annotate.database import get_engine
         from annotate.importer import import_pairs
-        from annotate.store.db import get_engine
 
         if page_size and db and db.startswith("sqlite:///"):
             # an experiment: the app makes databases with SQLite's default 4 KiB pages

@@ -42,8 +42,9 @@ sys.path.insert(0, str(ROOT))
 from sqlmodel import select  # noqa: E402
 
 from annotate.auth import create_annotator  # noqa: E402
+from annotate.database import get_engine  # noqa: E402
 from annotate.importer import import_pairs  # noqa: E402
-from annotate.store.db import get_engine, session  # noqa: E402
+from annotate.store.db import session  # noqa: E402
 from annotate.store.models import Annotation, Annotator  # noqa: E402
 from annotate.store.schema import Mode  # noqa: E402
 from annotate.studies import get_or_create_study  # noqa: E402

@@ -35,9 +35,10 @@ from sqlalchemy.engine import make_url
 
 from annotate.annotations import Answer, preference_from_slot, submit_and_next
 from annotate.auth import create_annotator
+from annotate.database import get_engine
 from annotate.importer import import_pairs
 from annotate.queue.assignment import next_assignment
-from annotate.store.db import dispose_engines, get_engine, session
+from annotate.store.db import dispose_engines, session
 from annotate.studies import get_or_create_study, update_study_options
 
 WRITERS = 32

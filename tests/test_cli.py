@@ -98,6 +98,19 @@ def test_add_annotator_refuses_an_unknown_study_naming_those_there_are(tmp_path,
     assert "study 'pilto' created" in capsys.readouterr().out  # only now, on purpose
 
 
+def test_add_annotator_checks_as_the_console_invites(tmp_path, capsys):
+    """The command goes through accounts.invite, the console's way: its checks apply here too
+    (an email without @ was stored as given before)."""
+    db = f"sqlite:///{tmp_path}/x.db"
+    assert main(["--db", db, "configure-study", "pilot"]) == 0
+    capsys.readouterr()
+    args = ["--db", db, "add-annotator", "maria", "--study", "pilot", "--admin"]
+    assert main([*args, "--email", "maria.example.org"]) == 2
+    assert "'maria.example.org' is not an email address" in capsys.readouterr().err
+    assert main([*args, "--email", "maria@example.org"]) == 0
+    assert capsys.readouterr().out.startswith("maintainer 'maria' added to study 'pilot'.")
+
+
 @pytest.mark.parametrize(
     ("value", "from_env", "expected"),
     [

@@ -203,6 +203,27 @@ def test_create_a_study_with_its_options(db):
     assert "already exists" in at.error[0].value
 
 
+def test_studies_page_sets_adaptive_overlap_as_configure_study_does(db):
+    at = maintainer(db, "admin-studies")
+    at.text_input(key="new_study_name").input("adaptive pilot")
+    at.checkbox(key="new_adaptive").check()
+    at.number_input(key="new_adaptive_min").set_value(2)
+    at.number_input(key="new_adaptive_max").set_value(4)
+    at.number_input(key="new_agreement_sample").set_value(0.25)
+    at.number_input(key="new_agreement_overlap").set_value(4)
+    button(at, "Create study").click().run()
+    assert not at.exception and not at.error
+    with session(db["engine"]) as s:
+        study = s.exec(select(Study).where(Study.name == "adaptive pilot")).one()
+    assert (study.adaptive_min, study.adaptive_max) == (2, 4)
+    assert (study.agreement_sample, study.agreement_overlap) == (0.25, 4)
+    # MIN above MAX: the same refusal as the command line's
+    at.text_input(key="new_study_name").input("bad")
+    at.number_input(key="new_adaptive_min").set_value(5)
+    button(at, "Create study").click().run()
+    assert "adaptive overlap MIN" in at.error[0].value  # (shown markdown-escaped)
+
+
 def test_options_lock_once_the_study_has_annotations(db):
     engine, study_id = db["engine"], db["study_id"]
     prefix = f"study{study_id}"

@@ -210,7 +210,10 @@ def test_plan_command_prints_the_power_table():
         text=True,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
-    assert "| pairs | per pair | annotations | label | quality | reason | all |" in done.stdout
+    assert (
+        "| design | pairs | per pair | annotations | verdict accuracy | label | quality | reason "
+        "| all |" in done.stdout
+    )
     assert "3 annotations per pair:" in done.stdout
     helped = subprocess.run(
         [sys.executable, "-m", "annotate.cli", "plan", "--help"], capture_output=True, text=True

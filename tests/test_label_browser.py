@@ -218,9 +218,16 @@ SIDE_NAMES = """() => {
 
 
 def watch_messages(page) -> list[float]:
-    """Times of every websocket message the browser sends to the server (before `goto`)."""
+    """Times of every message the page sends to the server (before `goto`): websocket
+    messages, and the drafts it posts without a page run (annotate/web/drafts.py)."""
     sent: list[float] = []
     page.on("websocket", lambda ws: ws.on("framesent", lambda _: sent.append(time.monotonic())))
+
+    def on_request(request) -> None:
+        if request.method == "POST" and request.url.endswith("/draft"):
+            sent.append(time.monotonic())
+
+    page.on("request", on_request)
     return sent
 
 

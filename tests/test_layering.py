@@ -1,14 +1,23 @@
 """Dependencies between the packages and modules, and the vocabulary defined once.
 
-`analysis/` is pure functions on tables: it must run where `annotate` (the app, its database
-and its UI libraries) is not importable at all."""
+The layers, bottom to top, each importing only from the layers below it (and itself):
+- `analysis/`: pure functions on tables; it must run where `annotate` (the app, its database
+  and its UI libraries) is not importable at all;
+- `annotate/store/`: engine, schema, models, migrations (and `annotate.errors`);
+- `annotate/queue/`: the labelling step (rules, full rules, SQL, gold);
+- the domain modules `annotate/*.py`: studies, accounts, labelling, reports, ...;
+- `annotate/web/`: the server, guard, login and pages;
+- `annotate/commands/` and `annotate/cli.py`: the entry points, which may import anything."""
 
 from __future__ import annotations
 
 import ast
+import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 from analysis import vocabulary
 from annotate import wording
@@ -57,10 +66,105 @@ def _imports(path: Path) -> set[str]:
     return found
 
 
-def test_no_analysis_module_names_annotate():
-    for path in sorted((ROOT / "analysis").glob("*.py")):
-        named = {m for m in _imports(path) if m == "annotate" or m.startswith("annotate.")}
-        assert not named, f"{path.name} imports {sorted(named)}"
+# What each layer may import of `annotate` (module-name prefixes); `analysis` is below them all.
+_ENTRY = ("annotate",)  # anything
+_BELOW_WEB = ("annotate.errors", "annotate.store", "annotate.queue", "annotate.<domain>")
+ALLOWED = {
+    "analysis": (),
+    "store": ("annotate.errors", "annotate.store"),
+    "queue": ("annotate.errors", "annotate.store", "annotate.queue"),
+    "domain": _BELOW_WEB,
+    "web": (*_BELOW_WEB, "annotate.web"),
+    "entry": _ENTRY,
+}
+
+
+def _layer(relative: Path) -> str:
+    parts = relative.parts
+    if parts[0] == "analysis":
+        return "analysis"
+    if parts[1] in ("store", "queue", "web"):
+        return parts[1]
+    if parts[1] == "commands" or parts[1] == "cli.py":
+        return "entry"
+    return "domain"
+
+
+def _allowed(name: str, prefixes: tuple[str, ...], domain: set[str]) -> bool:
+    if not (name == "annotate" or name.startswith("annotate.")):
+        return True  # third-party, the standard library, or analysis (the bottom layer)
+    if name == "annotate":  # the root package itself (`from annotate import x` names x too)
+        return bool(prefixes)
+    for prefix in prefixes:
+        if prefix == "annotate.<domain>":
+            if name.split(".")[1:2] and name.split(".")[1] in domain:
+                return True
+        elif name == prefix or name.startswith(prefix + "."):
+            return True
+    return prefixes == _ENTRY
+
+
+def layering_violations(root: Path) -> list[str]:
+    """Every import in `root`'s `annotate/` and `analysis/` that points up (or sideways into a
+    layer it must not know), as 'path imports module (layer)'."""
+    domain = {p.stem for p in (root / "annotate").glob("*.py")} - {"cli", "__init__"}
+    found = []
+    for path in sorted([*root.glob("annotate/**/*.py"), *root.glob("analysis/**/*.py")]):
+        relative = path.relative_to(root)
+        layer = _layer(relative)
+        for name in sorted(_imports(path)):
+            if name.startswith("annotate.") and name.split(".")[1] == "commands":
+                ok = layer == "entry"
+            else:
+                ok = _allowed(name, ALLOWED[layer], domain)
+            if not ok:
+                found.append(f"{relative} imports {name} ({layer})")
+    return found
+
+
+def test_every_import_points_down():
+    assert layering_violations(ROOT) == []
+
+
+@pytest.mark.parametrize(
+    ("module", "planted"),
+    [
+        ("annotate/store/schema.py", "from annotate.queue import sql"),
+        ("annotate/store/db.py", "import annotate.web.guard"),
+        ("annotate/store/models.py", "from annotate import studies"),
+        ("annotate/queue/rules.py", "from annotate.web.paths import is_under"),
+        ("annotate/queue/assignment.py", "from annotate.labelling import next_item"),
+        ("annotate/studies.py", "from annotate.web import access"),
+        ("annotate/labelling.py", "from annotate.commands import _common"),
+        ("annotate/web/login.py", "from annotate.commands._common import open_engine"),
+        ("analysis/report.py", "from annotate.errors import UserError"),
+        ("analysis/tables.py", "import annotate"),
+    ],
+)
+def test_an_import_pointing_up_is_found(tmp_path, module, planted):
+    """The check above fails on a copy of the tree with one upward import planted (inside a
+    function, where it would be easiest to miss)."""
+    shutil.copytree(ROOT / "annotate", tmp_path / "annotate")
+    shutil.copytree(ROOT / "analysis", tmp_path / "analysis")
+    assert layering_violations(tmp_path) == []
+    with (tmp_path / module).open("a", encoding="utf-8") as out:
+        out.write(f"\n\ndef _planted():\n    {planted}\n")
+    found = layering_violations(tmp_path)
+    assert found and all(v.startswith(f"{module} imports ") for v in found), found
+
+
+def test_the_storage_layer_loads_without_the_layers_above():
+    """Importing the engine loads no module of queue/, web/, the domain or the entry points."""
+    code = (
+        "import sys, annotate.store.db, annotate.store.schema, annotate.store.models\n"
+        "print([m for m in sys.modules if m.startswith('annotate.') and "
+        "not m.startswith(('annotate.store', 'annotate.errors'))])"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
 
 
 def test_schema_does_not_import_db():
@@ -104,3 +208,27 @@ def test_no_second_definition_of_the_vocabulary():
                 values = tuple(e.value for e in node.elts)
                 for name, literal in literals.items():
                     assert repr(values) != literal, f"{path.relative_to(ROOT)} repeats {name}"
+
+
+def test_the_schema_gets_the_submit_function_only_by_registration(tmp_path):
+    """store/ does not import the queue's SQL: without annotate.queue.sql imported, creating a
+    schema fails loudly instead of leaving PostgreSQL's submit function out; importing it (as
+    annotate.database does) registers the function."""
+    code = f"""
+import sys
+from annotate.store.db import get_engine
+try:
+    get_engine("sqlite:///{tmp_path / "a.db"}")
+except RuntimeError as exc:
+    print("refused:", exc)
+import annotate.database
+annotate.database.get_engine("sqlite:///{tmp_path / "b.db"}")
+print("created")
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    refused, created = done.stdout.strip().splitlines()
+    assert refused.startswith("refused: no generated database objects are registered")
+    assert created == "created"

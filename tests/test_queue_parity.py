@@ -11,12 +11,19 @@ and failed with a second tab that cannot replace the first answer).
 
 from __future__ import annotations
 
+from collections import Counter
 from datetime import timedelta
 
 from sqlmodel import select
 
-from annotate import accounts, annotations
-from annotate.annotations import Answer, submit_and_next
+from annotate import accounts
+from annotate.annotations import (
+    DRIVER_CONNECTION,
+    FULL_RULES,
+    SUBMIT_FUNCTION,
+    Answer,
+    submit_and_next,
+)
 from annotate.queue import gold
 from annotate.queue.assignment import next_assignment, skip
 from annotate.queue.rules import AccountClosed, Coins
@@ -71,12 +78,40 @@ def _setup(engine, tmp_path) -> dict[str, int]:
     return dict(zip(names, ids, strict=True))
 
 
+ADAPT = "adapt"
+ADAPTIVE_PEOPLE = [f"a{i}" for i in range(5)]
+
+
+def _setup_adaptive(engine, tmp_path) -> dict[str, int]:
+    study_id, people = make_study(
+        engine,
+        tmp_path,
+        n_pairs=6,
+        annotators=len(ADAPTIVE_PEOPLE),
+        study=ADAPT,
+        allow_ties=False,
+        adaptive_min=2,
+        adaptive_max=4,
+        agreement_sample=0.4,
+        agreement_overlap=3,
+    )
+    with session(engine) as s:
+        s.get(Study, study_id).coin_secret = _secret()
+    with session(engine) as s:
+        from annotate.queue.targets import refresh_targets
+
+        refresh_targets(s.connection(), study_id=study_id)  # the sample under the new secret
+    return dict(zip(ADAPTIVE_PEOPLE, [a for a, _ in people], strict=True))
+
+
 class Script:
     """Runs the scenario's actions and records what each one served."""
 
-    def __init__(self, engine, people: dict[str, int]):
+    def __init__(self, engine, people: dict[str, int], *, fast: bool):
         self.engine = engine
         self.people = people
+        self.fast = fast
+        self.served: list[str] = []  # the path that committed each Submit
         self.log: list[tuple] = []
         self.current: dict[str, int] = {}
 
@@ -104,7 +139,12 @@ class Script:
         answer = Answer(preference=preference, chosen_position="A", comment=f"{who} {pair_id}")
         try:
             row = submit_and_next(
-                self.engine, annotator_id=self.people[who], pair_id=pair_id, answer=answer
+                self.engine,
+                annotator_id=self.people[who],
+                pair_id=pair_id,
+                answer=answer,
+                fast=self.fast,
+                served=self.served,
             )
         except AccountClosed:
             self.log.append(("submit", who, "refused: account closed"))
@@ -121,9 +161,10 @@ class Script:
             assert len(self.log) < 200
 
 
-def run_scenario(engine, tmp_path) -> list[tuple]:
+def run_scenario(engine, tmp_path, *, fast: bool) -> tuple[list[tuple], list[str]]:
+    """The scenario's log, and the path that committed each Submit."""
     people = _setup(engine, tmp_path)
-    run = Script(engine, people)
+    run = Script(engine, people, fast=fast)
     # main study: gold due at m0's third pair, after two Submits
     run.serve("m0")
     run.submit("m0")
@@ -164,6 +205,16 @@ def run_scenario(engine, tmp_path) -> list[tuple]:
     run.submit("q1", preference="rejected")
     run.submit("q1", pair=gold_pair, preference="chosen")
     run.serve("q1")
+    # adaptive study: each answer moves its pair's target (the fast paths hand over to the
+    # full rules), splits get more answers up to MAX, the agreement sample exactly K
+    run.people.update(_setup_adaptive(engine, tmp_path))
+    for index, who in enumerate(ADAPTIVE_PEOPLE):
+        run.serve(who)
+        while who in run.current:
+            with session(engine) as s:
+                key = s.get(Pair, run.current[who]).pair_key
+            run.submit(who, preference="chosen" if (index + int(key[1:])) % 2 else "rejected")
+            assert len(run.log) < 400
     with session(engine) as s:
         answers = {
             (a.annotator_id, a.pair_id): a.preference for a in s.exec(select(Annotation)).all()
@@ -176,35 +227,39 @@ def run_scenario(engine, tmp_path) -> list[tuple]:
     run.log.append(("q1", gold.qualification_of(engine, annotator_id=people["q1"]).state))
     run.log.append(("m2's late answer kept", (people["m2"], held_by_m2) in answers))
     run.log.append(("n_assigned", n_assigned))
-    return run.log
+    return run.log, run.served
 
 
-def _full_rules_only(monkeypatch) -> None:
-    monkeypatch.setattr(annotations, "_submit_fast", lambda *_, **__: (False, None))
-
-
-def _run(backend: str, path: str, make_db_url, tmp_path, monkeypatch) -> list[tuple]:
+def _run(backend: str, path: str, make_db_url, tmp_path) -> tuple[list[tuple], list[str]]:
     if backend == "postgresql":
         require_postgres()
-    if path == "full rules":
-        _full_rules_only(monkeypatch)
     engine = get_engine(make_db_url(backend))
-    return run_scenario(engine, tmp_path)
+    return run_scenario(engine, tmp_path, fast=path != FULL_RULES)
 
 
-def test_every_path_serves_the_same_sequence(make_db_url, tmp_path, monkeypatch):
+def test_every_path_serves_the_same_sequence(make_db_url, tmp_path):
     logs = {}
     for backend, path in [
-        ("sqlite", "full rules"),
-        ("sqlite", "driver connection"),
-        ("postgresql", "full rules"),
-        ("postgresql", "submit function"),
+        ("sqlite", FULL_RULES),
+        ("sqlite", DRIVER_CONNECTION),
+        ("postgresql", FULL_RULES),
+        ("postgresql", SUBMIT_FUNCTION),
     ]:
         workdir = tmp_path / backend / path.replace(" ", "-")
         workdir.mkdir(parents=True)
-        with monkeypatch.context() as patch:
-            logs[backend, path] = _run(backend, path, make_db_url, workdir, patch)
-    reference = logs["sqlite", "full rules"]
+        log, served = _run(backend, path, make_db_url, workdir)
+        logs[backend, path] = log
+        # each run went the path it names: the common Submits through the fast path (a missing
+        # or failing PostgreSQL function would show as full rules here), the rare ones handed
+        # over to the full rules; the full-rules runs never took a fast path
+        counts = Counter(served)
+        if path == FULL_RULES:
+            assert set(counts) == {FULL_RULES}, (backend, counts)
+        else:
+            assert set(counts) <= {path, f"{path} + {FULL_RULES}", FULL_RULES}, (backend, counts)
+            assert counts[path] > 0, (backend, counts)
+            assert counts[FULL_RULES] + counts[f"{path} + {FULL_RULES}"] > 0, (backend, counts)
+    reference = logs["sqlite", FULL_RULES]
     for key, log in logs.items():
         assert log == reference, key
     facts = dict(entry for entry in reference if len(entry) == 2)
@@ -222,3 +277,12 @@ def test_every_path_serves_the_same_sequence(make_db_url, tmp_path, monkeypatch)
     assert facts["q1 gold answer"] == "rejected" and facts["q1"] == "failed"
     q0 = [entry for entry in served if entry[1] == "q0"]
     assert q0[0][2] == "p4" and len(q0) == 3  # the qualification check first, then the quota
+    # adaptive: every pair between MIN and MAX, the sample's exactly K, some split past MIN
+    from annotate.queue.rules import Coins
+
+    coins = Coins(_secret())
+    adapt = {key: n for key, study_id, n in facts["n_assigned"] if study_id == 3}
+    for key, n in adapt.items():
+        sample = coins.in_agreement_sample(pair_key=key, fraction=0.4)
+        assert n == 3 if sample else 2 <= n <= 4, (key, n)
+    assert any(n > 2 for key, n in adapt.items()), adapt

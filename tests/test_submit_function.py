@@ -7,13 +7,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from alembic import command
 from sqlalchemy import text
 
 from annotate.queue import sql as queue_sql
 from annotate.queue.assignment import next_assignment
 from annotate.queue.rules import Coins, ab_coin_sql, gold_coin_sql
 from annotate.store.db import create_db_engine, get_engine
-from annotate.store.schema import Mode, ensure_schema
+from annotate.store.schema import Mode, alembic_config, ensure_schema
 from tests.factories import make_study
 
 _VERSIONS = """
@@ -30,12 +31,19 @@ def _versions(engine) -> list[tuple[str, str | None]]:
         return conn.execute(text(_VERSIONS)).all()
 
 
+def _body(sql: str) -> str:
+    return sql.split("$$", 2)[1].strip()
+
+
 def test_a_database_upgraded_from_0003_holds_only_the_generated_function(pg_url):
     engine = create_db_engine(pg_url)
-    ensure_schema(engine, mode=Mode.UPGRADE, revision="0003")
-    with engine.begin() as conn:  # as the release of migration 0003 left it: its frozen function
-        conn.exec_driver_sql(queue_sql._DROP_FUNCTIONS.replace("%", "%%"))
-        conn.exec_driver_sql(RELEASED_0003.read_text(encoding="utf-8").replace("%", "%%"))
+    with engine.begin() as conn:  # the migrations alone, as the release of 0003 ran them
+        command.upgrade(alembic_config(conn), "0003")
+    with engine.connect() as conn:  # migration 0003 is the released one: its frozen function
+        [source] = conn.exec_driver_sql(
+            "SELECT prosrc FROM pg_proc WHERE proname = 'annotate_submit_and_next'"
+        ).scalars()
+    assert source.strip() == _body(RELEASED_0003.read_text(encoding="utf-8"))
     [(arguments, comment)] = _versions(engine)
     assert comment is None and "p_gold_every integer, p_preference" in arguments
     ensure_schema(engine, mode=Mode.UPGRADE)  # annotate migrate

@@ -4,15 +4,10 @@ from __future__ import annotations
 
 import argparse
 
-from annotate.auth import (
-    BASE_URL_VAR,
-    DEFAULT_BASE_URL,
-    configured_base_url,
-    create_annotator,
-    login_link,
-)
+from annotate.accounts import invite
+from annotate.auth import BASE_URL_VAR, DEFAULT_BASE_URL, configured_base_url
 from annotate.commands._common import add_study_option, engine_from
-from annotate.store.db import write
+from annotate.store.db import read
 from annotate.studies import get_study
 from annotate.web.paths import configured_prefix
 
@@ -38,24 +33,28 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    def work(s):
-        study = get_study(s, args.study)  # never a new study from a typo
-        return create_annotator(
-            s, name=args.name, study_id=study.id, is_admin=args.admin, email=args.email
-        )
-
-    annotator, token = write(engine_from(args), work)
-    role = "maintainer" if annotator.is_admin else "annotator"
+    engine = engine_from(args)
+    study_id = read(engine, lambda s: get_study(s, args.study).id)  # never a study from a typo
     # never a guess at a running server's port: the address is given, configured or the default
-    url = args.url or configured_base_url()
+    given = args.url or configured_base_url()
+    # else the local server's address, under the path prefix it would be started with
+    url = given or DEFAULT_BASE_URL + configured_prefix()
+    # the console's way to invite (annotate/accounts.py), so both check and create alike
+    annotator, link = invite(
+        engine,
+        study_id=study_id,
+        name=args.name,
+        email=args.email,
+        admin=args.admin,
+        base_url=url,
+    )
+    role = "maintainer" if annotator.is_admin else "annotator"
     print(f"{role} {annotator.name!r} added to study {args.study!r}.")
-    if url is None:
-        # the local server's address, under the path prefix it would be started with
-        url = DEFAULT_BASE_URL + configured_prefix()
+    if given is None:
         print(
             f"The link points at {url}; for the address annotators open, give "
             f"--url https://... or set ${BASE_URL_VAR}."
         )
     print("Their personal link:")
-    print(login_link(token, url))
+    print(link)
     return 0

@@ -24,8 +24,9 @@ from pathlib import Path
 from sqlalchemy import text
 from sqlalchemy.engine import make_url
 
+from annotate.database import get_engine
 from annotate.errors import UserError
-from annotate.store.db import get_engine, is_sqlite, read, resolve_url
+from annotate.store.db import is_sqlite, read, resolve_url
 from annotate.store.schema import Mode
 
 NAME = "backup"

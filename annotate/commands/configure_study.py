@@ -27,7 +27,34 @@ _COLUMNS = {
     "aspect_check": "aspect_check",
     "pairs_per_annotator": "items_per_annotator",
     "qualification_gold": "qualification_gold",
+    "agreement_sample": "agreement_sample",
+    "agreement_overlap": "agreement_overlap",
 }
+_NOT_ADAPTIVE = (None, None)
+
+
+def min_max(text: str) -> tuple[int, int]:
+    """MIN-MAX, e.g. 2-5 (also `annotate plan --adaptive`)."""
+    low, dash, high = text.partition("-")
+    try:
+        if not dash:
+            raise ValueError
+        low_n, high_n = int(low), int(high)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not MIN-MAX, e.g. 2-5") from None
+    if not 1 <= low_n <= high_n:
+        raise argparse.ArgumentTypeError(f"{text!r}: need 1 <= MIN <= MAX")
+    return low_n, high_n
+
+
+def _fraction(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: a share of pairs is between 0 and 1")
+    return value
 
 
 def _int(text: str) -> int:
@@ -41,6 +68,35 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("name", metavar="NAME", help="the study's name (created if missing)")
     parser.add_argument(
         "--overlap", type=_int, metavar="N", help="annotations wanted per pair (at least 1)"
+    )
+    adaptive = parser.add_mutually_exclusive_group()
+    adaptive.add_argument(
+        "--adaptive",
+        type=min_max,
+        metavar="MIN-MAX",
+        help="adaptive overlap: each pair gets at least MIN annotations and more, up to MAX, "
+        "while its answers leave it undecided (README: the stopping rule)",
+    )
+    adaptive.add_argument(
+        "--no-adaptive",
+        dest="adaptive",
+        action="store_const",
+        const=_NOT_ADAPTIVE,
+        help="back to the fixed --overlap for every pair",
+    )
+    parser.add_argument(
+        "--agreement-sample",
+        type=_fraction,
+        metavar="FRACTION",
+        help="adaptive studies: the keyed random share of pairs that always gets exactly "
+        "--agreement-overlap annotations; agreement statistics use these pairs (default 0.2; "
+        "locked once there are answers)",
+    )
+    parser.add_argument(
+        "--agreement-overlap",
+        type=_int,
+        metavar="K",
+        help="annotations of each agreement-sample pair (default 3; locked once there are answers)",
     )
     parser.add_argument(
         "--ties",
@@ -92,6 +148,8 @@ def options_from(args: argparse.Namespace) -> dict:
     }
     if options.get("items_per_annotator") == 0:
         options["items_per_annotator"] = None
+    if args.adaptive is not None:
+        options["adaptive_min"], options["adaptive_max"] = args.adaptive
     return options
 
 

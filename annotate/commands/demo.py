@@ -11,8 +11,8 @@ import argparse
 
 from annotate.auth import login_link
 from annotate.commands.serve import add_server_options, app_prefix, prepare, run_server
+from annotate.database import get_engine
 from annotate.demo import DEMO_STUDY, build_demo
-from annotate.store.db import get_engine
 
 NAME = "demo"
 ORDER = 5

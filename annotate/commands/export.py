@@ -24,7 +24,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from analysis.tables import write_table
     from annotate.annotations import annotations_frame
-    from annotate.store.db import get_engine
+    from annotate.database import get_engine
 
     frame = annotations_frame(get_engine(args.db), study=args.study)
     write_table(frame, args.out)

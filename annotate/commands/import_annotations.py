@@ -44,7 +44,8 @@ def run(args: argparse.Namespace) -> int:
 
     from analysis.tables import load_annotations
     from annotate.annotations import import_annotation_rows
-    from annotate.store.db import get_engine, read
+    from annotate.database import get_engine
+    from annotate.store.db import read
     from annotate.store.models import Pair
     from annotate.studies import get_study
 

@@ -17,7 +17,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from annotate.store.db import get_engine, resolve_url
+    from annotate.database import get_engine
+    from annotate.store.db import resolve_url
     from annotate.store.schema import Mode, current_revisions, recorded_revisions
 
     url = resolve_url(args.db)

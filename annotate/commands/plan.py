@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from annotate.commands.configure_study import min_max
 from annotate.commands.report import (
     _non_negative_int,
     add_conclusion_checks,
@@ -30,6 +31,21 @@ def _int_list(text: str) -> list[int]:
     if not values or min(values) < 1:
         raise argparse.ArgumentTypeError("must be one or more whole numbers of at least 1")
     return values
+
+
+def _pair_mix(text: str) -> tuple[tuple[float, float], ...]:
+    try:
+        mix = tuple(
+            (float(share), float(rate))
+            for share, rate in (item.split(":") for item in text.split(",") if item.strip())
+        )
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            "must be SHARE:RATE pairs separated by commas, e.g. 0.75:0.9,0.25:0.55"
+        ) from None
+    if not mix:
+        raise argparse.ArgumentTypeError("must name at least one SHARE:RATE")
+    return mix
 
 
 def _probability(text: str) -> float:
@@ -78,6 +94,36 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="simulated studies per design (default 200: power +- 0.03)",
     )
     design.add_argument("--seed", type=int, default=0, metavar="N", help="seed (default 0)")
+    design.add_argument(
+        "--adaptive",
+        type=min_max,
+        action="append",
+        metavar="MIN-MAX",
+        help="also an adaptive design: at least MIN and at most MAX annotations a pair, more "
+        "while its answers leave it undecided (the labelling step's own stopping rule); "
+        "repeatable",
+    )
+    design.add_argument(
+        "--agreement-sample",
+        type=_probability,
+        default=0.2,
+        metavar="FRACTION",
+        help="adaptive designs: share of pairs given exactly --agreement-overlap annotations, "
+        "on which the conclusion is computed, as in the report (default 0.2)",
+    )
+    design.add_argument(
+        "--agreement-overlap",
+        type=int,
+        default=3,
+        metavar="K",
+        help="adaptive designs: annotations of each agreement-sample pair (default 3)",
+    )
+    design.add_argument(
+        "--json",
+        action="store_true",
+        help='print {"designs": [{"design", "pairs", "annotations_per_pair", '
+        '"verdict_accuracy", "power", ...}]} instead of the table',
+    )
 
     effects = parser.add_argument_group("effect sizes (what you expect the study to find)")
     effects.add_argument(
@@ -87,6 +133,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
         metavar="P",
         help="share of annotations that pick chosen: label agreement of one annotator "
         "(default 0.75)",
+    )
+    effects.add_argument(
+        "--pair-mix",
+        type=_pair_mix,
+        default=None,
+        metavar="SHARE:RATE,...",
+        help="pairs differ: that share of pairs has that chosen rate, e.g. 0.75:0.9,0.25:0.55 "
+        "(replaces --chosen-rate)",
     )
     effects.add_argument(
         "--tie-rate", type=_probability, default=0.0, metavar="P", help="share of ties (default 0)"
@@ -247,8 +301,10 @@ def _scale(text: str) -> tuple[int, int]:
 
 
 def run(args: argparse.Namespace) -> int:
+    import json
+
     from analysis.intervals import MIN_ANNOTATORS
-    from analysis.plan import Effects, plan
+    from analysis.plan import Adaptive, Effects, plan
     from analysis.report import ReportOptions
 
     if args.population is not None:
@@ -257,9 +313,16 @@ def run(args: argparse.Namespace) -> int:
     lo, hi = _scale(args.scale)
     if args.no_ties and args.tie_rate:
         raise UserError("--tie-rate must be 0 in a study without ties (--no-ties)")
-    if args.annotators is not None and args.annotators < max(args.per_pair):
+    if args.agreement_overlap < 2:
+        raise UserError("--agreement-overlap must be at least 2")
+    designs = [*args.per_pair] + [
+        Adaptive(low, high, args.agreement_sample, args.agreement_overlap)
+        for low, high in args.adaptive or []
+    ]
+    most = max(d.most if isinstance(d, Adaptive) else d for d in designs)
+    if args.annotators is not None and args.annotators < most:
         raise UserError(
-            f"--annotators {args.annotators} is fewer than the {max(args.per_pair)} annotations "
+            f"--annotators {args.annotators} is fewer than the {most} annotations "
             "per pair asked for"
         )
     try:
@@ -271,6 +334,7 @@ def run(args: argparse.Namespace) -> int:
             quality_sd=args.quality_sd,
             personal_rate=args.personal_rate,
             general_rate=args.general_rate,
+            pair_mix=args.pair_mix,
         )
     except ValueError as error:
         raise UserError(str(error)) from None
@@ -291,7 +355,7 @@ def run(args: argparse.Namespace) -> int:
         raise UserError("--simulations must be at least 1")
     result = plan(
         pairs=args.pairs,
-        per_pair=args.per_pair,
+        per_pair=designs,
         annotators=args.annotators,
         effects=effects,
         options=options,
@@ -299,35 +363,54 @@ def run(args: argparse.Namespace) -> int:
         target=args.power,
         seed=args.seed,
     )
+    if args.json:
+        keys = ("design", "pairs", "annotations_per_pair", "verdict_accuracy", "power")
+        extra = ("agreement_with_max", "label", "quality", "reason")
+        rows = [
+            {**{k: row[k] for k in keys}, **{k: row[k] for k in extra if k in row}}
+            for row in result["designs"]
+        ]
+        print(json.dumps({"designs": rows}, indent=2))
+        return 0
     print(
         f"Power of the conclusion's checks ({args.simulations} simulated studies per design; "
         f"label threshold {options.label_threshold}, margin +-{options.margin:g}, "
         f"{options.min_rated_pairs} rated pairs, {options.min_reasons} reasons)"
     )
     print()
-    print("| pairs | per pair | annotations | label | quality | reason | all |")
-    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    print(
+        "| design | pairs | per pair | annotations | verdict accuracy | label | quality "
+        "| reason | all |"
+    )
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for row in result["designs"]:
         print(
-            f"| {row['pairs']:,} | {row['per_pair']} | {row['annotations']:,} | "
+            f"| {row['design']} | {row['pairs']:,} | {row['annotations_per_pair']:.2f} | "
+            f"{row['annotations']:,.0f} | {row['verdict_accuracy']:.3f} | "
             f"{row['label']:.2f} | {row['quality']:.2f} | {row['reason']:.2f} | {row['all']:.2f} |"
         )
     print()
-    for k, n in result["smallest_pairs"].items():
-        if n is None and (args.annotators or k) < MIN_ANNOTATORS:
+    if args.adaptive:
+        print(
+            "Adaptive designs: the conclusion is computed on the agreement sample "
+            f"({args.agreement_sample:g} of the pairs, {args.agreement_overlap} annotations "
+            "each), as the report does; verdict accuracy counts every pair."
+        )
+    for name, n in result["smallest_pairs"].items():
+        k = int(name.removeprefix("fixed-")) if name.startswith("fixed-") else None
+        if k is not None:
+            name = f"{k} annotations per pair"
+        if n is None and k is not None and (args.annotators or k) < MIN_ANNOTATORS:
             print(
-                f"{k} annotations per pair: the label check needs at least {MIN_ANNOTATORS} "
+                f"{name}: the label check needs at least {MIN_ANNOTATORS} "
                 "annotators (its interval treats them as a sample); use --annotators "
                 f"{MIN_ANNOTATORS} or more, or more annotations per pair"
             )
         elif n is None:
             print(
-                f"{k} annotations per pair: no design tried reaches power {args.power:g}; "
+                f"{name}: no design tried reaches power {args.power:g}; "
                 "try more pairs (--pairs) or check the effect sizes"
             )
         else:
-            print(
-                f"{k} annotations per pair: {n:,} pairs ({n * k:,} annotations) reach power "
-                f"{args.power:g}"
-            )
+            print(f"{name}: {n:,} pairs reach power {args.power:g}")
     return 0

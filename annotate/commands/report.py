@@ -320,14 +320,14 @@ def _from_files(args) -> tuple[pd.DataFrame, pd.DataFrame, tuple[int, int], dict
     return annotations, frame, DEFAULT_SCALE, design
 
 
-def _from_database(args) -> tuple[pd.DataFrame, pd.DataFrame, tuple[int, int], dict]:
-    from annotate.store.db import get_engine
+def _from_database(args) -> tuple[pd.DataFrame, pd.DataFrame, tuple[int, int], dict, object]:
+    from annotate.database import get_engine
     from annotate.study_report import study_tables
 
     # One snapshot; full pair content (about 100 KB a pair) only for the exports.
     content = bool(args.export_valid or args.export_cleaned)
     data = study_tables(get_engine(args.db), study=args.study, content=content)
-    return data.annotations, data.pairs, data.scale, data.design
+    return data.annotations, data.pairs, data.scale, data.design, data.overlap
 
 
 def run(args: argparse.Namespace) -> int:
@@ -340,13 +340,14 @@ def run(args: argparse.Namespace) -> int:
         )
     if args.annotations:
         annotations, pairs, scale, design = _from_files(args)
+        overlap = None  # a table of annotations does not record the study's overlap design
     else:
         if args.no_ties or args.dimensions is not None:
             raise UserError(
                 "--no-ties and --dimensions describe a study read from files; from the "
                 "database the study's own settings are used"
             )
-        annotations, pairs, scale, design = _from_database(args)
+        annotations, pairs, scale, design, overlap = _from_database(args)
     options = report_options(
         scale,
         bootstrap=args.bootstrap,
@@ -366,7 +367,7 @@ def run(args: argparse.Namespace) -> int:
         from analysis.aspect_scorer import aspect_counts, read_scorer_file
 
         scorer = read_scorer_file(args.aspect_scores, aspect_counts=aspect_counts(pairs))
-    report = build_report(annotations, pairs, options=options, aspect_scores=scorer)
+    report = build_report(annotations, pairs, options=options, aspect_scores=scorer, design=overlap)
     export = Path(args.export_valid) if args.export_valid else None
     models = _read_models(args.model, pairs) if args.model else []
     if models:

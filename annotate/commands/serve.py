@@ -5,17 +5,16 @@ from __future__ import annotations
 import argparse
 import errno
 import os
-import signal
 import socket
-import subprocess
 import sys
-import time
 from pathlib import Path
+from typing import NoReturn
 
 from sqlalchemy.engine import make_url
 
+from annotate.database import get_engine
 from annotate.errors import UserError
-from annotate.store.db import ENV_VAR, get_engine, is_sqlite, resolve_url
+from annotate.store.db import ENV_VAR, dispose_engines, is_sqlite, resolve_url
 from annotate.store.schema import Mode
 from annotate.web.paths import checked_base_url_path, configured_prefix, url_prefix
 
@@ -25,8 +24,6 @@ HELP = "Run the web app (Streamlit) against the database."
 
 SERVER_SCRIPT = Path(__file__).resolve().parents[1] / "web" / "server.py"
 DEFAULT_ADDRESS = "localhost"
-# How long the server has to stop after the signal we passed on, before it is killed.
-STOP_SECONDS = 3.0
 # Production-minded settings, passed as flags so they hold wherever the command is run from.
 STREAMLIT_FLAGS = {
     "browser.gatherUsageStats": "false",
@@ -123,7 +120,7 @@ def server_command(args: argparse.Namespace) -> list[str]:
     """`streamlit run` of the server with our flags. A base path is passed only when given:
     otherwise Streamlit's own configuration (config.toml, environment) decides, as it always
     did."""
-    command = [sys.executable, "-m", "streamlit", "run", str(SERVER_SCRIPT)]
+    command = [sys.executable, "-m", "annotate.web.serve_process", "run", str(SERVER_SCRIPT)]
     command += ["--server.port", str(args.port), "--server.address", args.address]
     for key, value in STREAMLIT_FLAGS.items():
         command += [f"--{key}", value]
@@ -139,40 +136,18 @@ def app_prefix(args: argparse.Namespace) -> str:
     return configured_prefix()
 
 
-def run_server(url: str, args: argparse.Namespace) -> int:
-    """Run Streamlit until it stops. SIGTERM, SIGHUP and Ctrl+C reach the server and this
-    command waits for it, so the port is free when the command has ended."""
-    server = subprocess.Popen(server_command(args), env={**os.environ, ENV_VAR: url})
-    stop_by: list[float] = []  # when the server must be gone, once a stop was asked for
-
-    def pass_on(signum, _frame):
-        if server.poll() is None:
-            server.send_signal(signal.SIGTERM if signum == signal.SIGHUP else signum)
-        if not stop_by:
-            stop_by.append(time.monotonic() + STOP_SECONDS)
-
-    previous = {
-        signum: signal.signal(signum, pass_on)
-        for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
-    }
-    try:
-        while True:
-            try:
-                code = server.wait(timeout=0.2)
-                break
-            except subprocess.TimeoutExpired:
-                if stop_by and time.monotonic() > stop_by[0]:
-                    server.kill()  # it did not stop in time: free the port anyway
-            except KeyboardInterrupt:  # a Ctrl+C that arrived before the handler was set
-                pass_on(signal.SIGINT, None)
-    finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
-        if server.poll() is None:
-            server.kill()
-            server.wait()
-    # Stopped by a signal we passed on: a normal end of the command.
-    return 0 if stop_by or code == 0 else code
+def run_server(url: str, args: argparse.Namespace) -> NoReturn:
+    """Become the Streamlit server: this process is replaced by `streamlit run`
+    (annotate/web/serve_process.py, by exec), so a
+    replica is one process. A second Python process that only waited on Streamlit and passed
+    its signals on held about 146 MB for nothing. SIGTERM and Ctrl+C now reach the server
+    itself, which stops and frees the port (SIGHUP ends it too); the exit is the server's."""
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()
+    dispose_engines()  # the checks' connections end here, not in the server's process
+    os.environ[ENV_VAR] = url
+    command = server_command(args)
+    os.execv(command[0], command)
 
 
 def serve(args: argparse.Namespace) -> int:

@@ -4,7 +4,8 @@ annotate/queue/rules.py on the database, reservations released, progress counted
 A pair is reserved for an annotator by an Assignment row; Pair.n_assigned counts the
 reservations and is only changed by conditional or relative UPDATEs (`n_assigned < target`,
 `n_assigned - 1`), never written back from a value read earlier, so no pair is ever handed
-out beyond the study's overlap target, whatever runs at the same time.
+out beyond its target (the study's overlap, or the pair's own in an adaptive study:
+annotate/queue/targets.py), whatever runs at the same time.
 """
 
 from __future__ import annotations
@@ -69,9 +70,11 @@ _ASSIGNMENT = Assignment.__table__
 # Statements of the rare paths, as Core constructs built once with bound parameters
 # (SQLAlchemy compiles each once per dialect). The common path is in annotate/queue/sql.py.
 # (The b_ names: bound parameters of an UPDATE of pair may not be named like its columns.)
+# A pair's target: its own in an adaptive study (annotate/queue/targets.py), else the study's.
+_TARGET = func.coalesce(_PAIR.c.target, bindparam("b_target"))
 _RESERVE = (
     update(_PAIR)
-    .where(_PAIR.c.id == bindparam("b_pair"), _PAIR.c.n_assigned < bindparam("b_target"))
+    .where(_PAIR.c.id == bindparam("b_pair"), _PAIR.c.n_assigned < _TARGET)
     .values(n_assigned=_PAIR.c.n_assigned + 1)
 )
 _RAISE = (
@@ -89,7 +92,7 @@ _OPEN_SOME = (
         _PAIR.c.study_id == bindparam("b_study"),
         _PAIR.c.is_gold == False,  # noqa: E712
         _PAIR.c.queued == True,  # noqa: E712  (sampled studies: only the sample)
-        _PAIR.c.n_assigned < bindparam("b_target"),
+        _PAIR.c.n_assigned < _TARGET,
         ~_mine(bindparam("b_annotator")),
     )
     .order_by(_PAIR.c.n_assigned, _PAIR.c.position)
@@ -318,6 +321,11 @@ def ensure_assignment(s: Session, *, study_id: int, pair_id: int, annotator_id: 
     return assignment
 
 
+def _target_of(study: Study):
+    """A pair's target in a query of this study's pairs (see _TARGET)."""
+    return func.coalesce(Pair.target, study.overlap_target)
+
+
 def _count(s: Session, statement) -> int:
     return int(s.exec(statement).one())
 
@@ -348,7 +356,7 @@ def progress(engine: Engine, *, annotator_id: int) -> Progress:
             Pair.study_id == study.id,
             Pair.is_gold == False,  # noqa: E712
             Pair.queued == True,  # noqa: E712
-            Pair.n_assigned < study.overlap_target,
+            Pair.n_assigned < _target_of(study),
         )
         mine_with_room = _count(
             s,
@@ -359,7 +367,7 @@ def progress(engine: Engine, *, annotator_id: int) -> Progress:
                 Assignment.annotator_id == annotator_id,
                 Pair.is_gold == False,  # noqa: E712
                 Pair.queued == True,  # noqa: E712
-                Pair.n_assigned < study.overlap_target,
+                Pair.n_assigned < _target_of(study),
             ),
         )
         available = with_room - mine_with_room
@@ -371,7 +379,7 @@ def progress(engine: Engine, *, annotator_id: int) -> Progress:
             .where(
                 Assignment.annotator_id == annotator_id,
                 Assignment.status == "skipped",
-                Pair.n_assigned < study.overlap_target,
+                Pair.n_assigned < _target_of(study),
             ),
         )
         gold_unseen = _pair_count(
@@ -418,7 +426,7 @@ def queue_status(engine: Engine, *, annotator_id: int) -> QueueStatus:
                 held.annotator_id != annotator_id,
                 Pair.is_gold == False,  # noqa: E712
                 Pair.queued == True,  # noqa: E712
-                Pair.n_assigned >= study.overlap_target,
+                Pair.n_assigned >= _target_of(study),
                 ~_mine(annotator_id),
             )
         ).one()

@@ -47,10 +47,6 @@ class Qualification:
     answered: int  # gold answers counted so far (at most N)
     needed: int  # N
 
-    @property
-    def serves_real_pairs(self) -> bool:
-        return self.state in (NONE, PASSED)
-
 
 def _gold_answers(s: Session, where) -> list[tuple[int, str, str | None, bool]]:
     """(annotator id, given, expected, served) of the gold answers matching `where`: served

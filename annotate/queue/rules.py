@@ -7,9 +7,11 @@ order, and when a gold check comes first.
 3. the quota (study.items_per_annotator, gold answers included) ends the queue;
 4. qualification (study.qualification_gold = N): gold pairs only until the first N gold
    answers decide, nothing more after a failure (annotate/queue/gold.py);
-5. the least-covered real pair with room (n_assigned below the overlap target) that this
-   annotator has not been given; a real pair is a queued non-gold pair (a sampled study,
-   import-pairs --sample, stores the whole benchmark but queues only its sample); on PostgreSQL one nobody is reserving right now, else one
+5. the least-covered real pair with room (n_assigned below its target: the study's overlap,
+   or in an adaptive study the pair's own, annotate/queue/targets.py) that this annotator
+   has not been given; a real pair is a queued non-gold pair (a sampled study,
+   import-pairs --sample, stores the whole benchmark but queues only its sample); on
+   PostgreSQL one nobody is reserving right now, else one
    whose row lock it waits for;
 6. a gold pair first, when the gold coin says so for the annotator's next position in their
    queue (so gold comes up at random positions, about once every GOLD_EVERY pairs, also
@@ -89,6 +91,7 @@ class StudyRules(NamedTuple):
     coin_secret: str | None
     annotator_active: bool
     active_id: int | None
+    adaptive: bool  # each answer moves its pair's target (annotate/queue/targets.py)
 
     @property
     def coins(self) -> Coins:
@@ -111,6 +114,7 @@ class AccountClosed(UserError):
 # (Coins), SQL builds the same text (coin_sql): one definition for both.
 AB_MESSAGE = ("ab", "{pair}", "{annotator}")
 GOLD_MESSAGE = ("gold", "{annotator}", "{position}")
+AGREEMENT_MESSAGE = ("agreement", "{pair}")
 
 
 def _message(parts: tuple[str, ...], **values) -> bytes:
@@ -141,6 +145,12 @@ class Coins:
         is a gold check: true about once in `every`."""
         digest = self._digest(GOLD_MESSAGE, annotator=annotator_id, position=position)
         return int.from_bytes(digest[:4], "big") % every == 0
+
+    def in_agreement_sample(self, *, pair_key: str, fraction: float) -> bool:
+        """Whether the pair (by its key, so the same pairs in a copy of the study) belongs to
+        an adaptive study's agreement sample: a uniform number in [0, 1) below `fraction`."""
+        digest = self._digest(AGREEMENT_MESSAGE, pair=pair_key)
+        return int.from_bytes(digest[:8], "big") / 2**64 < fraction
 
 
 @functools.lru_cache(maxsize=256)
@@ -230,7 +240,7 @@ def choose_next(
             return None
         if state == QUALIFICATION_PENDING:
             return queue.serve_gold(study=study, annotator_id=annotator_id, now=now)
-    keys = {"study": study, "annotator_id": annotator_id, "now": now}
+    keys: dict[str, Any] = {"study": study, "annotator_id": annotator_id, "now": now}
     reserved = queue.reserve_least_covered(**keys)
     if reserved is not None:
         if _gold_first(queue, study=study, annotator_id=annotator_id, position=None):
@@ -259,7 +269,7 @@ def _gold_first(
 def _reserve_contended_or_skipped(
     queue: Queue, *, study: StudyRules, annotator_id: int, now: datetime
 ) -> AssignmentRow | None:
-    keys = {"study": study, "annotator_id": annotator_id, "now": now}
+    keys: dict[str, Any] = {"study": study, "annotator_id": annotator_id, "now": now}
     candidates = queue.open_candidates(study=study, annotator_id=annotator_id)
     if candidates:
         position = queue.given_count(annotator_id=annotator_id) + 1

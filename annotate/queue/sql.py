@@ -12,7 +12,8 @@ the fast Queue for them: the common operations here, the rare ones (gold pairs, 
 expired reservations) raise NeedsFullRules so that the caller runs the full rules
 (annotate/queue/assignment.py). On PostgreSQL the common Submit is one call of a server-side
 function, built below from the same fragments and the one list of answer columns, and
-installed (replaced) by annotate/store/schema.py under the migration lock.
+installed (replaced) by annotate/store/schema.py under the migration lock: this module registers
+it there when imported (the storage layer imports nothing from here).
 """
 
 from __future__ import annotations
@@ -23,9 +24,9 @@ import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import JSON
+from sqlalchemy import JSON, Table
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError
@@ -38,18 +39,22 @@ from annotate.queue.rules import (
     AssignmentRow,
     Coins,
     NeedsFullRules,
+    Queue,
     StudyRules,
     ab_coin_sql,
     gold_coin_sql,
 )
+from annotate.store import schema
 from annotate.store.models import Annotation
 from annotate.store.sqlite_engine import readers as sqlite_readers
 
 # An annotation row's answer: the contract's answer columns (its two keys are ids here), plus
 # where the answer came from. Every submit path derives its columns from this list.
 ANSWER_FIELDS = (*ANSWER_COLUMNS, "source")
+# SQLModel sets __table__ on table models without declaring it
+_ANNOTATION = cast(Table, Annotation.__table__)  # type: ignore[attr-defined]
 _JSON_FIELDS = frozenset(
-    name for name in ANSWER_FIELDS if isinstance(Annotation.__table__.c[name].type, JSON)
+    name for name in ANSWER_FIELDS if isinstance(_ANNOTATION.c[name].type, JSON)
 )
 
 
@@ -78,7 +83,8 @@ _TEXTS = {
                (SELECT a.id FROM assignment a
                  WHERE a.annotator_id = %(annotator)s AND a.status = 'active'
                    AND a.pair_id != %(closing)s
-                 ORDER BY a.assigned_at, a.id LIMIT 1) AS active_id
+                 ORDER BY a.assigned_at, a.id LIMIT 1) AS active_id,
+               (study.adaptive_min IS NOT NULL) AS adaptive
           FROM study JOIN annotator ON annotator.study_id = study.id
          WHERE annotator.id = %(annotator)s""",
     "coin_secret": """
@@ -98,12 +104,12 @@ _TEXTS = {
         UPDATE pair SET n_assigned = n_assigned + 1
          WHERE id = (SELECT p.id FROM pair p
                       WHERE p.study_id = %(study)s AND p.is_gold = FALSE
-                        AND p.queued = TRUE AND p.n_assigned < %(target)s
+                        AND p.queued = TRUE AND p.n_assigned < COALESCE(p.target, %(target)s)
                         AND NOT EXISTS (SELECT 1 FROM assignment a
                                          WHERE a.study_id = p.study_id AND a.pair_id = p.id
                                            AND a.annotator_id = %(annotator)s)
                       ORDER BY p.n_assigned, p.position LIMIT 1 {lock})
-           AND n_assigned < %(target)s
+           AND n_assigned < COALESCE(target, %(target)s)
         RETURNING id""",
     "insert_assignment": """
         INSERT INTO assignment (study_id, pair_id, annotator_id, chosen_position, status,
@@ -141,7 +147,7 @@ FUNCTION = "annotate_submit_and_next"
 
 
 def _pg_type(name: str) -> str:
-    return Annotation.__table__.c[name].type.compile(dialect=postgresql.dialect())
+    return _ANNOTATION.c[name].type.compile(dialect=postgresql.dialect())
 
 
 def _plpgsql(text: str, names: dict[str, str]) -> str:
@@ -155,7 +161,8 @@ def submit_function_sql(answer_fields: tuple[str, ...] = ANSWER_FIELDS) -> str:
     committed with it in autocommit), the rules of assignment_rules.reserve_next for the
     common case, built from this module's fragments:
 
-    - no open assignment for the submitted pair (a stale tab, a re-run after a lost
+    - an adaptive study (each answer moves its pair's target, annotate/queue/targets.py, in
+      Python), no open assignment for the submitted pair (a stale tab, a re-run after a lost
       acknowledgement), an unknown or deactivated annotator, or a gold pair due in a study
       that has gold pairs: it raises SQLSTATE AN001 and changes nothing; the app then applies
       the full rules;
@@ -216,6 +223,10 @@ BEGIN
     SELECT * INTO rules FROM ({fragments["study_of"]}) AS r;
     IF NOT FOUND OR NOT rules.annotator_active THEN
         RAISE EXCEPTION 'no such active annotator' USING ERRCODE = '{FULL_RULES}';
+    END IF;
+    IF rules.adaptive THEN
+        RAISE EXCEPTION 'adaptive study: the answer moves its pair''s target'
+            USING ERRCODE = '{FULL_RULES}';
     END IF;
     {fragments["close"]};
     GET DIAGNOSTICS closed = ROW_COUNT;
@@ -296,6 +307,11 @@ def install_functions(conn: Connection) -> None:
         conn.exec_driver_sql(statement.replace("%", "%%"))  # no parameters: % is SQL's
 
 
+schema.register_generated(
+    schema.Generated(FUNCTION, installed=functions_installed, install=install_functions)
+)
+
+
 def _translate(dialect: str, text: str) -> str:
     text = text.replace("{lock}", _LOCKS[dialect])
     return re.sub(r"%\((\w+)\)s", r":\1", text) if dialect == "sqlite" else text
@@ -319,7 +335,7 @@ def _reserved(row, *, annotator_id: int, now: datetime) -> AssignmentRow:
     )
 
 
-class Cursor:
+class Cursor(Queue):
     """The driver's cursor on a SQLAlchemy connection, with this module's statements."""
 
     def __init__(self, conn: Connection | PoolProxiedConnection | Any, *, dialect=None):
@@ -328,6 +344,7 @@ class Cursor:
         self._dialect = dialect or conn.dialect
         self.dialect = self._dialect.name
         self._conn = conn
+        self._dbapi_connection: Any  # the driver's connection (sqlite3 or psycopg)
         if isinstance(conn, PoolProxiedConnection):
             self._dbapi_connection = conn.dbapi_connection
         elif isinstance(conn, Connection):
@@ -354,12 +371,12 @@ class Cursor:
         postgres = engine.dialect.name == "postgresql"
         try:
             if postgres:
-                pooled.dbapi_connection.autocommit = True
+                pooled.dbapi_connection.autocommit = True  # type: ignore[union-attr]
             yield cls(pooled, dialect=engine.dialect)
         finally:
-            driver = pooled.dbapi_connection  # None once invalidated
-            if postgres and driver is not None and not driver.closed:
-                driver.autocommit = False
+            raw: Any = pooled.dbapi_connection  # None once invalidated
+            if postgres and raw is not None and not raw.closed:
+                raw.autocommit = False
             pooled.close()
 
     def _run(self, name: str, params: dict, *, fetch: bool = False):
@@ -405,7 +422,9 @@ class Cursor:
         if row is None:
             raise LookupError(f"no annotator with id {annotator_id}")
         values = StudyRules(*row)
-        return values._replace(annotator_active=bool(values.annotator_active))
+        return values._replace(
+            annotator_active=bool(values.annotator_active), adaptive=bool(values.adaptive)
+        )
 
     def coins_of(self, *, annotator_id: int) -> Coins | None:
         """The keyed coins of the annotator's study (None: no such annotator)."""
@@ -479,7 +498,7 @@ class Cursor:
         self, *, study: StudyRules, pair_id: int, annotator_id: int, now: datetime
     ) -> AssignmentRow:
         """The assignment row for a pair already reserved (n_assigned raised) by the caller."""
-        values = {
+        values: dict[str, Any] = {
             "study_id": study.id,
             "pair_id": pair_id,
             "annotator_id": annotator_id,

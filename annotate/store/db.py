@@ -38,7 +38,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TypeVar
+from typing import Any, ParamSpec, TypeVar
 
 from sqlalchemy.engine import Connection, Engine, make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, OperationalError
@@ -59,6 +59,7 @@ MAX_OVERFLOW = int(os.environ.get("ANNOTATE_DB_MAX_OVERFLOW", "20"))
 RETRY_SECONDS = float(os.environ.get("ANNOTATE_DB_RETRY_SECONDS", "30"))
 
 T = TypeVar("T")
+P = ParamSpec("P")
 
 
 def resolve_url(cli_value: str | None = None) -> str:
@@ -191,7 +192,9 @@ def is_retryable(exc: BaseException) -> bool:
     return isinstance(exc, OperationalError) and type(orig).__module__.startswith("psycopg")
 
 
-def _retry_call(fn: Callable[..., T], *args, _seconds: float | None = None, **kwargs) -> T:
+def _retry_call(
+    fn: Callable[..., T], *args: Any, _seconds: float | None = None, **kwargs: Any
+) -> T:
     deadline = time.monotonic() + (RETRY_SECONDS if _seconds is None else _seconds)
     attempt = 0
     while True:
@@ -205,14 +208,14 @@ def _retry_call(fn: Callable[..., T], *args, _seconds: float | None = None, **kw
         attempt += 1
 
 
-def retrying(fn: Callable[..., T]) -> Callable[..., T]:
+def retrying(fn: Callable[P, T]) -> Callable[P, T]:
     """Re-run a whole transaction when the database asks for it (lock, serialization, lost
     connection), for up to RETRY_SECONDS. The wrapped function must open its own session and be
     safe to run twice."""
 
     @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        return _retry_call(fn, *args, **kwargs)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> T:
+        return _retry_call(functools.partial(fn, *args, **kwargs))
 
     return wrapper
 

@@ -50,6 +50,14 @@ class Study(SQLModel, table=True):
     aspect_check: bool = False
     # Key of the A/B and gold coins: without it the order shown is predictable from ids.
     coin_secret: str | None = Field(default_factory=lambda: secrets.token_hex(16))
+    # Adaptive overlap (both set, or neither: the fixed overlap_target): every pair gets at
+    # least adaptive_min answers, and more, up to adaptive_max, while analysis.stopping says
+    # its answers leave it undecided. A keyed random share (agreement_sample) of the pairs
+    # gets exactly agreement_overlap answers instead; agreement statistics use those pairs.
+    adaptive_min: int | None = None
+    adaptive_max: int | None = None
+    agreement_sample: float = 0.2
+    agreement_overlap: int = 3
     created_at: datetime = Field(default_factory=utcnow)
 
 
@@ -74,6 +82,9 @@ class Pair(SQLModel, table=True):
     # Reservations (assignments not skipped): kept in step with Assignment in the same
     # transaction, so choosing the next pair never has to count annotations.
     n_assigned: int = 0
+    # How many reservations the pair may have in an adaptive study (annotate/queue/targets.py
+    # keeps it in step with its answers); None: the study's overlap_target.
+    target: int | None = None
     is_gold: bool = False
     gold_answer: str | None = None
     # Sampled studies (import-pairs --sample, analysis/sampling.py): the whole benchmark is

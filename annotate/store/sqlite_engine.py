@@ -18,12 +18,14 @@ import os
 import sqlite3
 import threading
 import weakref
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import Any
 
 from sqlalchemy import event
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError
+from sqlalchemy.pool import ConnectionPoolEntry
 from sqlmodel import Session
 
 _READ_ONLY = "annotate_read_only"
@@ -50,7 +52,7 @@ def configure(engine: Engine) -> None:
     # pysqlite's own transaction handling defers BEGIN and ignores our isolation needs;
     # take control so writers start with BEGIN IMMEDIATE and never deadlock on upgrade.
     @event.listens_for(engine, "connect")
-    def _on_connect(dbapi_connection, record):
+    def _on_connect(dbapi_connection: Any, record: ConnectionPoolEntry) -> None:
         dbapi_connection.isolation_level = None
         cursor = dbapi_connection.cursor()
         cursor.execute("PRAGMA busy_timeout=30000")
@@ -72,7 +74,7 @@ def configure(engine: Engine) -> None:
     # BEGIN costs no trip through SQLAlchemy's statement execution (a third of a short
     # transaction's time).
     @event.listens_for(engine, "begin")
-    def _on_begin(conn):
+    def _on_begin(conn: Connection) -> None:
         options = conn.get_execution_options()
         info = conn.info
         if options.get(_READ_ONLY):
@@ -87,31 +89,34 @@ def configure(engine: Engine) -> None:
         synchronous = "FULL" if options.get(_DURABLE, True) is True else "NORMAL"
         info[_BEGIN_WITH] = _write_begin(info, synchronous)
 
-    def _do_begin(dbapi_connection):
+    def _do_begin(dbapi_connection: Any) -> None:
         info = dbapi_connection.info
         statements = info.pop(_BEGIN_WITH, ("BEGIN IMMEDIATE",))
         _run_begin(info, statements, dbapi_connection.execute)
 
-    engine.dialect.do_begin = _do_begin
+    # (a per-engine replacement of the dialect's method: the point of the paragraph above)
+    engine.dialect.do_begin = _do_begin  # type: ignore[method-assign]
 
-    def _release(info) -> None:
+    def _release(info: dict[Any, Any]) -> None:
         if info.pop(_LOCK_HELD, False):
             write_lock.release()
 
     # Released when the connection goes back to the pool (a Session does that right after its
     # commit; the commit event itself fires before the commit has happened) or rolls back.
     @event.listens_for(engine, "rollback")
-    def _on_rollback(conn):
+    def _on_rollback(conn: Connection) -> None:
         _release(conn.info)
 
     @event.listens_for(engine.pool, "checkin")
-    def _on_checkin(dbapi_connection, record):
+    def _on_checkin(dbapi_connection: Any, record: ConnectionPoolEntry) -> None:
         _release(record.info)
         if record.info.pop(_BIG_CACHE, False) and dbapi_connection is not None:
             dbapi_connection.execute(f"PRAGMA cache_size={SQLITE_DEFAULT_CACHE}")
 
     @event.listens_for(engine.pool, "invalidate")
-    def _on_invalidate(_dbapi_connection, record, _exception):
+    def _on_invalidate(
+        _dbapi_connection: Any, record: ConnectionPoolEntry, _exception: Any
+    ) -> None:
         _release(record.info)
 
     database = engine.url.database
@@ -121,7 +126,7 @@ def configure(engine: Engine) -> None:
             _readers[engine] = ReadConnections(os.path.abspath(database))
 
 
-def _write_begin(info: dict, synchronous: str) -> tuple[str, ...]:
+def _write_begin(info: dict[Any, Any], synchronous: str) -> tuple[str, ...]:
     """The statements that begin a write transaction on a connection (`info`: its pool
     record's) with this `synchronous`: the PRAGMA only when the connection has another one."""
     if info.get(_SYNCHRONOUS) == synchronous:
@@ -131,7 +136,9 @@ def _write_begin(info: dict, synchronous: str) -> tuple[str, ...]:
     return (f"PRAGMA synchronous={synchronous}", "BEGIN IMMEDIATE")
 
 
-def _run_begin(info: dict, statements: tuple[str, ...], execute) -> None:
+def _run_begin(
+    info: dict[Any, Any], statements: tuple[str, ...], execute: Callable[[str], object]
+) -> None:
     for statement in statements:
         execute(statement)
         if statement.startswith("PRAGMA"):
@@ -256,6 +263,7 @@ def use_large_cache(s: Session, mebibytes: int = 64) -> None:
 def writer(engine: Engine, *, durable: bool) -> Engine:
     """The engine to write through: on SQLite, one whose commits skip the fsync when the
     transaction need not be durable, or when `made_durable` will sync it afterwards."""
+    mode: str | bool
     if durable:
         if engine not in _group_commits:
             return engine  # synchronous=FULL
@@ -293,6 +301,9 @@ def write_transaction(engine: Engine) -> Iterator[sqlite3.Connection]:
     pooled = engine.raw_connection()
     try:
         driver = pooled.dbapi_connection
+        assert isinstance(
+            driver, sqlite3.Connection
+        )  # a SQLite file's engine (has_write_transaction)
         held = _write_locks[engine].acquire(timeout=WRITE_LOCK_WAIT)
         try:
             statements = _write_begin(pooled.info, "NORMAL")  # the group commit syncs

@@ -12,8 +12,9 @@ from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from annotate import prolific
 from annotate.auth import annotator_for_token
+from annotate.database import get_engine
 from annotate.errors import UserError
-from annotate.store.db import get_engine, read, resolve_url
+from annotate.store.db import read, resolve_url
 from annotate.store.models import Annotator
 from annotate.web import guard as web_guard
 from annotate.web.login import COOKIE

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import enum
 import hashlib
 import threading
 from collections.abc import Callable
@@ -62,6 +63,30 @@ OIDC_COOKIE_PREFIX = "_streamlit_user"  # st.login's signed identity cookies (ma
 # maintainers'.
 PUBLIC_CORE = ("stream", "health", "host-config", "bidi-components/")
 UPLOAD_PREFIX = "upload_file/"
+
+
+class Access(enum.Enum):
+    """Who may reach a path (tests/test_route_classes.py lists every route of the installed
+    Streamlit with its class, so that an upgrade that adds one fails the suite)."""
+
+    PUBLIC = "public"  # every visitor: the page, its socket and assets, sign-in, health
+    MAINTAINER = "maintainer-only"  # a maintainer's request; everyone else gets 403
+    UPLOAD = "maintainer session"  # uploads into a registered maintainer session, within quotas
+    MEDIA = "inline public, downloads maintainer-only"  # a download is a 404 for others
+
+
+def classify(path: str) -> Access:
+    """The class of `path`, relative to server.baseUrlPath: the one rule the guard applies."""
+    if path.startswith("/_stcore/"):
+        core = path[len("/_stcore/") :]
+        if core.startswith(UPLOAD_PREFIX):
+            return Access.UPLOAD
+        if core in PUBLIC_CORE or core.startswith(PUBLIC_CORE[-1]):
+            return Access.PUBLIC
+        return Access.MAINTAINER
+    if path.startswith("/media/"):
+        return Access.MEDIA
+    return Access.PUBLIC
 
 
 @dataclass(frozen=True)
@@ -158,20 +183,17 @@ class StreamlitEndpointGuard:
             await self.app(scope, receive, send)
             return
         path = self._relative_path(scope)
-        if path.startswith("/_stcore/"):
-            core = path[len("/_stcore/") :]
-            if core.startswith(UPLOAD_PREFIX):
-                await self._upload(scope, receive, send, core[len(UPLOAD_PREFIX) :])
-                return
-            if core in PUBLIC_CORE or core.startswith(PUBLIC_CORE[-1]):
-                await self.app(scope, receive, send)
-                return
+        access = classify(path)
+        if access is Access.UPLOAD:
+            await self._upload(scope, receive, send, path[len("/_stcore/" + UPLOAD_PREFIX) :])
+            return
+        if access is Access.MAINTAINER:
             if await self._maintainer_request(scope):
                 await self.app(scope, receive, send)
                 return
             await _refuse(scope, receive, send, 403, "Forbidden")
             return
-        if path.startswith("/media/") and not await self._maintainer_request(scope):
+        if access is Access.MEDIA and not await self._maintainer_request(scope):
             await self.app(scope, receive, _no_downloads(send))
             return
         await self.app(scope, receive, send)
@@ -275,9 +297,36 @@ def _content_length(scope) -> int | None:
 def _files_held(session_id: str) -> tuple[int, int]:
     """(files, bytes) the session holds in Streamlit's upload store."""
     runtime = _runtime()
-    storage = getattr(runtime.uploaded_file_mgr, "file_storage", None) if runtime else None
-    files = list(storage.get(session_id, {}).values()) if storage is not None else []
+    return _held_in(runtime.uploaded_file_mgr, session_id) if runtime else (0, 0)
+
+
+def _held_in(manager, session_id: str) -> tuple[int, int]:
+    # Streamlit has no public call for "what does this session hold"; its memory store keeps
+    # the files in `file_storage`. Missing, that would silently turn the quota off: refuse.
+    storage = getattr(manager, "file_storage", None)
+    if not isinstance(storage, dict):
+        raise RuntimeError(
+            f"{type(manager).__name__} keeps no file_storage: this Streamlit version stores "
+            "uploads elsewhere and the per-session upload quota cannot be enforced "
+            "(annotate/web/guard.py, _held_in)"
+        )
+    files = list(storage.get(session_id, {}).values())
     return len(files), sum(len(f.data) for f in files)
+
+
+def check_upload_store() -> None:
+    """Fail at start-up, loudly, unless the quota can see what a session holds: one file added
+    through Streamlit's own upload manager must count as one file of its size."""
+    from streamlit.runtime.memory_uploaded_file_manager import MemoryUploadedFileManager
+    from streamlit.runtime.uploaded_file_manager import UploadedFileRec
+
+    manager = MemoryUploadedFileManager("/_stcore/upload_file")
+    manager.add_file("probe-session", UploadedFileRec("f", "probe.txt", "text/plain", b"12345"))
+    if _held_in(manager, "probe-session") != (1, 5):
+        raise RuntimeError(
+            "Streamlit's upload store changed: the per-session upload quota cannot see a "
+            "session's files (annotate/web/guard.py, check_upload_store)"
+        )
 
 
 async def _refuse(scope, receive, send, status: int, text: str, *, drain_up_to: int = 0) -> None:

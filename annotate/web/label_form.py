@@ -18,6 +18,7 @@ import streamlit as st
 
 from analysis.vocabulary import SLOTS, TIE
 from annotate.answers import FormState, Question, form_questions
+from annotate.labelling import draft_key
 from annotate.web.render import safe_html
 from annotate.wording import DIMENSION_HELP, PREFERENCE_QUESTION, REASON_LABELS, REASON_QUESTION
 
@@ -78,6 +79,7 @@ def form_data(
     answered: int | None = None,
     reset: bool = False,
     with_posts: bool = False,
+    draft_url: str | None = None,
 ) -> dict:
     """Everything the component shows for one pair (JSON). `answered` is the number of the last
     event the server acted on (the browser leaves its sending state on it); `reset` tells the
@@ -102,6 +104,19 @@ def form_data(
         "answered": answered,
         "reset": reset,
         "sign_out_url": sign_out_url,
+        # where the form posts its drafts without a page run (annotate/web/drafts.py), with
+        # the key for this assignment; none when editing an earlier answer (no drafts then)
+        "draft": None
+        if item.editing or draft_url is None
+        else {
+            "url": draft_url,
+            "assignment": item.assignment.id,
+            "key": draft_key(
+                study.coin_secret,
+                assignment_id=item.assignment.id,
+                annotator_id=item.assignment.annotator_id,
+            ),
+        },
         "guidelines_html": safe_html(study.guidelines) if study.guidelines.strip() else "",
         "question_html": safe_html(pair.question),
         "aspects": [

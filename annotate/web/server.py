@@ -7,11 +7,15 @@ import streamlit as st
 from starlette.middleware import Middleware
 from streamlit import config
 
-from annotate.store.db import get_engine
-from annotate.web.guard import UPLOAD_LIMIT_MB, StreamlitEndpointGuard
+from annotate.database import get_engine
+from annotate.web.drafts import draft_routes
+from annotate.web.guard import UPLOAD_LIMIT_MB, StreamlitEndpointGuard, check_upload_store
 from annotate.web.health import health_routes
 from annotate.web.login import LoginLinkMiddleware, login_routes
 from annotate.web.paths import url_prefix
+
+# The upload quota reads Streamlit's upload store: refuse to start where it cannot.
+check_upload_store()
 
 # The uploader shows this limit and Streamlit enforces it while reading; a larger configured
 # value (an old config.toml said 1,024) is lowered to what a console pairs file needs.
@@ -32,6 +36,7 @@ app = st.App(
     str(Path(__file__).with_name("app.py")),
     routes=[
         *login_routes(get_engine, prefix=PREFIX),
+        *draft_routes(get_engine, prefix=PREFIX),
         *health_routes(get_engine, path=f"{PREFIX}/healthz"),
     ],
     middleware=[

@@ -21,6 +21,7 @@ How to change the schema (for the next engineer):
 from __future__ import annotations
 
 from alembic import context
+from sqlalchemy.engine import Connection
 from sqlmodel import SQLModel
 
 from annotate.store import models  # noqa: F401  (registers the tables on SQLModel.metadata)
@@ -29,7 +30,7 @@ config = context.config
 target_metadata = SQLModel.metadata
 
 
-def _run(connection) -> None:
+def _run(connection: Connection) -> None:
     context.configure(
         connection=connection,
         target_metadata=target_metadata,

@@ -61,6 +61,9 @@ export interface FormData {
   /** Drop what the browser holds for this pair and show `initial` (saved in another tab). */
   reset: boolean;
   sign_out_url: string;
+  /** Where drafts are posted without a page run (annotate/web/drafts.py), with this
+   * assignment's key; null when editing an earlier answer (or no draft route). */
+  draft: { url: string; assignment: number; key: string } | null;
   guidelines_html: string;
   question_html: string;
   aspects: Aspect[];

@@ -571,7 +571,22 @@ function mount(data, root, parentElement, setTriggerValue) {
     draftTimer = null;
     if (!dirty || !acting() || data.editing) return;
     dirty = false;
-    setTriggerValue("draft", { form, seconds: elapsed() });
+    // A plain request (annotate/web/drafts.py), not a page run; the page's event if it fails.
+    const viaPage = () => setTriggerValue("draft", { form, seconds: elapsed() });
+    if (!data.draft) return viaPage();
+    const { url, assignment, key } = data.draft;
+    const body = JSON.stringify({ assignment, key, form, seconds: elapsed() });
+    fetch(url, {
+      method: "POST",
+      body,
+      headers: { "Content-Type": "application/json" },
+      credentials: "same-origin",
+      keepalive: true,
+    })
+      .then((r) => {
+        if (!r.ok) viaPage();
+      })
+      .catch(viaPage);
   }
   function elapsed() {
     return Math.round((performance.now() - started) / 100) / 10;

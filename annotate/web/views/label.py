@@ -15,6 +15,7 @@ from annotate.store.models import Annotator, Study
 from annotate.web.access import engine, require_user
 from annotate.web.label_form import event_seq, event_value, form_data, label_form
 from annotate.web.views.common import (
+    app_prefix,
     finished_extras,
     focus_button,
     mark_guidelines_seen,
@@ -223,6 +224,7 @@ def main() -> None:
         reset=bool(st.session_state.pop(RESET_KEY, False)),
         sign_out_url=sign_out_url(),
         with_posts=st.session_state.get(POSTS_KEY) == item.pair.id,
+        draft_url=f"{app_prefix()}/draft",
     )
     label_form(
         key=key,

@@ -16,13 +16,23 @@ cells = st.columns(4)
 cells[0].metric(
     "Pairs complete",
     f"{progress.complete:,} / {progress.pairs:,}",
-    help=f"Pairs with at least {progress.target} annotations (the overlap target). "
-    "Gold checks are not counted.",
+    help=(
+        "Pairs with the annotations they are expected to end with (adaptive overlap: the "
+        "stopping rule has stopped them, or the agreement sample's K). "
+        if progress.adaptive
+        else f"Pairs with at least {progress.target} annotations (the overlap target). "
+    )
+    + "Gold checks are not counted.",
 )
 cells[1].metric(
     "Annotations towards the target",
     f"{progress.collected:,} / {progress.needed:,}",
-    help="At most the overlap target counts per pair.",
+    help=(
+        "Adaptive overlap: expected annotations, each undecided pair counted at the mean of "
+        "the pairs already stopped (at most MAX), not pairs x overlap."
+        if progress.adaptive
+        else "At most the overlap target counts per pair."
+    ),
 )
 cells[2].metric(
     "Recent rate",

@@ -35,6 +35,65 @@ def option_widgets(study: Study, *, prefix: str, locked: set[str]) -> dict:
         key=f"{prefix}_items_per_annotator",
     )
     out["items_per_annotator"] = int(quota) or None
+    adaptive = st.checkbox(
+        "Adaptive overlap: more annotations only where the first ones leave a pair undecided",
+        value=study.adaptive_min is not None,
+        help="Each pair gets at least MIN annotations and more, up to MAX, while one further "
+        "answer could still change its majority (README: adaptive overlap). The overlap "
+        "target above then applies to no pair.",
+        key=f"{prefix}_adaptive",
+    )
+    # shown always: a checkbox in a form changes nothing on the page until it is submitted
+    cols = st.columns(4)
+    low = int(
+        cols[0].number_input(
+            "MIN",
+            min_value=1,
+            max_value=50,
+            value=study.adaptive_min or 2,
+            key=f"{prefix}_adaptive_min",
+        )
+    )
+    high = int(
+        cols[1].number_input(
+            "MAX",
+            min_value=1,
+            max_value=50,
+            value=study.adaptive_max or 5,
+            key=f"{prefix}_adaptive_max",
+        )
+    )
+    sample_help = (
+        "A keyed random share of pairs that always gets exactly K annotations; the "
+        "report's agreement statistics and conclusion use these pairs only."
+    )
+    out["agreement_sample"] = float(
+        cols[2].number_input(
+            "Agreement sample (share of pairs)",
+            min_value=0.0,
+            max_value=1.0,
+            step=0.05,
+            value=float(study.agreement_sample),
+            disabled="agreement_sample" in locked,
+            help=LOCK_REASON if "agreement_sample" in locked else sample_help,
+            key=f"{prefix}_agreement_sample",
+        )
+    )
+    out["agreement_overlap"] = int(
+        cols[3].number_input(
+            "K (its annotations per pair)",
+            min_value=2,
+            max_value=50,
+            value=study.agreement_overlap,
+            disabled="agreement_overlap" in locked,
+            help=LOCK_REASON if "agreement_overlap" in locked else sample_help,
+            key=f"{prefix}_agreement_overlap",
+        )
+    )
+    if adaptive:
+        out["adaptive_min"], out["adaptive_max"] = low, high
+    else:
+        out["adaptive_min"] = out["adaptive_max"] = None
     out["reservation_timeout"] = st.number_input(
         "Reservation timeout (seconds a shown pair stays reserved for an annotator who does "
         "not answer it)",

@@ -1,0 +1,109 @@
+"""`POST {prefix}/draft`: the labelling form's drafts, saved without a Streamlit page run.
+
+The form sends its answers so far at most every 4 seconds while an annotator thinks, and when
+the page is hidden: at a human pace that is most of what the server hears. Through the page's
+websocket each draft was a whole page run (sign-in check, pair, progress, the pair's texts
+rendered and sent again), more CPU than a Submit. Here a draft is one small JSON request:
+
+- it names the assignment and carries the key the form was given with it
+  (`labelling.draft_key`, an HMAC with the study's secret): only a page that was shown that pair
+  can save its draft, whichever way its annotator signed in (link cookie or Prolific);
+- it must come from this site's own pages (`Sec-Fetch-Site`, else `Origin`), at most
+  MAX_DRAFT_BYTES, and its answers pass the same check as the page's (`FormState.from_browser`);
+- it is stored by `labelling.save_draft`, the one rule for drafts (an open assignment only).
+
+Answers 204 when stored or when the assignment is no longer open (nothing to keep), 4xx
+otherwise; the form falls back to the websocket event when the request fails.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import math
+from collections.abc import Callable
+
+from sqlalchemy.engine import Engine
+from sqlmodel import select
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from annotate.answers import FormState
+from annotate.labelling import draft_key, save_draft
+from annotate.store.db import read_session, retrying
+from annotate.store.models import Annotator, Assignment, Pair, Study
+from annotate.web.login import _same_origin
+
+MAX_DRAFT_BYTES = 32_768  # a comment of 4,000 characters, escaped, and the ratings
+MAX_SECONDS = 24 * 3600.0
+
+
+def _seconds(value: object) -> float | None:
+    if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
+        return min(max(float(value), 0.0), MAX_SECONDS)
+    return None
+
+
+@retrying
+def store_draft(engine: Engine, body: dict) -> int:
+    """Check and store one draft request's body; the HTTP status."""
+    assignment_id, key = body.get("assignment"), body.get("key")
+    if not isinstance(assignment_id, int) or isinstance(assignment_id, bool):
+        return 400
+    if not isinstance(key, str):
+        return 400
+    with read_session(engine) as s:
+        row = s.exec(
+            select(
+                Assignment.annotator_id,
+                Assignment.status,
+                Annotator.active,
+                Study,
+                Pair.rubric_aspects,
+            )
+            .join(Annotator, Annotator.id == Assignment.annotator_id)
+            .join(Study, Study.id == Assignment.study_id)
+            .join(Pair, Pair.id == Assignment.pair_id)
+            .where(Assignment.id == assignment_id)
+        ).first()
+        if row is None:
+            return 403
+        annotator_id, status, active, study, aspects = row
+        expected = draft_key(
+            study.coin_secret, assignment_id=assignment_id, annotator_id=annotator_id
+        )
+        if not hmac.compare_digest(expected, key):
+            return 403
+        if not active:
+            return 403  # a deactivated account keeps nothing, also from a tab still open
+        if status != "active":
+            return 204  # answered or released meanwhile: nothing to keep
+        form = FormState.from_browser(body.get("form"), study=study, n_aspects=len(aspects or []))
+    save_draft(
+        engine, assignment_id=assignment_id, form=form, seconds=_seconds(body.get("seconds"))
+    )
+    return 204
+
+
+def draft_routes(get_engine: Callable[[], Engine], *, prefix: str = "") -> list[Route]:
+    async def draft(request: Request) -> Response:
+        if not _same_origin(request.headers):
+            return Response(status_code=403)
+        length = request.headers.get("content-length", "")
+        if not length.isdigit() or int(length) > MAX_DRAFT_BYTES:
+            return Response(status_code=413)
+        raw = await request.body()
+        if len(raw) > MAX_DRAFT_BYTES:
+            return Response(status_code=413)
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            return Response(status_code=400)
+        if not isinstance(body, dict):
+            return Response(status_code=400)
+        status = await run_in_threadpool(store_draft, get_engine(), body)
+        return Response(status_code=status, headers={"Cache-Control": "no-store"})
+
+    return [Route(f"{prefix}/draft", draft, methods=["POST"])]

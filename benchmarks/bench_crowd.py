@@ -1,0 +1,752 @@
+"""Launch day: a crowd of simulated annotators on real `annotate serve` replicas, measured.
+
+Each simulated annotator does what a browser tab does, over the same wire: it opens its login
+link (`GET /?token=...`, keeps the HttpOnly cookie the app sets), opens Streamlit's websocket
+(`/_stcore/stream`, subprotocol `streamlit`, same-origin `Origin`, the cookie in the upgrade) and
+speaks Streamlit's own protobuf messages from the installed package: a `rerun_script` BackMsg
+to load the page, then the labelling component's events as the page's JavaScript sends them
+(`annotate/web/static/label_form.js`): the answers typed at a human pace (a think time per pair
+drawn from a log-normal with median `--pace` seconds, the keys spread over it), a `draft` at
+most every 4 s after a change (DRAFT_MS in the page; a POST to the form's draft address, as
+the page's fetch, else the component's event), and `submit` at the end. It keeps the
+hashes of the cacheable messages it received and sends them back, as the browser's message
+cache does, so the server may answer with references instead of resending what it has.
+
+What it cannot see: anything that happens in the browser (layout, painting, the JavaScript's
+own time, the keyboard), and what a browser sends besides (static files, the component's
+assets, the health pings). `benchmarks/bench_label_browser.py` measures the browser side.
+
+    python benchmarks/bench_crowd.py --annotators 200 --minutes 10 --replicas 2 \\
+        --db postgresql+psycopg://127.0.0.1/crowd [--pace 40] [--pairs-file F] [--url URL ...]
+
+Without `--url` it creates the study (pairs shaped like the real data unless `--pairs-file`,
+300 past posts a pair, enough pairs that nobody runs out), one account per annotator, starts
+`--replicas` `annotate serve` processes and stops them at the end. With `--url` (repeatable, one
+per running replica) it uses those servers and the study `--study` in `--db`; it then creates
+the annotators' accounts there and cannot measure the servers' CPU and memory (null).
+
+At the end it prints one JSON line (keys in `KEYS`); the database is checked afterwards:
+`lost` = answers acknowledged (the next pair shown) but not stored, `duplicated` = more than one
+row for a (pair, annotator), `over_target` = pairs with more answers than the study's overlap.
+
+CPU: every process of each replica (`/proc/PID/stat`, children included) over the crowd's run,
+divided by the Submits: `cpu_s_per_pair` (drafts included). `draft_cpu_vs_submit` comes from a
+calibration before the crowd arrives (one annotator alone on replica 1: `--calibrate` drafts,
+then as many Submits, the replica's CPU measured around each series): the crowd's messages
+cannot be told apart in a process's CPU time. `annotators_per_core` = pace / cpu_s_per_pair:
+how many annotators at this pace one fully used core serves.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import math
+import os
+import random
+import resource
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlsplit
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import websockets  # noqa: E402
+from streamlit.proto.BackMsg_pb2 import BackMsg  # noqa: E402
+from streamlit.proto.ForwardMsg_pb2 import ForwardMsg  # noqa: E402
+
+KEYS = (
+    "annotators",
+    "replicas",
+    "db",
+    "pace",
+    "seconds",
+    "submits",
+    "drafts",
+    "errors",
+    "lost",
+    "duplicated",
+    "over_target",
+    "starved",
+    "step_p50",
+    "step_p95",
+    "step_p99",
+    "signin_p95",
+    "cpu_s_per_pair",
+    "draft_cpu_s",
+    "submit_cpu_s",
+    "draft_cpu_vs_submit",
+    "rss_mb",
+    "annotators_per_core",
+    "client_cpu_s",
+    "load_avg",
+    "cores",
+)
+DRAFT_SECONDS = 4.0  # the page's DRAFT_MS
+PACE_SIGMA = 0.5  # log-normal spread of the think time per pair (about 0.45x to 2.2x the median)
+STUDY = "crowd"
+COOKIE = "annotate_token"
+EVENTS_SUFFIX = "__events"
+WIDGET_PREFIX = "$$STREAMLIT_INTERNAL_KEY_"
+READ_TIMEOUT = 60.0
+
+
+# --- one simulated annotator --------------------------------------------------------------
+class ProtocolError(Exception):
+    """The server said something a browser would show as an error (or said nothing)."""
+
+
+@dataclass
+class Page:
+    """What one page run showed: the labelling form's data and component id, if any."""
+
+    component_id: str | None = None
+    fragment_id: str = ""  # the fragment that drew the form: its events rerun that alone
+    data: dict | None = None
+    exception: str | None = None
+    finished: bool = False
+    texts: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Stats:
+    steps: list[float] = field(default_factory=list)
+    signins: list[float] = field(default_factory=list)
+    submits: int = 0
+    drafts: int = 0
+    errors: list[str] = field(default_factory=list)
+    starved: int = 0
+    acknowledged: list[tuple[str, int]] = field(default_factory=list)  # (annotator, assignment)
+
+
+class Client:
+    """One browser tab's websocket conversation with a replica."""
+
+    def __init__(self, base_url: str, token: str, name: str):
+        self.base = base_url.rstrip("/")
+        self.token = token
+        self.name = name
+        self.cookie = ""
+        self.ws = None
+        self.page_hash = ""
+        self.cached: set[str] = set()
+        self.forms: dict[str, tuple[str, str, dict | None]] = {}  # hash -> the form it carried
+
+    async def sign_in(self) -> None:
+        """GET /?token=... : the app answers with a redirect and the login cookie."""
+        parts = urlsplit(self.base)
+        reader, writer = await asyncio.open_connection(parts.hostname, parts.port or 80)
+        path = (parts.path or "") + f"/?token={self.token}"
+        writer.write(
+            f"GET {path} HTTP/1.1\r\nHost: {parts.netloc}\r\nSec-Fetch-Site: none\r\n"
+            "Connection: close\r\n\r\n".encode()
+        )
+        await writer.drain()
+        head = await asyncio.wait_for(reader.read(65536), READ_TIMEOUT)
+        writer.close()
+        status = head.split(b"\r\n", 1)[0].decode()
+        for line in head.decode("latin-1").split("\r\n"):
+            if line.lower().startswith("set-cookie:") and f"{COOKIE}=" in line:
+                self.cookie = line.split(":", 1)[1].strip().split(";", 1)[0]
+        if not self.cookie:
+            raise ProtocolError(f"sign-in gave no cookie ({status})")
+
+    async def connect(self) -> Page:
+        parts = urlsplit(self.base)
+        scheme = "wss" if parts.scheme == "https" else "ws"
+        self.ws = await websockets.connect(
+            f"{scheme}://{parts.netloc}{parts.path}/_stcore/stream",
+            subprotocols=["streamlit"],
+            origin=f"{parts.scheme}://{parts.netloc}",
+            additional_headers={"Cookie": self.cookie},
+            max_size=None,
+            open_timeout=READ_TIMEOUT,
+        )
+        return await self.rerun()
+
+    async def close(self) -> None:
+        if self.ws is not None:
+            await self.ws.close()
+
+    async def rerun(self, widget_states=None, fragment_id: str = "") -> Page:
+        """Send a rerun (with these widget states; of this fragment alone, as the browser
+        does for a widget drawn in one) and read until that run has finished."""
+        msg = BackMsg()
+        state = msg.rerun_script
+        state.query_string = ""
+        state.page_script_hash = self.page_hash
+        state.fragment_id = fragment_id
+        state.cached_message_hashes.extend(sorted(self.cached))
+        for widget in widget_states or ():
+            state.widget_states.widgets.append(widget)
+        await self.ws.send(msg.SerializeToString())
+        return await self.read_run()
+
+    async def read_run(self) -> Page:
+        page = Page()
+        while True:
+            raw = await asyncio.wait_for(self.ws.recv(), READ_TIMEOUT)
+            fwd = ForwardMsg.FromString(raw)
+            kind = fwd.WhichOneof("type")
+            if kind == "new_session":
+                self.page_hash = fwd.new_session.page_script_hash or self.page_hash
+                page = Page()  # a new run starts: what came before was another run's
+            elif kind == "ref_hash":  # a message this client has: resolve it from its cache
+                if fwd.ref_hash in self.forms:
+                    page.component_id, page.fragment_id, page.data = self.forms[fwd.ref_hash]
+            elif kind == "delta" and fwd.delta.WhichOneof("type") == "new_element":
+                element = fwd.delta.new_element
+                which = element.WhichOneof("type")
+                if which == "bidi_component":
+                    bidi = element.bidi_component
+                    text = bidi.json or (bidi.mixed.json if bidi.HasField("mixed") else "")
+                    page.component_id = bidi.id
+                    page.fragment_id = fwd.delta.fragment_id
+                    page.data = json.loads(text) if text else None
+                    if fwd.metadata.cacheable and fwd.hash:
+                        if len(self.forms) > 8:  # the browser's cache is bounded too
+                            self.cached.difference_update(self.forms)
+                            self.forms.clear()
+                        self.cached.add(fwd.hash)
+                        self.forms[fwd.hash] = (page.component_id, page.fragment_id, page.data)
+                elif which == "exception":
+                    page.exception = f"{element.exception.type}: {element.exception.message}"
+                elif which in ("alert", "markdown"):
+                    body = getattr(element, which).body
+                    page.texts.append(body)
+            elif kind == "script_finished":
+                status = fwd.script_finished
+                if status == ForwardMsg.FINISHED_EARLY_FOR_RERUN:  # a newer run follows
+                    continue
+                if status == ForwardMsg.FINISHED_WITH_COMPILE_ERROR:
+                    raise ProtocolError("the page script failed to compile")
+                page.finished = True
+                return page
+
+    async def draft(self, page: Page, form: dict, seconds: float) -> Page:
+        """A draft as the page sends it: a POST to the form's draft address when it has one
+        (annotate/web/drafts.py), else (or when that fails) the component's event."""
+        where = (page.data or {}).get("draft")
+        if not where:
+            return await self.event(page, "draft", {"form": form, "seconds": seconds})
+        parts = urlsplit(self.base)
+        fields = {"assignment": where["assignment"], "key": where["key"]}
+        body = json.dumps({**fields, "form": form, "seconds": seconds}).encode()
+        reader, writer = await asyncio.open_connection(parts.hostname, parts.port or 80)
+        try:
+            writer.write(
+                f"POST {where['url']} HTTP/1.1\r\nHost: {parts.netloc}\r\n"
+                f"Origin: {parts.scheme}://{parts.netloc}\r\nSec-Fetch-Site: same-origin\r\n"
+                f"Cookie: {self.cookie}\r\nContent-Type: application/json\r\n"
+                f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode()
+                + body
+            )
+            await writer.drain()
+            status = (await asyncio.wait_for(reader.readline(), READ_TIMEOUT)).decode()
+        finally:
+            writer.close()
+        if " 204 " not in status:
+            return await self.event(page, "draft", {"form": form, "seconds": seconds})
+        return page
+
+    async def event(self, page: Page, name: str, value) -> Page:
+        """The component's setTriggerValue(name, value), as the page sends it."""
+        from streamlit.proto.WidgetStates_pb2 import WidgetState
+
+        # The component's own state (none kept: an empty mapping), which the browser sends
+        # with every rerun and into which Streamlit merges the events, and the event itself.
+        state = WidgetState(id=page.component_id, json_value="{}")
+        trigger = WidgetState(id=f"{WIDGET_PREFIX}{page.component_id}{EVENTS_SUFFIX}")
+        trigger.json_trigger_value = json.dumps([{"event": name, "value": value}])
+        reply = await self.rerun([state, trigger], fragment_id=page.fragment_id)
+        if reply.component_id is None and page.fragment_id and not reply.exception:
+            # a fragment's run that resent nothing new: the form on screen stays
+            reply.component_id, reply.fragment_id, reply.data = (
+                page.component_id,
+                page.fragment_id,
+                page.data,
+            )
+        return reply
+
+
+def answers_for(data: dict, rng: random.Random) -> list[tuple[str, str, object]]:
+    """The keys a careful annotator presses for this form: (kind, field, value) in order."""
+    keys: list[tuple[str, str, object]] = [("slot", "", rng.choice(["A", "B"]))]
+    scale = data["scale"]
+    for cell in data["order"]:
+        if cell["kind"] == "rating":
+            keys.append(("rating", cell["field"], rng.choice(scale[len(scale) // 2 :])))
+        elif cell["kind"] == "aspect":
+            keys.append(("aspect", cell["field"], rng.choice([0, 1, 2])))
+    if data.get("reasons"):
+        keys.append(("reason", "", data["reasons"][0][0]))
+    return keys
+
+
+def apply_key(form: dict, key: tuple[str, str, object]) -> None:
+    kind, name, value = key
+    if kind == "slot":
+        form["slot"] = value
+    elif kind == "reason":
+        form["reason"] = value
+    elif kind == "rating":
+        form.setdefault("ratings", {})[name] = value
+    else:
+        form.setdefault("aspects", {})[name] = value
+
+
+async def annotator(
+    *,
+    base_url: str,
+    token: str,
+    name: str,
+    pace: float,
+    start_at: float,
+    stop_at: float,
+    seed: int,
+    stats: Stats,
+) -> None:
+    rng = random.Random(seed)
+    await asyncio.sleep(max(0.0, start_at - time.monotonic()))
+    client = Client(base_url, token, name)
+    try:
+        began = time.monotonic()
+        await client.sign_in()
+        page = await client.connect()
+        stats.signins.append(time.monotonic() - began)
+        while time.monotonic() < stop_at:
+            if page.exception:
+                raise ProtocolError(f"on screen: {page.exception}")
+            if page.data is None:  # no pair: finished, or told to come back later
+                stats.starved += 1
+                await asyncio.sleep(min(30.0, max(0.0, stop_at - time.monotonic())))
+                if time.monotonic() < stop_at:
+                    page = await client.rerun()
+                continue
+            page = await label_one(client, page, pace=pace, rng=rng, stop_at=stop_at, stats=stats)
+            if page is None:
+                return
+    except Exception as exc:
+        stats.errors.append(f"{name}: {type(exc).__name__}: {exc}"[:300])
+    finally:
+        await client.close()
+
+
+async def label_one(
+    client: Client, page: Page, *, pace: float, rng: random.Random, stop_at: float, stats: Stats
+) -> Page | None:
+    """Think, type the answers with drafts as the page sends them, submit; the next page."""
+    data = page.data
+    think = rng.lognormvariate(math.log(pace), PACE_SIGMA)
+    keys = answers_for(data, rng)
+    started = time.monotonic()
+    key_times = sorted(rng.uniform(0.1 * think, 0.95 * think) for _ in keys)
+    form = json.loads(json.dumps(data["initial"]))
+    dirty, draft_due = False, None
+    pending = list(zip(key_times, keys, strict=True))
+    while True:
+        now = time.monotonic() - started
+        next_key = pending[0][0] if pending else None
+        events = [t for t in (next_key, draft_due, think) if t is not None]
+        when = min(events)
+        if started + when > stop_at:
+            return None  # the run ends mid-pair: the tab is left as it is
+        await asyncio.sleep(max(0.0, when - now))
+        if draft_due is not None and when == draft_due:
+            draft_due = None
+            if dirty:
+                dirty = False
+                reply = await client.draft(page, form, round(when, 1))
+                stats.drafts += 1
+                if reply.exception:
+                    raise ProtocolError(f"draft: {reply.exception}")
+            continue
+        if pending and when == next_key:
+            apply_key(form, pending.pop(0)[1])
+            dirty = True
+            if draft_due is None:
+                draft_due = when + DRAFT_SECONDS
+            continue
+        break  # think time over: Submit
+    sent = time.monotonic()
+    reply = await client.event(page, "submit", {"form": form, "seconds": round(think, 1)})
+    if reply.exception:
+        raise ProtocolError(f"submit: {reply.exception}")
+    if reply.data is not None and reply.data.get("refused"):
+        raise ProtocolError(f"submit refused: {reply.data['refused']}")
+    if reply.data is not None and reply.data.get("token") == data.get("token"):
+        raise ProtocolError("submit: the same pair shown again")
+    stats.steps.append(time.monotonic() - sent)
+    stats.submits += 1
+    stats.acknowledged.append((client.name, int(str(data["token"]).split("-")[0])))
+    return reply
+
+
+# --- the replicas ---------------------------------------------------------------------------
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def tree(pid: int) -> list[int]:
+    """The process and its descendants."""
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        try:
+            children = Path(f"/proc/{p}/task/{p}/children").read_text().split()
+        except OSError:
+            continue
+        todo.extend(int(c) for c in children)
+    return out
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU of the process and its descendants (live ones), seconds."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    for p in tree(pid):
+        try:
+            fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += (int(fields[11]) + int(fields[12])) / ticks
+    return total
+
+
+def rss_mb(pid: int) -> float:
+    total = 0
+    for p in tree(pid):
+        try:
+            for line in Path(f"/proc/{p}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    total += int(line.split()[1])
+        except OSError:
+            continue
+    return round(total / 1024, 1)
+
+
+class Replica:
+    def __init__(self, db: str, workdir: Path):
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log = open(workdir / f"replica-{self.port}.log", "wb")  # noqa: SIM115
+        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "annotate.cli", "serve", "--port", str(self.port), "--db", db],
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            cwd=workdir,
+            env=env,
+            start_new_session=True,
+        )
+
+    def wait_ready(self, timeout: float = 120.0) -> None:
+        import urllib.request
+
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise SystemExit(f"replica on port {self.port} stopped: see {self.log.name}")
+            try:
+                with urllib.request.urlopen(f"{self.url}/_stcore/health", timeout=2) as r:
+                    if r.read() == b"ok":
+                        return
+            except OSError:
+                pass
+            time.sleep(0.3)
+        raise SystemExit(f"replica on port {self.port} did not start in {timeout:.0f} s")
+
+    def cpu(self) -> float:
+        return cpu_seconds(self.process.pid)
+
+    def rss(self) -> float:
+        return rss_mb(self.process.pid)
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait()
+        self.log.close()
+
+
+# --- the study ------------------------------------------------------------------------------
+def make_pairs(path: Path, n: int, *, posts: int, seed: int) -> None:
+    from tests.realistic_pairs import realistic_record
+
+    rng = random.Random(seed)
+    with path.open("w", encoding="utf-8") as out:
+        for i in range(n):
+            out.write(json.dumps(realistic_record(rng, i, posts=posts)) + "\n")
+
+
+def annotate_cli(*args: str, cwd: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "annotate.cli", *args], cwd=cwd, capture_output=True, text=True
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"annotate {' '.join(args[:2])} failed: {done.stderr.strip()}")
+
+
+def prepare_study(args, workdir: Path) -> None:
+    pairs_file = args.pairs_file
+    if pairs_file is None:
+        pairs_file = workdir / "pairs.jsonl"
+        make_pairs(pairs_file, args.n_pairs, posts=args.posts, seed=args.seed)
+    annotate_cli(
+        "import-pairs", str(pairs_file), "--study", args.study, "--db", args.db, cwd=workdir
+    )
+    annotate_cli(
+        "configure-study", args.study, "--overlap", str(args.overlap), "--db", args.db, cwd=workdir
+    )
+
+
+def make_accounts(db: str, study_name: str, n: int, prefix: str) -> list[tuple[str, str]]:
+    from sqlmodel import select
+
+    from annotate.auth import create_annotator
+    from annotate.database import get_engine
+    from annotate.store.db import session
+    from annotate.store.models import Study
+
+    engine = get_engine(db)
+    accounts = []
+    with session(engine) as s:
+        study = s.exec(select(Study).where(Study.name == study_name)).one()
+        study.guidelines = ""  # straight to the first pair, as after the guidelines were read
+        s.add(study)
+        for i in range(n):
+            name = f"{prefix}{i:04d}"
+            accounts.append((name, create_annotator(s, name=name, study_id=study.id)[1]))
+    engine.dispose()
+    return accounts
+
+
+def check_database(db: str, study_name: str, acknowledged: list[tuple[str, int]]) -> dict:
+    from sqlalchemy import func
+    from sqlmodel import select
+
+    from annotate.database import get_engine
+    from annotate.store.db import read_session
+    from annotate.store.models import Annotation, Annotator, Assignment, Pair, Study
+
+    engine = get_engine(db)
+    with read_session(engine) as s:
+        study = s.exec(select(Study).where(Study.name == study_name)).one()
+        rows = s.exec(
+            select(Annotation.pair_id, Annotation.annotator_id, func.count())
+            .where(Annotation.study_id == study.id)
+            .group_by(Annotation.pair_id, Annotation.annotator_id)
+        ).all()
+        duplicated = sum(n - 1 for _, _, n in rows if n > 1)
+        per_pair: dict[int, int] = {}
+        for pair_id, _, _ in rows:
+            per_pair[pair_id] = per_pair.get(pair_id, 0) + 1
+        gold = set(s.exec(select(Pair.id).where(Pair.study_id == study.id, Pair.is_gold)).all())
+        over = sum(
+            1 for pair_id, n in per_pair.items() if pair_id not in gold and n > study.overlap_target
+        )
+        stored = {(p, a) for p, a, _ in rows}
+        names = dict(s.exec(select(Annotator.name, Annotator.id)).all())
+        held = dict(
+            s.exec(
+                select(Assignment.id, Assignment.pair_id).where(Assignment.study_id == study.id)
+            ).all()
+        )
+    engine.dispose()
+    lost = sum(
+        1
+        for name, assignment in acknowledged
+        if (held.get(assignment), names.get(name)) not in stored
+    )
+    return {"lost": lost, "duplicated": duplicated, "over_target": over}
+
+
+# --- calibration: the CPU of one draft and of one Submit --------------------------------------
+async def calibrate(replica: Replica, token: str, n: int, seed: int) -> tuple[float, float]:
+    """Server CPU of one draft and of one Submit (with the page run that shows the next pair),
+    one annotator alone on the replica, `n` of each."""
+    rng = random.Random(seed)
+    client = Client(replica.url, token, "calibration")
+    await client.sign_in()
+    page = await client.connect()
+    for _ in range(3):  # warm the page's code paths first
+        page = await client.draft(page, page.data["initial"], 0.0)
+    form = page.data["initial"]
+    before = replica.cpu()
+    for i in range(n):
+        apply_key(form, answers_for(page.data, rng)[i % 3])
+        reply = await client.draft(page, form, float(i))
+        if reply.exception:
+            raise SystemExit(f"calibration draft failed: {reply.exception}")
+    draft_cpu = (replica.cpu() - before) / n
+    before = replica.cpu()
+    for _ in range(n):
+        form = json.loads(json.dumps(page.data["initial"]))
+        for key in answers_for(page.data, rng):
+            apply_key(form, key)
+        shown = page.data["token"]
+        page = await client.event(page, "submit", {"form": form, "seconds": 5.0})
+        if page.data is None or page.exception or page.data["token"] == shown:
+            raise SystemExit("a calibration Submit failed or the pairs ran out")
+    submit_cpu = (replica.cpu() - before) / n
+    await client.close()
+    return draft_cpu, submit_cpu
+
+
+# --- the run --------------------------------------------------------------------------------
+def percentile(values: list[float], q: float) -> float | None:
+    if not values:
+        return None
+    ordered = sorted(values)
+    return round(ordered[min(len(ordered) - 1, math.ceil(q * len(ordered)) - 1)], 3)
+
+
+async def crowd(args, urls, accounts, stats: Stats, on_warm) -> float:
+    began = time.monotonic()
+    stop_at = began + args.minutes * 60
+    tasks = [
+        asyncio.create_task(
+            annotator(
+                base_url=urls[i % len(urls)],
+                token=token,
+                name=name,
+                pace=args.pace,
+                start_at=began + args.ramp * i / max(1, len(accounts)),
+                stop_at=stop_at,
+                seed=args.seed * 100003 + i,
+                stats=stats,
+            )
+        )
+        for i, (name, token) in enumerate(accounts)
+    ]
+    warm_at = began + args.warmup * 60
+    warmed = False
+    while not all(t.done() for t in tasks):
+        await asyncio.sleep(1.0)
+        if not warmed and time.monotonic() >= warm_at:
+            on_warm()
+            warmed = True
+    if not warmed:
+        on_warm()
+    return time.monotonic() - began
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--annotators", type=int, default=20)
+    parser.add_argument("--minutes", type=float, default=3.0)
+    parser.add_argument("--replicas", type=int, default=1)
+    parser.add_argument("--db", help="database URL (default: a new SQLite file in a temp dir)")
+    parser.add_argument("--pace", type=float, default=40.0, help="median seconds per pair")
+    parser.add_argument("--pairs-file", type=Path, help="pairs to import (default: made here)")
+    parser.add_argument("--url", action="append", help="a running replica (repeatable)")
+    parser.add_argument("--study", default=STUDY)
+    parser.add_argument("--overlap", type=int, default=3)
+    parser.add_argument("--posts", type=int, default=300, help="past posts per made pair")
+    parser.add_argument("--n-pairs", type=int, help="pairs to make (default: enough for the run)")
+    parser.add_argument("--ramp", type=float, default=10.0, help="seconds over which all arrive")
+    parser.add_argument("--warmup", type=float, help="minutes of warm-up (default min(2, M/5))")
+    parser.add_argument("--calibrate", type=int, default=20, help="drafts and Submits (0: none)")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    if args.warmup is None:
+        args.warmup = min(2.0, args.minutes / 5)
+    expected = args.annotators * args.minutes * 60 / args.pace * math.exp(PACE_SIGMA**2)
+    if args.n_pairs is None:
+        args.n_pairs = (
+            int(expected * 1.5 / args.overlap) + args.annotators + 2 * args.calibrate + 20
+        )
+
+    workdir = Path(tempfile.mkdtemp(prefix="bench-crowd-"))
+    if args.db is None:
+        args.db = f"sqlite:///{workdir / 'crowd.db'}"
+    replicas: list[Replica] = []
+    stats = Stats()
+    try:
+        if args.url:
+            urls = args.url
+        else:
+            prepare_study(args, workdir)
+            replicas = [Replica(args.db, workdir) for _ in range(args.replicas)]
+            for replica in replicas:
+                replica.wait_ready()
+            urls = [r.url for r in replicas]
+        accounts = make_accounts(args.db, args.study, args.annotators, f"crowd{os.getpid()}-")
+        draft_cpu = submit_cpu = None
+        if replicas and args.calibrate:
+            ((_, calib_token),) = make_accounts(args.db, args.study, 1, f"calib{os.getpid()}-")
+            draft_cpu, submit_cpu = asyncio.run(
+                calibrate(replicas[0], calib_token, args.calibrate, args.seed)
+            )
+        rss_warm: list[float] = []
+        cpu_start = [r.cpu() for r in replicas]
+        client_start = resource.getrusage(resource.RUSAGE_SELF)
+        seconds = asyncio.run(
+            crowd(args, urls, accounts, stats, lambda: rss_warm.extend(r.rss() for r in replicas))
+        )
+        client_end = resource.getrusage(resource.RUSAGE_SELF)
+        server_cpu = sum(r.cpu() - c for r, c in zip(replicas, cpu_start, strict=True))
+        rss_end = [r.rss() for r in replicas]
+        load = os.getloadavg()
+    finally:
+        for replica in replicas:
+            replica.stop()
+    checks = check_database(args.db, args.study, stats.acknowledged)
+    cpu_per_pair = server_cpu / stats.submits if replicas and stats.submits else None
+    result = {
+        "annotators": args.annotators,
+        "replicas": len(urls),
+        "db": args.db.split(":", 1)[0].split("+")[0],
+        "pace": args.pace,
+        "seconds": round(seconds, 1),
+        "submits": stats.submits,
+        "drafts": stats.drafts,
+        "errors": len(stats.errors),
+        **checks,
+        "starved": stats.starved,
+        "step_p50": percentile(stats.steps, 0.50),
+        "step_p95": percentile(stats.steps, 0.95),
+        "step_p99": percentile(stats.steps, 0.99),
+        "signin_p95": percentile(stats.signins, 0.95),
+        "cpu_s_per_pair": None if cpu_per_pair is None else round(cpu_per_pair, 4),
+        "draft_cpu_s": None if draft_cpu is None else round(draft_cpu, 4),
+        "submit_cpu_s": None if submit_cpu is None else round(submit_cpu, 4),
+        "draft_cpu_vs_submit": round(draft_cpu / submit_cpu, 3)
+        if draft_cpu is not None and submit_cpu
+        else None,
+        "rss_mb": [{"warm": w, "end": e} for w, e in zip(rss_warm, rss_end, strict=False)],
+        "annotators_per_core": round(args.pace / cpu_per_pair, 1) if cpu_per_pair else None,
+        "client_cpu_s": round(
+            client_end.ru_utime
+            + client_end.ru_stime
+            - client_start.ru_utime
+            - client_start.ru_stime,
+            1,
+        ),
+        "load_avg": [round(x, 2) for x in load],
+        "cores": os.cpu_count(),
+    }
+    assert tuple(result) == KEYS, "the JSON line's keys and KEYS differ"
+    for error in stats.errors[:10]:
+        print(error, file=sys.stderr)
+    print(json.dumps(result), flush=True)
+    return 0 if not (stats.errors or checks["lost"] or checks["duplicated"]) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

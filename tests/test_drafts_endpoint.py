@@ -1,0 +1,107 @@
+"""`POST /draft` (annotate/web/drafts.py): the form's drafts without a page run. Only the page
+given an assignment's key can save its draft; the answers pass the page's own check; other
+sites, wrong keys, closed assignments and oversized bodies change nothing."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from starlette.applications import Starlette
+from starlette.testclient import TestClient
+
+from annotate.answers import FormState
+from annotate.labelling import current_item, draft_key, submit
+from annotate.store.db import get_engine, read_session, session
+from annotate.store.models import Annotator, Assignment, Study
+from annotate.web.drafts import MAX_DRAFT_BYTES, draft_routes
+from tests.factories import make_study
+
+SAME_SITE = {"Sec-Fetch-Site": "same-origin"}
+
+
+@pytest.fixture
+def site(db_url, tmp_path):
+    engine = get_engine(db_url)
+    study_id, people = make_study(engine, tmp_path, n_pairs=3, annotators=2)
+    (alice, _), (bob, _) = people
+    items = {who: current_item(engine, annotator_id=who) for who in (alice, bob)}
+    with read_session(engine) as s:
+        secret = s.get(Study, study_id).coin_secret
+    client = TestClient(Starlette(routes=draft_routes(lambda: engine)), base_url="http://a.test")
+    return engine, client, secret, items, (alice, bob)
+
+
+def _key(secret, item) -> str:
+    return draft_key(
+        secret, assignment_id=item.assignment.id, annotator_id=item.assignment.annotator_id
+    )
+
+
+def _draft(engine, item) -> dict | None:
+    with read_session(engine) as s:
+        return s.get(Assignment, item.assignment.id).draft
+
+
+def test_a_draft_with_its_key_is_stored_as_the_page_would(site):
+    engine, client, secret, items, (alice, _) = site
+    item = items[alice]
+    form = {"slot": "A", "ratings": {"correctness_A": 4, "relevance_B": 99}, "comment": "hm"}
+    body = {"assignment": item.assignment.id, "key": _key(secret, item), "form": form}
+    response = client.post("/draft", json={**body, "seconds": 12.34}, headers=SAME_SITE)
+    assert response.status_code == 204
+    draft = _draft(engine, item)
+    assert draft["slot"] == "A" and draft["comment"] == "hm" and draft["seconds"] == 12.3
+    # a value outside the study's scale counts as not given, as on the page
+    assert draft["ratings"]["correctness_A"] == 4 and draft["ratings"]["relevance_B"] is None
+
+
+def test_wrong_keys_other_sites_and_big_bodies_change_nothing(site):
+    engine, client, secret, items, (alice, bob) = site
+    mine, theirs = items[alice], items[bob]
+    form = {"slot": "B"}
+    cases = [
+        ({"assignment": theirs.assignment.id, "key": _key(secret, mine), "form": form}, 403),
+        ({"assignment": mine.assignment.id, "key": "0" * 64, "form": form}, 403),
+        ({"assignment": 10**6, "key": _key(secret, mine), "form": form}, 403),
+        ({"assignment": "1", "key": _key(secret, mine), "form": form}, 400),
+    ]
+    for body, status in cases:
+        assert client.post("/draft", json=body, headers=SAME_SITE).status_code == status
+    good = {"assignment": mine.assignment.id, "key": _key(secret, mine), "form": form}
+    cross = client.post("/draft", json=good, headers={"Sec-Fetch-Site": "cross-site"})
+    assert cross.status_code == 403
+    big = {**good, "form": {"slot": "B", "comment": "x" * MAX_DRAFT_BYTES}}
+    assert client.post("/draft", json=big, headers=SAME_SITE).status_code == 413
+    assert client.post("/draft", content=b"[1]", headers=SAME_SITE).status_code == 400
+    assert _draft(engine, mine) is None and _draft(engine, theirs) is None
+
+
+def test_a_late_draft_of_an_answered_pair_is_ignored(site):
+    engine, client, secret, items, (alice, _) = site
+    item = items[alice]
+    answer = FormState(
+        slot="A",
+        ratings={f"{d}_{s}": 4 for d in ("correctness", "relevance", "helpfulness") for s in "AB"},
+        reason="personal_fit",
+    )
+    submit(engine, item=item, form=answer, seconds=3.0)
+    body = {"assignment": item.assignment.id, "key": _key(secret, item), "form": {"slot": "B"}}
+    assert client.post("/draft", json=body, headers=SAME_SITE).status_code == 204
+    assert _draft(engine, item) is None
+
+
+def test_a_deactivated_account_saves_no_draft_and_nan_seconds_are_not_stored(site):
+    engine, client, secret, items, (alice, bob) = site
+    body = {"assignment": items[bob].assignment.id, "key": _key(secret, items[bob])}
+    # NaN from the browser is no time spent (PostgreSQL would store NaN)
+    raw = json.dumps({**body, "form": {"slot": "A"}, "seconds": float("nan")})
+    headers = {**SAME_SITE, "Content-Type": "application/json"}
+    assert client.post("/draft", content=raw, headers=headers).status_code == 204
+    assert "seconds" not in _draft(engine, items[bob])
+    with session(engine) as s:
+        s.get(Annotator, alice).active = False
+    item = items[alice]
+    mine = {"assignment": item.assignment.id, "key": _key(secret, item), "form": {"slot": "B"}}
+    assert client.post("/draft", json=mine, headers=SAME_SITE).status_code == 403
+    assert _draft(engine, item) in (None, {})
