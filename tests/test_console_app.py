@@ -582,7 +582,8 @@ def test_prolific_entry_labelling_and_completion_code(db):
     assert prolific(pid="another0123", study="OTHER").title[0].value == "Please sign in"
     # ... and a Prolific participant never sees the console
     at = open_page(prolific(), "admin")
-    assert at.title[0].value == "Please sign in"
+    assert at.title[0].value == "For maintainers only"  # signed in, told what the console is
+    assert not at.dataframe and not at.get("metric")
 
 
 # --- OIDC (st.login) ---------------------------------------------------------------------
