@@ -62,6 +62,9 @@ class RubricAspect(BaseModel):
     reason: Text | None = None
 
 
+MAX_ID_LENGTH = 200  # characters of a pair id
+
+
 class PairRecord(BaseModel):
     """One pair in the Personalized RewardBench layout; unknown fields are kept."""
 
@@ -81,6 +84,9 @@ class PairRecord(BaseModel):
         text = str(value).strip()
         if not text:
             raise ValueError("must not be empty")
+        if len(text) > MAX_ID_LENGTH:
+            # PostgreSQL's unique index refuses keys of more than about 2,700 bytes, with SQL
+            raise ValueError(f"must be at most {MAX_ID_LENGTH:,} characters (it has {len(text):,})")
         return text
 
     @field_validator("question", "chosen", "rejected")

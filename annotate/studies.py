@@ -92,7 +92,7 @@ def check_study_name(name: str | None) -> str:
 def clean_options(options: dict) -> dict:
     """Options as entered (a form, the command line) in the form they are stored."""
     out = dict(options)
-    for key in ("prolific_completion_code", "prolific_study_id"):
+    for key in ("prolific_completion_code", "prolific_screened_out_code", "prolific_study_id"):
         if key in out:
             out[key] = (out[key] or "").strip() or None
     if "dimensions" in out:
@@ -136,11 +136,19 @@ def _check_values(study: Study, changed: dict) -> None:
         raise UserError("pairs per annotator must be at least 1 (or no limit)")
     if "qualification_gold" in changed and changed["qualification_gold"] < 0:
         raise UserError("the number of qualification checks cannot be negative")
-    code = changed.get("prolific_completion_code")
-    if code is not None and not COMPLETION_CODE.match(code):
-        raise UserError(
-            f"{code!r} is not a completion code: use 1-64 letters, digits, dashes or underscores"
-        )
+    for key, what in (
+        ("prolific_completion_code", "a completion code"),
+        ("prolific_screened_out_code", "a screened-out code"),
+    ):
+        code = changed.get(key)
+        if code is not None and not COMPLETION_CODE.match(code):
+            raise UserError(
+                f"{code!r} is not {what}: use 1-64 letters, digits, dashes or underscores"
+            )
+    completion = changed.get("prolific_completion_code", study.prolific_completion_code)
+    screened = changed.get("prolific_screened_out_code", study.prolific_screened_out_code)
+    if screened and screened == completion:
+        raise UserError("the screened-out code must differ from the completion code")
 
 
 def update_study_options(session: Session, study: Study, **options) -> Study:
@@ -249,4 +257,5 @@ def option_lines(study: Study) -> list[tuple[str, str]]:
         ("prolific", onoff(study.allow_prolific)),
         ("prolific-study-id", study.prolific_study_id or "any"),
         ("completion-code", study.prolific_completion_code or "none"),
+        ("screened-out-code", study.prolific_screened_out_code or "none"),
     ]

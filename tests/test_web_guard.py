@@ -207,6 +207,17 @@ def test_a_maintainer_uploads_pairs_in_the_console_within_the_limits(site, new_p
     assert upload(server, session_id, cookies, (UPLOAD_LIMIT_MB + 1) * MB) in (413, None)
 
 
+def test_a_maintainers_session_id_alone_does_not_let_a_stranger_upload(site, new_page):
+    server = site["server"]
+    page = new_page()
+    open_session(page, server.login_url(site["maintainer"]))
+    boss_session, boss_cookies = open_session(page, server.url + "/admin-pairs")
+    _, stranger_cookies = open_session(new_page(), server.url)
+    # the stranger learned the maintainer's session id (a proxy log): own cookies, its id
+    assert upload(server, boss_session, stranger_cookies, 1024) == 403
+    assert upload(server, boss_session, boss_cookies, 1024) in (204, 429)
+
+
 def test_metrics_and_other_internal_routes_are_for_maintainers(site, new_page):
     server = site["server"]
     assert request(server, "GET", "/_stcore/health")[0] == 200

@@ -22,6 +22,7 @@ _COLUMNS = {
     "ties": "allow_ties",
     "prolific": "allow_prolific",
     "completion_code": "prolific_completion_code",
+    "screened_out_code": "prolific_screened_out_code",
     "prolific_study_id": "prolific_study_id",
     "reservation_timeout": "reservation_timeout",
     "aspect_check": "aspect_check",
@@ -136,6 +137,15 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--completion-code",
         metavar="CODE",
         help="the Prolific completion code shown when a participant is done ('' = none)",
+    )
+    parser.add_argument(
+        "--screened-out-code",
+        metavar="CODE",
+        help=(
+            "Prolific's 'screened out' code, shown instead of the completion code to a "
+            "participant who failed the qualification ('' = none: such a participant gets no "
+            "code)"
+        ),
     )
 
 

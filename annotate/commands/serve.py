@@ -37,6 +37,11 @@ STREAMLIT_FLAGS = {
     # the console's libraries loaded, delaying the "run finished" message: every Submit waited
     # for it (benchmarks/bench_label_browser.py). Python's own generational GC still runs.
     "runner.postScriptGC": "false",
+    # The largest message a client may send (MB, whole numbers only): the labelling form's
+    # Submit is at most a few tens of KB (4,000-character comment, the ratings and aspect
+    # scores; tests/test_socket_limits.py), so 1 MB is just above it. Streamlit's default of
+    # 25 MB let every anonymous socket park that much in the server's memory.
+    "server.maxWidgetStateSize": "1",
     "theme.base": "light",
     # blue, not the default red: a selected answer must not look like an error
     "theme.primaryColor": "#2563eb",

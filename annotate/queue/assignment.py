@@ -41,17 +41,20 @@ class Progress:
 
 @dataclass(frozen=True)
 class QueueStatus:
-    """Why an annotator has no pair: `answered` so far, and `busy_until` when every pair left
-    is reserved by others (the earliest time one of those reservations expires)."""
+    """Why an annotator has no pair: `answered` so far, `busy_until` when every pair left
+    is reserved by others (the earliest time one of those reservations expires), and
+    `screened_out` when they failed the qualification."""
 
     answered: int
     busy_until: datetime | None
+    screened_out: bool = False
 
     @property
     def earns_completion(self) -> bool:
-        """Whether a crowd platform's completion code may be shown: some work was done and
-        nothing is merely waiting for other people's reservations."""
-        return self.answered > 0 and self.busy_until is None
+        """Whether a crowd platform's completion code may be shown: some work was done, the
+        qualification was not failed, and nothing is merely waiting for other people's
+        reservations."""
+        return self.answered > 0 and self.busy_until is None and not self.screened_out
 
 
 def _mine(annotator_id):  # an id, or a bound parameter in a prebuilt statement
@@ -106,7 +109,6 @@ _GOLD_UNSEEN = (
         ~_mine(bindparam("b_annotator")),
     )
     .order_by(_PAIR.c.position)
-    .limit(1)
 )
 _SKIPPED = (
     select(_ASSIGNMENT.c.id, _ASSIGNMENT.c.pair_id)
@@ -138,7 +140,10 @@ class FullQueue(Cursor):
         """A gold pair this annotator has not seen (else one they skipped), reserved without
         the overlap cap (every annotator sees every gold pair once; see annotate/queue/gold.py)."""
         keys = {"b_study": study.id, "b_annotator": annotator_id}
-        pair_id = self.conn.execute(_GOLD_UNSEEN, keys).scalar()
+        unseen = list(self.conn.execute(_GOLD_UNSEEN, keys).scalars().all())
+        pair_id = assignment_rules.next_gold(
+            study.coins, annotator_id=annotator_id, pair_ids=unseen
+        )
         if pair_id is None:
             skipped = self.conn.execute(_GOLD_SKIPPED, keys).first()
             if skipped is None:
@@ -175,7 +180,7 @@ class FullQueue(Cursor):
     def release_expired(self, *, study: StudyRules, now: datetime) -> int:
         return release_expired(
             self.conn, study_id=study.id, timeout=study.reservation_timeout, now=now
-        )
+        ) + release_answerless(self.conn, study_id=study.id, now=now)
 
     def _reopen(self, assignment_id: int, *, now: datetime) -> AssignmentRow:
         self.conn.execute(
@@ -233,6 +238,30 @@ def release_expired(
         _connection(s),
         _ASSIGNMENT.c.study_id == study_id,
         _ASSIGNMENT.c.assigned_at < now - timedelta(seconds=timeout),
+        now=now,
+    )
+
+
+def release_answerless(
+    s: Session | Connection, *, study_id: int, now: datetime | None = None
+) -> int:
+    """Inside the caller's write transaction: the study's reservations held longer than
+    ANSWERLESS_HOLD seconds by crowd participants who have answered nothing (rules.py, rule 8).
+    Invited annotators (personal links) keep the study's timeout."""
+    now = now or utcnow()
+    done = aliased(Assignment)
+    answered = exists().where(
+        and_(done.annotator_id == Assignment.annotator_id, done.status == "done")
+    )
+    crowd = exists().where(
+        and_(Annotator.id == Assignment.annotator_id, Annotator.external_id.is_not(None))
+    )
+    return _release(
+        _connection(s),
+        _ASSIGNMENT.c.study_id == study_id,
+        _ASSIGNMENT.c.assigned_at < now - timedelta(seconds=assignment_rules.ANSWERLESS_HOLD),
+        crowd,
+        ~answered,
         now=now,
     )
 
@@ -413,7 +442,7 @@ def queue_status(engine: Engine, *, annotator_id: int) -> QueueStatus:
         if not annotator.active or (quota is not None and answered >= quota):
             return QueueStatus(answered=answered, busy_until=None)
         if gold.qualification(s, study=study, annotator_id=annotator_id).state == gold.FAILED:
-            return QueueStatus(answered=answered, busy_until=None)
+            return QueueStatus(answered=answered, busy_until=None, screened_out=True)
         held = aliased(Assignment)
         # from the study's open reservations (index ix_assignment_open), a few per annotator
         earliest = s.exec(

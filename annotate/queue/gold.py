@@ -5,8 +5,9 @@ Rules (the queue in annotate/queue/rules.py follows them):
   the overlap target: gold pairs are served whatever their number of reservations, and real
   pairs' coverage ignores them. The report leaves gold annotations out of every statistic.
 - Qualification (study.qualification_gold = N > 0): an annotator is first served gold pairs
-  only. Their first N gold answers decide: all N as expected = qualified, real pairs follow;
-  any of them wrong = not qualified, nothing more is served. A study with fewer than N gold
+  only, in an order of their own (a keyed coin, rules.next_gold). Their first N gold answers
+  decide, once all N are given: all as expected = qualified, real pairs follow; any of them
+  wrong = not qualified, nothing more is served. A study with fewer than N gold
   pairs cannot qualify anyone, which the console warns about.
 - After qualification (or without it), a gold pair comes up at random positions of the
   annotator's queue (a coin keyed with the study's secret per position), on average once every
@@ -76,13 +77,17 @@ def _served(answers) -> list[tuple[str, str | None]]:
 
 
 def _judge(answers: list[tuple[str, str | None]], needed: int) -> Qualification:
-    """The state given an annotator's (given, expected) gold answers in served order."""
+    """The state given an annotator's (given, expected) gold answers in served order: decided
+    only once all `needed` are answered, so a wrong answer is not announced by the next one
+    (which would tell a throwaway account which answer was wrong)."""
     if needed <= 0:
         return Qualification(NONE, 0, 0)
     first = answers[:needed]
+    if len(first) < needed:
+        return Qualification(PENDING, len(first), needed)
     if any(given != expected for given, expected in first):
         return Qualification(FAILED, len(first), needed)
-    return Qualification(PASSED if len(first) >= needed else PENDING, len(first), needed)
+    return Qualification(PASSED, len(first), needed)
 
 
 def qualification(s: Session, *, study: Study, annotator_id: int) -> Qualification:

@@ -6,7 +6,9 @@ order, and when a gold check comes first.
 2. a deactivated annotator gets nothing;
 3. the quota (study.items_per_annotator, gold answers included) ends the queue;
 4. qualification (study.qualification_gold = N): gold pairs only until the first N gold
-   answers decide, nothing more after a failure (annotate/queue/gold.py);
+   answers decide, nothing more after a failure, which shows only once all N are answered
+   (annotate/queue/gold.py); each annotator meets the gold pairs in an order of their own
+   (a keyed coin, `next_gold`);
 5. the least-covered real pair with room (n_assigned below its target: the study's overlap,
    or in an adaptive study the pair's own, annotate/queue/targets.py) that this annotator
    has not been given; a real pair is a queued non-gold pair (a sampled study,
@@ -20,8 +22,10 @@ order, and when a gold check comes first.
    coin only spreads them out; every annotator meets every gold pair before their queue
    ends, as the progress count promises);
 8. nothing new: the pairs this annotator skipped (or whose reservation expired), while they
-   still have room; then reservations held past study.reservation_timeout are released and
-   the queue is tried again.
+   still have room; then reservations held past study.reservation_timeout, and those held
+   past ANSWERLESS_HOLD seconds by a crowd participant who has answered nothing yet (a
+   throwaway id must not hold a pair for the study's timeout), are released and the queue
+   is tried again. A released pair's late answer is still stored.
 
 Every path applies these rules: the full rules on a SQLAlchemy connection
 (annotate/queue/assignment.py), the SQLite common Submit on the driver's connection (the same
@@ -45,6 +49,8 @@ from typing import Any, NamedTuple, Protocol
 from annotate.errors import UserError
 
 GOLD_EVERY = 10
+# Seconds a pair stays reserved, when others need it, for an annotator with no answer yet.
+ANSWERLESS_HOLD = 30
 ASSIGNMENT_COLUMNS = (
     "id",
     "study_id",
@@ -114,6 +120,7 @@ class AccountClosed(UserError):
 # (Coins), SQL builds the same text (coin_sql): one definition for both.
 AB_MESSAGE = ("ab", "{pair}", "{annotator}")
 GOLD_MESSAGE = ("gold", "{annotator}", "{position}")
+GOLD_ORDER_MESSAGE = ("gold-order", "{annotator}", "{pair}")
 AGREEMENT_MESSAGE = ("agreement", "{pair}")
 
 
@@ -145,6 +152,12 @@ class Coins:
         is a gold check: true about once in `every`."""
         digest = self._digest(GOLD_MESSAGE, annotator=annotator_id, position=position)
         return int.from_bytes(digest[:4], "big") % every == 0
+
+    def gold_rank(self, *, annotator_id: int, pair_id: int) -> bytes:
+        """Where a gold pair comes in this annotator's order of gold pairs (lowest first):
+        each annotator meets the gold pairs in their own order, which nobody can predict
+        without the secret, so a throwaway account does not learn the next one's answer."""
+        return self._digest(GOLD_ORDER_MESSAGE, annotator=annotator_id, pair=pair_id)
 
     def in_agreement_sample(self, *, pair_key: str, fraction: float) -> bool:
         """Whether the pair (by its key, so the same pairs in a copy of the study) belongs to
@@ -215,6 +228,13 @@ class Queue(Protocol):
         self, *, study: StudyRules, annotator_id: int, now: datetime
     ) -> AssignmentRow | None: ...
     def release_expired(self, *, study: StudyRules, now: datetime) -> int: ...
+
+
+def next_gold(coins: Coins, *, annotator_id: int, pair_ids: list[int]) -> int | None:
+    """Which of the gold pairs this annotator has not met comes next (Coins.gold_rank)."""
+    if not pair_ids:
+        return None
+    return min(pair_ids, key=lambda pid: coins.gold_rank(annotator_id=annotator_id, pair_id=pid))
 
 
 def gold_due(coins: Coins, *, annotator_id: int, position: int) -> bool:

@@ -42,6 +42,9 @@ class Study(SQLModel, table=True):
     qualification_gold: int = 0
     allow_prolific: bool = False
     prolific_completion_code: str | None = None
+    # Prolific's "screened out" code: shown instead of the completion code after a failed
+    # qualification (None: such a participant is shown no code at all).
+    prolific_screened_out_code: str | None = None
     prolific_study_id: str | None = None  # Prolific's STUDY_ID (entry links must name it)
     items_per_annotator: int | None = None
     # Seconds a shown pair stays reserved for an annotator who does not answer it.

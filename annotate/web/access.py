@@ -78,6 +78,15 @@ def _oidc_maintainer() -> Annotator | None:
     return read(engine(), lambda s: maintainer_for_identity(s, identity))
 
 
+def client_address() -> str | None:
+    """The visitor's network address as the server saw it (behind a reverse proxy listed in
+    FORWARDED_ALLOW_IPS: the address the proxy forwarded), None outside a request."""
+    try:
+        return st.context.ip_address
+    except Exception:  # no request context in a bare script run
+        return None
+
+
 def _prolific_user() -> Annotator | None:
     """A Prolific participant arriving with ?PROLIFIC_PID=... (the parameters stay in the
     address, so a reload signs them in again; this tab also keeps a token in its session)."""
@@ -89,7 +98,9 @@ def _prolific_user() -> Annotator | None:
     if user is not None and user.external_id == pid and user.external_session == session_id:
         return user
     try:
-        entry = prolific.enter(engine(), pid=pid, study_id=study_id, session_id=session_id)
+        entry = prolific.enter(
+            engine(), pid=pid, study_id=study_id, session_id=session_id, client=client_address()
+        )
     except UserError as exc:
         st.session_state[ENTRY_ERROR_KEY] = str(exc)
         return None

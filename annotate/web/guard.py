@@ -13,12 +13,21 @@ probe, host configuration, components, static files, inline media) and keeps the
 maintainers:
 
 - an upload is accepted only for a session that passed the console's maintainer check
-  (`register_maintainer_session`, called by `access.require_admin`), at most
+  (`register_maintainer_session`, called by `access.require_admin`), from a request carrying
+  that session's own sign-in cookie (a session id alone, as seen in a proxy log, is not
+  enough), at most
   `UPLOAD_LIMIT_MB` each, `MAX_UPLOADS_PER_SESSION` files and `SESSION_UPLOAD_LIMIT_MB` held
   at once, refused from the Content-Length before any of the body is read;
 - other internal routes and downloadable media files need a maintainer request: the login
   cookie of an active maintainer, or the same sign-in cookies as an open console session
   (covers maintainers signed in with their organisation through `st.login`).
+
+The page's WebSocket is open to every visitor, but one client (network address; behind a
+reverse proxy listed in FORWARDED_ALLOW_IPS, the address it forwards) holds at most
+`MAX_SOCKETS_PER_CLIENT` at once: each socket is a Streamlit session that keeps the widget
+state it is sent (at most `server.maxWidgetStateSize` a message, which `annotate serve` sets
+just above the labelling form's largest message), so a stranger's sockets cannot fill the
+server's memory. A socket past the limit is closed before Streamlit sees it (code 1008).
 
 Refusals are answered before Streamlit reads anything, so they cost no memory. A refused body
 that is small enough is read and thrown away first (see `_refuse`), so that the client reads the
@@ -63,6 +72,10 @@ OIDC_COOKIE_PREFIX = "_streamlit_user"  # st.login's signed identity cookies (ma
 # maintainers'.
 PUBLIC_CORE = ("stream", "health", "host-config", "bidi-components/")
 UPLOAD_PREFIX = "upload_file/"
+# Open page sockets (Streamlit sessions) per client: a few tabs, with room for a shared
+# address (an office, a campus) and for reconnects that overlap the old socket's close.
+MAX_SOCKETS_PER_CLIENT = 16
+POLICY_VIOLATION = 1008  # WebSocket close code
 
 
 class Access(enum.Enum):
@@ -97,6 +110,7 @@ class _MaintainerSession:
 
 _sessions: dict[str, _MaintainerSession] = {}
 _lock = threading.Lock()
+_sockets: dict[str, int] = {}  # open page sockets per client address
 
 
 def _cookie_prints(cookies: dict[str, str]) -> frozenset[str]:
@@ -179,6 +193,9 @@ class StreamlitEndpointGuard:
         self.base_path = base_path
 
     async def __call__(self, scope, receive, send):
+        if scope["type"] == "websocket":
+            await self._socket(scope, receive, send)
+            return
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
@@ -197,6 +214,26 @@ class StreamlitEndpointGuard:
             await self.app(scope, receive, _no_downloads(send))
             return
         await self.app(scope, receive, send)
+
+    async def _socket(self, scope, receive, send) -> None:
+        client = (scope.get("client") or ("unknown",))[0]
+        with _lock:
+            if _sockets.get(client, 0) >= MAX_SOCKETS_PER_CLIENT:
+                refused = True
+            else:
+                refused = False
+                _sockets[client] = _sockets.get(client, 0) + 1
+        if refused:
+            await receive()  # websocket.connect
+            await send({"type": "websocket.close", "code": POLICY_VIOLATION})
+            return
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            with _lock:
+                _sockets[client] -= 1
+                if not _sockets[client]:
+                    del _sockets[client]
 
     def _relative_path(self, scope) -> str:
         """The path as Streamlit routes it: without the ASGI root_path (a server or parent app
@@ -235,6 +272,13 @@ class StreamlitEndpointGuard:
             return
         session_id = rest.split("/", 1)[0]
         entry = _live_maintainer_session(session_id)
+        # The session id appears in addresses (proxy logs): the request must also carry the
+        # sign-in cookie that session was opened with, so only the maintainer's own browser
+        # can upload into it.
+        if entry is not None and not (
+            _cookie_prints(_request_cookies(scope)) & entry.cookie_prints
+        ):
+            entry = None
         if entry is None or not await run_in_threadpool(
             _is_active_maintainer, self.get_engine(), annotator_id=entry.annotator_id, token=None
         ):

@@ -11,6 +11,8 @@ slots A and B only, never chosen/rejected, and carries model text as `render.saf
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 from collections.abc import Callable
 from pathlib import Path
 
@@ -34,6 +36,15 @@ _component = st.components.v2.component(
     js=(STATIC / "label_form.js").read_text(encoding="utf-8"),
     isolate_styles=True,  # a shadow root: the page's styles and the form's stay apart
 )
+
+
+def page_token(item, study) -> str:
+    """The opaque name of one pair's visit on the page (the component's key and `data.token`):
+    keyed with the study's secret, the same on a reload, but no assignment id or count reaches
+    the page (a gold pair used to show as a gap in the ids)."""
+    message = f"page:{item.assignment.annotator_id}:{item.assignment.id}:{item.editing}"
+    key = (study.coin_secret or "").encode()
+    return hmac.new(key, message.encode(), hashlib.sha256).hexdigest()[:20]
 
 
 def _cell(question: Question, study) -> dict:
@@ -96,7 +107,7 @@ def form_data(
         choices.append((TIE, "No preference", "N"))
     posts = list(pair.profile or []) if study.show_profile else []
     return {
-        "token": f"{item.assignment.id}-{'edit' if item.editing else 'new'}",
+        "token": page_token(item, study),
         "editing": item.editing,
         "progress": {"done": progress[0], "total": progress[1]},
         "flash": flash,

@@ -12,7 +12,13 @@ what is inside them.
 
 from __future__ import annotations
 
+import hashlib
+import html
 import re
+import threading
+from collections import OrderedDict
+
+from markdown_it import MarkdownIt
 
 _ESCAPE = re.compile(r"([\\\[\]!$:<>*_`#&])")
 _FENCE = re.compile(r"^( {0,3})(`{3,}|~{3,})")
@@ -82,111 +88,165 @@ def safe_markdown(text: str | None) -> str:
 
 
 # --- HTML for the labelling component -------------------------------------------------------
-# The component shows model text as HTML built here, from a small markdown subset whose every
-# character is escaped first: paragraphs, line breaks, flat lists, headings (capped below the
-# page's own, shown as a bold line), **bold**, *italic*, `code` and fenced code blocks. Links,
-# images, raw HTML, tables and setext headings stay literal text, so nothing can load, run or
-# restyle, and no invisible characters are needed. Structure is bounded: past
-# MAX_STRUCTURED_LINES lines (or for text longer than MAX_STRUCTURED_CHARS) the rest is plain
-# text, so pathological markdown (50,000 list markers, a 30,000-column table) costs the browser
-# no more than the same bytes of prose.
+# The component shows model text as HTML built here. markdown-it-py parses the text as
+# CommonMark with raw HTML, links, images, autolinks, link reference definitions, entities and
+# setext headings switched off (they stay literal text), and `_html` writes the token stream
+# out through a fixed whitelist: paragraphs, line breaks, lists, quotes, headings (capped below
+# the page's own, shown as a bold line), **bold**, *italic*, `code`, code blocks and rules.
+# Every text is escaped; no attribute but an ordered list's number and the heading class is
+# ever written, so nothing can load, run or restyle, and no invisible characters are needed.
+# Task list items (`- [ ]`, `- [x]`) show a box character, not brackets.
+#
+# Cost is linear in the text's length (markdown-it's parser has no backtracking; checked by
+# tests/test_render.py) and bounded: structure only for the first MAX_STRUCTURED_LINES lines,
+# MAX_STRUCTURED_CHARS characters and MAX_MARKUP_CHARS characters that can open markup (the
+# parser's cost is per token: 40,000 characters of `**a ` cost 0.3 s, the same length of prose
+# a fiftieth of that), nesting only MAX_NESTING deep (deeper text makes the whole text plain);
+# the rest is plain escaped text. Rendered HTML is cached by a hash of the
+# text (a pair's text is the same on every page run and for every annotator), so a page run
+# does not render again.
 
 MAX_STRUCTURED_LINES = 400
 MAX_STRUCTURED_CHARS = 40_000
-_INLINE_CODE = re.compile(r"`([^`\n]+)`")
-_BOLD = re.compile(r"\*\*(?=\S)(.+?)(?<=\S)\*\*")
-_ITALIC = re.compile(r"(?<![\w*])\*(?=[^\s*])([^*\n]+?)(?<=\S)\*(?![\w*])")
-_BULLET = re.compile(r"^ {0,3}[-*+]\s+(.*)$")
-_NUMBERED = re.compile(r"^ {0,3}(\d{1,9})[.)]\s+(.*)$")
-_ATX = re.compile(r"^ {0,3}#{1,6}\s+(.*?)\s*#*\s*$")
+MAX_MARKUP_CHARS = 4_000
+MAX_NESTING = 20
+_NOT_MARKUP = str.maketrans(dict.fromkeys("*_`[]!<>&\\#-+>|~", None))
+CACHE_CHARS = 64_000_000  # rendered HTML kept (characters): a few thousand pairs' texts
+TASK_BOXES = {"[ ] ": "\u2610 ", "[x] ": "\u2611 ", "[X] ": "\u2611 "}
+
+_PARSER = (
+    MarkdownIt(
+        "commonmark",
+        {"html": False, "linkify": False, "typographer": False, "maxNesting": MAX_NESTING},
+    )
+    .disable(["link", "image", "autolink", "html_inline", "html_block", "entity", "reference"])
+    .disable(["lheading"])
+)
+_BLOCK_TAGS = {
+    "paragraph_open": "<p>",
+    "paragraph_close": "</p>",
+    "bullet_list_open": "<ul>",
+    "bullet_list_close": "</ul>",
+    "ordered_list_close": "</ol>",
+    "list_item_open": "<li>",
+    "list_item_close": "</li>",
+    "blockquote_open": "<blockquote>",
+    "blockquote_close": "</blockquote>",
+    "heading_open": '<p class="heading">',
+    "heading_close": "</p>",
+    "hr": "<hr>",
+}
+_INLINE_TAGS = {
+    "strong_open": "<strong>",
+    "strong_close": "</strong>",
+    "em_open": "<em>",
+    "em_close": "</em>",
+    "softbreak": "<br>",
+    "hardbreak": "<br>",
+}
 
 
-def _inline_html(text: str) -> str:
-    """Escape `text`, then mark up code spans, bold and italic (all on escaped text)."""
-    import html
-
-    pieces = []
-    last = 0
-    for span in _INLINE_CODE.finditer(text):
-        pieces.append(_emphasis(html.escape(text[last : span.start()], quote=True)))
-        pieces.append(f"<code>{html.escape(span.group(1), quote=True)}</code>")
-        last = span.end()
-    pieces.append(_emphasis(html.escape(text[last:], quote=True)))
-    return "".join(pieces)
+def _escape(text: str) -> str:
+    return html.escape(text, quote=True)
 
 
-def _emphasis(escaped: str) -> str:
-    escaped = _BOLD.sub(r"<strong>\1</strong>", escaped)
-    return _ITALIC.sub(r"<em>\1</em>", escaped)
+def _inline(children, *, task_item: bool) -> str:
+    out = []
+    for i, token in enumerate(children or ()):
+        if token.type == "text":
+            text = token.content
+            if task_item and i == 0 and text[:4] in TASK_BOXES:
+                text = TASK_BOXES[text[:4]] + text[4:]
+            out.append(_escape(text))
+        elif token.type == "code_inline":
+            out.append(f"<code>{_escape(token.content)}</code>")
+        elif token.type in _INLINE_TAGS:
+            out.append(_INLINE_TAGS[token.type])
+        else:  # anything else the parser might make: its text, escaped
+            out.append(_escape(token.content))
+    return "".join(out)
+
+
+def _html(tokens) -> str:
+    out = []
+    item_start = False
+    for token in tokens:
+        kind = token.type
+        if kind == "inline":
+            out.append(_inline(token.children, task_item=item_start))
+        elif kind in ("fence", "code_block"):
+            out.append(f"<pre><code>{_escape(token.content.rstrip(chr(10)))}</code></pre>")
+        elif kind == "ordered_list_open":
+            start = token.attrGet("start")
+            out.append(f'<ol start="{int(start) if start is not None else 1}">')
+        elif kind in _BLOCK_TAGS:
+            if not token.hidden:  # a tight list's paragraphs are hidden
+                out.append(_BLOCK_TAGS[kind])
+        elif token.content:
+            out.append(f"<p>{_escape(token.content)}</p>")
+        if kind != "inline" and not (kind == "paragraph_open" and item_start):
+            item_start = kind == "list_item_open"
+    return "".join(out)
+
+
+def _plain(text: str) -> str:
+    return '<div class="plain">' + _escape(text) + "</div>" if text else ""
+
+
+def _render(text: str) -> str:
+    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    count, size, markup = 0, 0, 0
+    for line in lines[:MAX_STRUCTURED_LINES]:
+        size += len(line) + 1
+        markup += len(line) - len(line.translate(_NOT_MARKUP))
+        if size > MAX_STRUCTURED_CHARS or markup > MAX_MARKUP_CHARS:
+            break
+        count += 1
+    structured, rest = "\n".join(lines[:count]), "\n".join(lines[count:])
+    tokens = _PARSER.parse(structured)
+    if any(token.level >= MAX_NESTING - 1 for token in tokens):
+        return _plain("\n".join(lines))  # nested past the limit: plain, nothing dropped
+    return _html(tokens) + _plain(rest)
+
+
+class _Cache:
+    """Rendered HTML by a hash of the text, least recently used out first, at most
+    CACHE_CHARS characters of HTML in all."""
+
+    def __init__(self, budget: int):
+        self._budget = budget
+        self._size = 0
+        self._items: OrderedDict[bytes, str] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get_or_render(self, text: str) -> str:
+        key = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+        with self._lock:
+            shown = self._items.get(key)
+            if shown is not None:
+                self._items.move_to_end(key)
+                return shown
+        shown = _render(text)
+        with self._lock:
+            if key not in self._items and len(shown) <= self._budget:
+                self._items[key] = shown
+                self._size += len(shown)
+                while self._size > self._budget:
+                    _, dropped = self._items.popitem(last=False)
+                    self._size -= len(dropped)
+        return shown
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+            self._size = 0
+
+
+_CACHE = _Cache(CACHE_CHARS)
 
 
 def safe_html(text: str | None) -> str:
     """`text` as inert HTML (see above): safe to set as innerHTML inside the component."""
-    import html
-
     if not text:
         return ""
-    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
-    structured = lines if len(text) <= MAX_STRUCTURED_CHARS else []
-    structured = structured[:MAX_STRUCTURED_LINES]
-    out: list[str] = []
-    paragraph: list[str] = []
-    list_kind: str | None = None
-    fence: str | None = None
-    code: list[str] = []
-
-    def flush_paragraph() -> None:
-        if paragraph:
-            out.append("<p>" + "<br>".join(_inline_html(line) for line in paragraph) + "</p>")
-            paragraph.clear()
-
-    def close_list() -> None:
-        nonlocal list_kind
-        if list_kind:
-            out.append(f"</{list_kind}>")
-            list_kind = None
-
-    for line in structured:
-        if fence is not None:
-            if line.strip().startswith(fence) and not line.strip().strip(fence[0]):
-                out.append("<pre><code>" + html.escape("\n".join(code)) + "</code></pre>")
-                fence, code = None, []
-            else:
-                code.append(line)
-            continue
-        opening = _FENCE.match(line)
-        if opening:
-            flush_paragraph()
-            close_list()
-            fence = opening.group(2)[0] * len(opening.group(2))
-            continue
-        if not line.strip():
-            flush_paragraph()
-            close_list()
-            continue
-        bullet, numbered, heading = _BULLET.match(line), _NUMBERED.match(line), _ATX.match(line)
-        if bullet or numbered:
-            flush_paragraph()
-            kind = "ul" if bullet else "ol"
-            if list_kind != kind:
-                close_list()
-                start = f' start="{int(numbered.group(1))}"' if numbered else ""
-                out.append(f"<{kind}{start}>")
-                list_kind = kind
-            item = bullet.group(1) if bullet else numbered.group(2)
-            out.append(f"<li>{_inline_html(item)}</li>")
-        elif heading:
-            flush_paragraph()
-            close_list()
-            out.append(f'<p class="heading">{_inline_html(heading.group(1))}</p>')
-        else:
-            close_list()
-            paragraph.append(line)
-    if fence is not None:
-        out.append("<pre><code>" + html.escape("\n".join(code)) + "</code></pre>")
-    flush_paragraph()
-    close_list()
-    rest = lines[len(structured) :]
-    if rest:
-        out.append('<div class="plain">' + html.escape("\n".join(rest)) + "</div>")
-    return "".join(out)
+    return _CACHE.get_or_render(text)

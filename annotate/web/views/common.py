@@ -67,18 +67,18 @@ def mark_guidelines_seen(engine: Engine, *, annotator_id: int) -> None:
 def finished_extras(user: Annotator, study: Study) -> None:
     """What a finished annotator sees besides the thanks: a failed qualification, and a crowd
     platform's completion code with the button back to the platform."""
-    from annotate.prolific import completion_url
+    from annotate.prolific import finish_code
     from annotate.queue.gold import FAILED, qualification_of
     from annotate.web.access import engine
 
-    if qualification_of(engine(), annotator_id=user.id).state == FAILED:
+    failed = qualification_of(engine(), annotator_id=user.id).state == FAILED
+    if failed:
         st.info(
-            "Your first answers did not match what this study needs, so no further pairs will "
+            "Your answers did not match what this study needs, so no further pairs will "
             "be shown to you. Thank you for your time."
         )
-    url = completion_url(study) if user.external_id else None
-    if url:
-        code = study.prolific_completion_code.strip()
-        st.markdown("Your completion code:")
-        st.code(code, language=None)
-        st.link_button("Return to Prolific", url, type="primary")
+    code = finish_code(study, screened_out=failed) if user.external_id else None
+    if code is not None:
+        st.markdown("Your screened-out code:" if failed else "Your completion code:")
+        st.code(code.code, language=None)
+        st.link_button("Return to Prolific", code.url, type="primary")

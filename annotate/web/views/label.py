@@ -3,6 +3,8 @@ given in the browser and committed on Submit, before the next pair shows."""
 
 from __future__ import annotations
 
+import math
+
 import streamlit as st
 
 from annotate.annotations import StaleAnswer
@@ -13,7 +15,7 @@ from annotate.queue.assignment import progress, queue_status, skip
 from annotate.queue.rules import AccountClosed
 from annotate.store.models import Annotator, Study
 from annotate.web.access import engine, require_user
-from annotate.web.label_form import event_seq, event_value, form_data, label_form
+from annotate.web.label_form import event_seq, event_value, form_data, label_form, page_token
 from annotate.web.views.common import (
     app_prefix,
     finished_extras,
@@ -45,16 +47,22 @@ PAGE_CSS = (
 )
 
 
-def _form_key(item: Item) -> str:
+def _form_key(item: Item, study: Study) -> str:
     # One component per pair and visit: a new pair mounts afresh (at its top, nothing of the
-    # previous pair left). Keys become CSS classes: ids only, never chosen/rejected.
-    return f"label_form_{item.assignment.id}_{'edit' if item.editing else 'new'}"
+    # previous pair left). Keys become CSS classes: an opaque token, never ids or chosen/rejected.
+    return f"label_form_{page_token(item, study)}"
 
 
 def _seconds(payload: object) -> float | None:
     value = payload.get("seconds") if isinstance(payload, dict) else None
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return min(max(float(value), 0.0), MAX_SECONDS)
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        return None
+    try:
+        seconds = float(value)
+    except OverflowError:  # an integer beyond any float
+        return None
+    # finite numbers only: a forged NaN passed the clamp and reached the database
+    return min(max(seconds, 0.0), MAX_SECONDS) if math.isfinite(seconds) else None
     return None
 
 
@@ -155,6 +163,8 @@ def _finished(user: Annotator, study: Study) -> None:
         )
     elif status.answered == 0:
         st.info("There is no pair for you to label in this study.")
+    elif status.screened_out:  # no thanks for work done and no completion code: see prolific
+        finished_extras(user, study)
     else:
         st.success("You have labelled every pair available to you. Thank you!")
         finished_extras(user, study)
@@ -207,7 +217,7 @@ def main() -> None:
         flash, tone = LAST_PAIR_LEFT, "info"
     done_total = progress(engine(), annotator_id=user.id)
     before = item.pair.id if item.editing else None
-    key = _form_key(item)
+    key = _form_key(item, study)
     show_history = st.session_state.get(HISTORY_KEY)
     data = form_data(
         item=item,

@@ -1,0 +1,153 @@
+"""Model text to inert HTML (annotate/web/render.py, markdown-it-py; #18, #21 N1): the cost is
+linear in the text's length for every construct, bounded per text, paid once per text (a
+cache keyed by its hash), and the page of a pair built to be slow costs under a second."""
+
+from __future__ import annotations
+
+import gc
+import time
+
+import pytest
+import streamlit as st
+
+from annotate.store.db import ENV_VAR, get_engine
+from annotate.web import render
+from annotate.web.render import safe_html
+from tests.factories import make_study, pair_record
+
+APP = "../annotate/web/app.py"
+N1 = "**a " * 9999  # the audit's text: 40,000 characters of unclosed bold openers
+
+CONSTRUCTS = {
+    "bold openers": "**a ",
+    "italic openers": "*a ",
+    "underscores": "_a ",
+    "mixed emphasis": "*a**b ",
+    "backticks": "`a ",
+    "backtick runs": "`` ` ",
+    "brackets": "[a ",
+    "images": "![a](",
+    "angle brackets": "<a ",
+    "entities": "&amp; ",
+    "escapes": "\\* ",
+    "list lines": "- a\n",
+    "quote lines": "> a\n",
+    "nested quotes": "> ",
+    "headings": "# a\n",
+    "fences": "```\n",
+    "table rows": "|a|b|\n",
+}
+
+
+def cpu(fn, *args, runs: int = 5) -> float:
+    """The least CPU time of a few runs of fn(*args) in this thread (a busy machine adds noise,
+    never less work). Python's cyclic garbage collector is run before each run and held during
+    it: its full collections cost in proportion to everything the process holds, not to the
+    text, and the previous run's garbage would otherwise be timed too."""
+    best = float("inf")
+    for _ in range(runs):
+        gc.collect()
+        gc.disable()
+        try:
+            started = time.thread_time()
+            fn(*args)
+            best = min(best, time.thread_time() - started)
+        finally:
+            gc.enable()
+    return best
+
+
+@pytest.mark.parametrize("unit", CONSTRUCTS.values(), ids=CONSTRUCTS.keys())
+def test_rendering_is_linear_in_the_texts_length(unit, monkeypatch):
+    # the parser itself, without the bounds that would turn a long text into plain text
+    monkeypatch.setattr(render, "MAX_STRUCTURED_LINES", 10**9)
+    monkeypatch.setattr(render, "MAX_STRUCTURED_CHARS", 10**9)
+    monkeypatch.setattr(render, "MAX_MARKUP_CHARS", 10**9)
+    ratio = growth(unit, 3_000)
+    assert ratio <= 12, f"10x the text cost {ratio:.1f}x the time"
+
+
+def growth(unit: str, size: int) -> float:
+    """How much more CPU 10x the text costs. A machine shared with other work only makes a
+    ratio look worse at random, a superlinear parser every time: the best of three."""
+    small = unit * (size // len(unit))
+    large = unit * (10 * size // len(unit))
+    ratios = []
+    for _ in range(3):
+        ratios.append(cpu(render._render, large) / max(cpu(render._render, small), 1e-4))
+        if ratios[-1] <= 12:
+            break
+    return min(ratios)
+
+
+def test_the_bounded_renderer_is_linear_too():
+    for unit in CONSTRUCTS.values():
+        ratio = growth(unit, 4_000)
+        assert ratio <= 12, f"{unit!r}: 10x the text cost {ratio:.1f}x the time"
+
+
+def test_a_text_is_rendered_once_then_served_from_the_cache():
+    text = "# Title\n\n" + "Some **bold** words and `code`.\n" * 300 + "unique 7f3a"
+    first = cpu(safe_html, text)  # the first of the three runs renders, the rest hit
+    render._CACHE.clear()
+    started = time.thread_time()
+    shown = safe_html(text)
+    rendering = time.thread_time() - started
+    started = time.thread_time()
+    assert safe_html(text) is shown
+    cached = time.thread_time() - started
+    assert cached < rendering / 10, (first, rendering, cached)
+    changed = safe_html(text + "!")  # another version of the pair's text: rendered anew
+    assert changed != shown and changed.endswith("unique 7f3a!</p>")
+
+
+def test_the_cache_is_bounded(monkeypatch):
+    cache = render._Cache(budget=1_000)
+    for n in range(100):
+        cache.get_or_render(f"text number {n} " * 5)
+    assert cache._size <= 1_000 and len(cache._items) < 100
+
+
+@pytest.fixture
+def slow_pair_study(tmp_path, monkeypatch):
+    url = f"sqlite:///{tmp_path}/n1.db"
+    monkeypatch.setenv(ENV_VAR, url)
+    st.cache_resource.clear()
+    render._CACHE.clear()
+    engine = get_engine(url)
+    _, [(_, warm)] = make_study(engine, tmp_path, n_pairs=1, annotators=1, study="warm")
+    from annotate.importer import import_pairs
+    from tests.factories import write_jsonl
+
+    record = pair_record(
+        "slow",
+        question=N1,
+        chosen=N1,
+        rejected=N1 + "b",
+        narrative=N1,
+        rubric_aspects=[{"aspect": N1, "evidence": N1, "reason": N1}],
+        profile=[{"id": "x", "category": "c", "text": N1}],
+    )
+    import_pairs(engine, write_jsonl(tmp_path / "slow.jsonl", [record]), study_name="slow")
+    from annotate.auth import create_annotator
+    from annotate.store.db import session
+    from annotate.studies import get_or_create_study
+
+    with session(engine) as s:
+        _, slow = create_annotator(s, name="reader", study_id=get_or_create_study(s, "slow").id)
+    yield warm, slow
+    st.cache_resource.clear()
+
+
+def test_the_n1_pairs_page_view_costs_under_a_second_of_server_cpu(slow_pair_study):
+    from tests.test_label_app import data, signed_in
+
+    warm, slow = slow_pair_study
+    signed_in(warm)  # the page's code loaded once, as on a running server
+    started = time.process_time()
+    at = signed_in(slow)
+    spent = time.process_time() - started
+    assert not at.exception
+    assert data(at)["responses"]["A"]  # the pair is shown
+    print(f"N1 page view: {spent:.2f} s of CPU")
+    assert spent < 1.0
