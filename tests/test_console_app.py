@@ -150,12 +150,15 @@ def test_strangers_and_annotators_see_no_console_content(db):
         for _, _, _, url_path in PAGES:
             at = open_page(as_token(token), url_path)
             shown = texts(at)
-            assert at.title[0].value == "Please sign in", (token, url_path)
+            expected = "For maintainers only" if token == annotator_token else "Please sign in"
+            assert at.title[0].value == expected, (token, url_path)
             assert "default-ann-" not in shown and "p0" not in shown
             assert not at.dataframe and not at.get("metric")
             assert not at.get("download_button") and not at.get("file_uploader")
             # no organisation sign-in without [auth]
             assert "Sign in with your organisation" not in [b.label for b in at.button]
+            if token == annotator_token:  # told what the console is, not asked to sign in
+                assert "for the study's maintainers" in shown
 
 
 def test_a_maintainer_sees_every_console_page(db):
@@ -579,7 +582,8 @@ def test_prolific_entry_labelling_and_completion_code(db):
     assert prolific(pid="another0123", study="OTHER").title[0].value == "Please sign in"
     # ... and a Prolific participant never sees the console
     at = open_page(prolific(), "admin")
-    assert at.title[0].value == "Please sign in"
+    assert at.title[0].value == "For maintainers only"  # signed in, told what the console is
+    assert not at.dataframe and not at.get("metric")
 
 
 # --- OIDC (st.login) ---------------------------------------------------------------------

@@ -121,8 +121,8 @@ def body_text(page) -> str:
     return page.locator("body").inner_text()
 
 
-def assert_no_console_data(page) -> None:
-    expect(page.get_by_text("Please sign in")).to_be_visible()
+def assert_no_console_data(page, *, heading: str = "Please sign in") -> None:
+    expect(page.get_by_text(heading)).to_be_visible()
     shown = body_text(page)
     for secret in (STUDY, *ANNOTATORS, "console-boss", "Pairs complete", "Gold checks"):
         assert secret not in shown, secret
@@ -150,7 +150,8 @@ def test_an_annotator_sees_no_console_data_even_typing_the_address(site, new_pag
     assert page.get_by_role("link", name="Progress").count() == 0
     for _, _, _, url_path in PAGES:
         goto(page, f"{server.url}/{url_path}")  # typed into the address bar, cookie sent
-        assert_no_console_data(page)
+        assert_no_console_data(page, heading="For maintainers only")
+        expect(page.get_by_text("This console is for the study's maintainers")).to_be_visible()
     goto(page, f"{server.url}/admin")
     save_screenshot(page, "console-refused.png")
 

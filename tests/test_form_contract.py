@@ -79,6 +79,7 @@ def samples(engine, tmp_path) -> list[dict]:
     shown = [data(at)]
     submit_form(at, full_form("A"))
     send(at, "history", True)
+    send(at, "posts", True)
     send(at, "submit", {"form": {"slot": "B"}, "seconds": 1, "seq": 2})  # refused
     shown.append(data(at))
     send(at, "back", {"form": {}, "seconds": 0, "seq": 3})  # an edit
@@ -93,6 +94,7 @@ def samples(engine, tmp_path) -> list[dict]:
 
 def test_every_form_data_the_page_gives_matches_the_typed_contract(samples, tmp_path):
     assert samples[1]["refused"] and samples[1]["history"]  # the variants are really there
+    assert samples[0]["posts"] is None and samples[1]["posts"] is not None
     assert samples[2]["reset"] and samples[2]["editing"] and samples[3]["aspect_check"]
     assert type_errors(samples, tmp_path) == ""
 

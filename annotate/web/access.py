@@ -21,6 +21,7 @@ from annotate.web.login import COOKIE
 
 SESSION_KEY = "annotate_token"
 ENTRY_ERROR_KEY = "annotate_entry_error"
+LABEL_PAGE = "views/label.py"  # relative to the entry script (app.py)
 
 
 def engine():
@@ -165,6 +166,18 @@ def sign_in_message(*, admin: bool = False) -> None:
                 st.error(f"Signing in with your organisation is not set up correctly: {exc}")
 
 
+def annotator_at_console() -> None:
+    """What a signed-in annotator sees at /admin...: not a sign-in prompt (they are signed in),
+    but where the console is for and the way back to their pairs."""
+    st.title("For maintainers only")
+    st.info(
+        "This console is for the study's maintainers. You are signed in as an annotator: "
+        "your pairs are on the labelling page."
+    )
+    with contextlib.suppress(Exception):  # the labelling page is the app's default page
+        st.page_link(LABEL_PAGE, label="Back to labelling", icon=":material/rule:")
+
+
 def require_user() -> Annotator:
     user = current_user()
     if user is None:
@@ -179,7 +192,10 @@ def require_admin() -> Annotator:
     if user is None or not user.is_admin:
         if session_id is not None:
             web_guard.forget_session(session_id)
-        sign_in_message(admin=True)
+        if user is None:
+            sign_in_message(admin=True)
+        else:
+            annotator_at_console()
         st.stop()
     if session_id is not None:
         # Uploads and downloads of this session are a maintainer's from now on (web_guard).

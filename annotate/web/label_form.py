@@ -3,7 +3,8 @@
 
 Choosing, rating, picking a reason and typing happen in the browser; the component sends
 events back as trigger values: `submit` and `draft` (the form), `skip`, `back`, `cancel`,
-`open` (a pair id from the earlier answers) and `history` (load that list). Every event but
+`open` (a pair id from the earlier answers), `history` (load that list) and `posts` (load the
+past posts, sent only when they are opened: hundreds on real records). Every event but
 `draft` carries `seq`, a number the page echoes back as `answered` (see `event_seq`). The data names
 slots A and B only, never chosen/rejected, and carries model text as `render.safe_html`.
 """
@@ -24,7 +25,7 @@ from annotate.web.render import safe_html
 from annotate.wording import DIMENSION_HELP, PREFERENCE_QUESTION, REASON_LABELS, REASON_QUESTION
 
 STATIC = Path(__file__).parent / "static"
-EVENTS = ("submit", "draft", "skip", "back", "cancel", "open", "history")
+EVENTS = ("submit", "draft", "skip", "back", "cancel", "open", "history", "posts")
 REASON_KEYS = {"personal_fit": "P", "general_quality": "G", "both": "O", "unsure": "U"}
 ASPECT_TITLES = {0: "0 = not covered", 1: "1 = somewhat", 2: "2 = very well"}
 
@@ -88,12 +89,13 @@ def form_data(
     flash_tone: str = "info",
     answered: int | None = None,
     reset: bool = False,
+    with_posts: bool = False,
     draft_url: str | None = None,
 ) -> dict:
     """Everything the component shows for one pair (JSON). `answered` is the number of the last
     event the server acted on (the browser leaves its sending state on it); `reset` tells the
     browser to drop what it holds for this pair and show the stored answer; `flash_tone` is
-    "info" or "warning"."""
+    "info" or "warning"; the past posts are sent only `with_posts` (the browser asked)."""
     pair = item.pair
     chosen_position = item.assignment.chosen_position
     texts = {chosen_position: pair.chosen}
@@ -141,7 +143,9 @@ def form_data(
         "posts": [
             {"category": str(p.get("category") or ""), "html": safe_html(str(p.get("text", "")))}
             for p in posts
-        ],
+        ]
+        if with_posts
+        else None,
         "responses": {slot: safe_html(texts[slot]) for slot in SLOTS},
         "scale": list(range(study.scale_min, study.scale_max + 1)),
         "aspect_check": bool(study.aspect_check and aspects),

@@ -69,7 +69,8 @@ export interface FormData {
   aspects: Aspect[];
   narrative_html: string;
   posts_count: number;
-  posts: Post[];
+  /** null until the browser asks for them (the `posts` event, when the panel is opened). */
+  posts: Post[] | null;
   responses: Record<Slot, string>;
   scale: number[];
   aspect_check: boolean;
@@ -100,6 +101,7 @@ export interface Events {
   cancel: { seq: number };
   open: { pair_id: number; seq: number };
   history: boolean;
+  posts: boolean;
 }
 
 export interface Component {

@@ -235,8 +235,49 @@ function mount(data, root, parentElement, setTriggerValue) {
   );
   if (data.narrative_html)
     box.append(panel("narrative", "In the user's own words", el("div", { class: "text", html: data.narrative_html })));
-  const postsBox = el("div");
-  if (data.posts_count) box.append(panel("posts", `The user's past posts (${data.posts_count})`, postsBox));
+  // Past posts (hundreds on real records) sit in a panel of their own, over the page's right
+  // edge, scrolling inside: opening them never moves the responses. A word filters them.
+  const postsBox = el("div", { class: "posts-list" });
+  const postsCount = el("span", { class: "muted", role: "status" });
+  const postsFilter = el("input", {
+    type: "search",
+    class: "posts-filter",
+    "aria-label": "Filter past posts by word",
+    placeholder: "Filter by word (Esc closes)",
+  });
+  postsFilter.addEventListener("input", filterPosts);
+  postsFilter.addEventListener("keydown", (e) => {
+    if (e.key === "Escape") {
+      e.stopPropagation();
+      e.preventDefault();
+      toggle("posts");
+    }
+  });
+  if (data.posts_count) {
+    box.append(
+      panel(
+        "posts",
+        `The user's past posts (${data.posts_count})`,
+        el("div", { class: "posts-tools" }, postsFilter, postsCount),
+        postsBox,
+      ),
+    );
+    panels.posts.classList.add("overlay");
+    panels.posts.setAttribute("role", "region");
+    panels.posts.setAttribute("aria-label", "The user's past posts");
+  }
+  function filterPosts() {
+    const word = postsFilter.value.trim().toLowerCase();
+    let shown = 0;
+    for (const post of postsBox.children) {
+      const hit = !word || (post.textContent || "").toLowerCase().includes(word);
+      post.classList.toggle("hidden", !hit);
+      if (hit) shown += 1;
+    }
+    postsCount.textContent = word
+      ? `${shown} of ${postsBox.childElementCount} posts contain “${postsFilter.value.trim()}”`
+      : `${postsBox.childElementCount} posts`;
+  }
 
   const rows = {}; // field -> row element
   const responses = el("div", { class: "responses" });
@@ -373,7 +414,10 @@ function mount(data, root, parentElement, setTriggerValue) {
   /** @type {(string | null)[][]} */
   const legendItems = [["A", "B", data.allow_ties ? "N" : null, "choose"]];
   if (data.order.some((c) => c.kind === "rating"))
-    legendItems.push([`${data.scale[0]}–${data.scale[data.scale.length - 1]}`, "rate at the cursor"]);
+    legendItems.push(
+      [`${data.scale[0]}–${data.scale[data.scale.length - 1]}`, "rate at the cursor"],
+      ["⇧←", "⇧→", "move the cursor"],
+    );
   if (data.aspect_check) legendItems.push(["0–2", "aspect scores"]);
   if (data.reasons.length) legendItems.push([...data.reasons.map((r) => r[2]), "main reason"]);
   /** @type {[string, string][]} */
@@ -485,6 +529,7 @@ function mount(data, root, parentElement, setTriggerValue) {
   state.receive = (next) => {
     state.data = next;
     renderHistory();
+    renderPosts();
     const answered = next.answered;
     if (answered === null || answered === undefined || answered === state.answered) return false;
     state.answered = answered;
@@ -574,6 +619,14 @@ function mount(data, root, parentElement, setTriggerValue) {
     const rect = next.getBoundingClientRect();
     if (rect.top < 0 || rect.bottom > window.innerHeight) next.scrollIntoView({ block: "center" });
   }
+  /** @param {number} step */
+  function moveCursor(step) {
+    if (!acting() || !cells.length) return;
+    const from = cursor < 0 ? cells.length : cursor;
+    cursor = Math.min(cells.length - 1, Math.max(0, from + step));
+    paint();
+    followCursor();
+  }
   function submit() {
     if (!acting()) return;
     const left = missing();
@@ -605,19 +658,19 @@ function mount(data, root, parentElement, setTriggerValue) {
     p.classList.toggle("hidden");
     toggles[name]?.setAttribute("aria-expanded", String(!p.classList.contains("hidden")));
     if (name === "posts" && !postsBox.childElementCount) {
-      for (const post of data.posts)
-        postsBox.append(
-          el(
-            "div",
-            { class: "post" },
-            post.category ? el("div", { class: "muted", text: post.category }) : null,
-            el("div", { class: "text", html: post.html }),
-          ),
-        );
+      if (state.data.posts) renderPosts();
+      else {
+        postsCount.textContent = "Loading the posts…";
+        setTriggerValue("posts", true);
+      }
     }
     if (name === "history" && !p.classList.contains("hidden") && state.data.history === null)
       setTriggerValue("history", true);
     if (!p.classList.contains("hidden")) {
+      if (name === "posts") {
+        postsFilter.focus({ preventScroll: true });
+        return;
+      }
       p.scrollIntoView({ block: "nearest" });
       // Keyboard users go on from the panel: Tab reaches its first link, not the page's top.
       p.tabIndex = -1;
@@ -652,6 +705,21 @@ function mount(data, root, parentElement, setTriggerValue) {
     }
   }
   state.renderHistory = renderHistory;
+  /** The past posts, once the server sent them (they are asked for when the panel opens). */
+  function renderPosts() {
+    const posts = state.data.posts;
+    if (!posts || postsBox.childElementCount) return;
+    for (const post of posts)
+      postsBox.append(
+        el(
+          "div",
+          { class: "post" },
+          post.category ? el("div", { class: "muted", text: post.category }) : null,
+          el("div", { class: "text", html: post.html }),
+        ),
+      );
+    filterPosts();
+  }
 
   const keyActions = {
     a: () => setSlot("A"),
@@ -688,6 +756,13 @@ function mount(data, root, parentElement, setTriggerValue) {
     if (target && (target.tagName === "TEXTAREA" || target.tagName === "INPUT" || target.isContentEditable)) return;
     if (document.querySelector('[role="dialog"]')) return;
     const key = e.key.toLowerCase();
+    if (e.shiftKey && (key === "arrowleft" || key === "arrowright") && shortcutsOn()) {
+      // Shift+arrows move the digit cursor over the ratings, filled or not, wherever the focus
+      // is (plain arrows stay the radio groups' own): an earlier rating is changed by keys.
+      e.preventDefault();
+      moveCursor(key === "arrowright" ? 1 : -1);
+      return;
+    }
     if (key.startsWith("arrow") && target?.getAttribute?.("role") === "radio") {
       moveInGroup(target, key === "arrowright" || key === "arrowdown" ? 1 : -1);
       e.preventDefault();

@@ -29,6 +29,7 @@ from annotate.web.views.common import (
 EDIT_KEY = "edit_pair_id"
 REFUSED_KEY = "refused"
 HISTORY_KEY = "show_history"
+POSTS_KEY = "posts_pair_id"  # the pair whose past posts the browser asked for
 FLASH_KEY, TONE_KEY = "flash", "flash_tone"
 ANSWERED_KEY = "form_answered"  # the number of the last event acted on (label_form.event_seq)
 RESET_KEY = "form_reset"  # the browser drops what it holds and shows the stored answer
@@ -149,6 +150,8 @@ def _on_event(name: str, *, key: str, item: Item, study: Study, user: Annotator)
             st.session_state[EDIT_KEY] = wanted
     elif name == "history":
         st.session_state[HISTORY_KEY] = True
+    elif name == "posts":
+        st.session_state[POSTS_KEY] = item.pair.id
 
 
 def _finished(user: Annotator, study: Study) -> None:
@@ -230,6 +233,7 @@ def main() -> None:
         answered=st.session_state.get(ANSWERED_KEY),
         reset=bool(st.session_state.pop(RESET_KEY, False)),
         sign_out_url=sign_out_url(),
+        with_posts=st.session_state.get(POSTS_KEY) == item.pair.id,
         draft_url=f"{app_prefix()}/draft",
     )
     label_form(
