@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from sqlalchemy.engine import Engine
 
-from annotate.auth import DEFAULT_BASE_URL, create_annotator, login_link, reissue_token
+from annotate.auth import create_annotator, reissue_token
 from annotate.errors import UserError
+from annotate.links import DEFAULT_BASE_URL, login_link
 from annotate.queue.assignment import release_reservations
 from annotate.store import db
 from annotate.store.db import retrying, session
