@@ -7,7 +7,7 @@ import weakref
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 
 import pandas as pd
 from sqlalchemy import select as core_select
@@ -31,8 +31,10 @@ from annotate.queue.rules import (
 )
 from annotate.queue.sql import ANSWER_FIELDS, Cursor
 from annotate.store import sqlite_engine
+from annotate.store.clock import naive_utc
 from annotate.store.db import read_session, retrying, session, transaction
 from annotate.store.models import Annotation, Annotator, Assignment, Pair, utcnow
+from annotate.store.text import nul_problem, visible_nul
 from annotate.studies import get_study
 
 
@@ -80,8 +82,8 @@ class Answer:
             "chosen_position": self.chosen_position,
             **{column: self.ratings.get(column) for column in RATING_COLUMNS},
             "main_reason": self.main_reason,
-            # PostgreSQL text cannot hold U+0000; keep a visible mark instead of failing the save
-            "comment": (self.comment or "").replace("\x00", "\ufffd") or None,
+            # typed text: a NUL is kept as a visible mark (annotate/store/text.py says why)
+            "comment": visible_nul(self.comment or "") or None,
             "seconds": self.seconds,
             "submitted_at": self.submitted_at or utcnow(),
             "aspects": parse_aspects(self.aspects),  # refuses a malformed list (ValueError)
@@ -109,13 +111,6 @@ _COMPARED = tuple(name for name in ANSWER_FIELDS if name not in ("seconds", "sub
 _ANNOTATION = Annotation.__table__
 
 
-def _naive_utc(moment: datetime | None) -> datetime | None:
-    # SQLite gives naive UTC times back, PostgreSQL aware ones
-    if moment is None or moment.tzinfo is None:
-        return moment
-    return moment.astimezone(UTC).replace(tzinfo=None)
-
-
 def _check_loaded(
     conn: Connection,
     *,
@@ -139,8 +134,8 @@ def _check_loaded(
     ).first()
     if stored is None:
         return
-    at = _naive_utc(stored.submitted_at)
-    if at in (_naive_utc(loaded.submitted_at), _naive_utc(values["submitted_at"])):
+    at = naive_utc(stored.submitted_at)
+    if at in (naive_utc(loaded.submitted_at), naive_utc(values["submitted_at"])):
         return
     if all(getattr(stored, name) == values[name] for name in _COMPARED):
         return
@@ -493,13 +488,13 @@ def _annotator_ids(s: Session, *, names: Iterable[str], study_id: int) -> dict[s
 
 
 def _nul_problems(rows: list[dict]) -> list[str]:
-    """PostgreSQL text cannot hold U+0000: such rows are refused on every backend."""
-    return [
-        f"row {number}, column '{column}': contains a NUL character (U+0000), which cannot be stored"
+    """Text with a NUL is refused (annotate/store/text.py), naming its row and column."""
+    found = (
+        nul_problem(value, where=f"row {number}, column '{column}'")
         for number, row in enumerate(rows, start=1)
         for column, value in row.items()
-        if isinstance(value, str) and "\x00" in value
-    ]
+    )
+    return [problem for problem in found if problem is not None]
 
 
 def import_annotation_rows(engine: Engine, *, study_id: int, rows: list[dict]) -> int:

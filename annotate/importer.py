@@ -17,6 +17,7 @@ from annotate.queue.targets import refresh_targets
 from annotate.store.db import retrying, session
 from annotate.store.models import Assignment, Pair, utcnow
 from annotate.store.sqlite_engine import use_large_cache
+from annotate.store.text import nul_problem
 from annotate.studies import get_or_create_study
 
 BATCH = 50  # rows per INSERT executemany: 100 KB records hold 5 MB, not the 20 MB of 200
@@ -196,7 +197,7 @@ def _row(pair: ValidPair) -> dict:
 
 
 def _nul_field(pair: ValidPair) -> str | None:
-    """PostgreSQL text cannot hold U+0000: refuse it on every backend, with the field named."""
+    """Text with a NUL is refused (annotate/store/text.py), naming the field."""
     for field, value in (
         ("id", pair.key),
         ("question", pair.question),
@@ -205,8 +206,9 @@ def _nul_field(pair: ValidPair) -> str | None:
         ("chosen", pair.chosen),
         ("rejected", pair.rejected),
     ):
-        if "\x00" in value:
-            return f"field '{field}' contains a NUL character (U+0000), which cannot be stored"
+        problem = nul_problem(value, where=f"field '{field}'")
+        if problem is not None:
+            return problem
     return None
 
 

@@ -23,6 +23,7 @@ from annotate.queue import gold
 from annotate.queue import rules as assignment_rules
 from annotate.queue.rules import AssignmentRow, Coins, StudyRules
 from annotate.queue.sql import Cursor
+from annotate.store.clock import as_utc
 from annotate.store.db import read_session, retrying, transaction
 from annotate.store.models import Annotator, Assignment, Pair, Study, utcnow
 
@@ -461,10 +462,8 @@ def queue_status(engine: Engine, *, annotator_id: int) -> QueueStatus:
         ).one()
     if earliest is None:
         return QueueStatus(answered=answered, busy_until=None)
-    if earliest.tzinfo is None:  # SQLite gives back naive UTC
-        earliest = earliest.replace(tzinfo=utcnow().tzinfo)
     return QueueStatus(
-        answered=answered, busy_until=earliest + timedelta(seconds=study.reservation_timeout)
+        answered=answered, busy_until=as_utc(earliest) + timedelta(seconds=study.reservation_timeout)
     )
 
 

@@ -45,6 +45,7 @@ from annotate.queue.rules import (
     gold_coin_sql,
 )
 from annotate.store import schema
+from annotate.store.clock import naive_utc
 from annotate.store.models import Annotation
 from annotate.store.sqlite_engine import readers as sqlite_readers
 
@@ -402,7 +403,7 @@ class Cursor(Queue):
         # SQLite stores SQLAlchemy's DateTime as this text; PostgreSQL takes the object
         if value is None or self.dialect != "sqlite":
             return value
-        return value.replace(tzinfo=None).isoformat(" ", "microseconds")  # %Y-%m-%d %H:%M:%S.%f
+        return naive_utc(value).isoformat(" ", "microseconds")  # %Y-%m-%d %H:%M:%S.%f
 
     def _assignment(self, row) -> AssignmentRow | None:
         if row is None:

@@ -5,20 +5,19 @@ that annotator saw and reserves the pair against the study's overlap target."""
 from __future__ import annotations
 
 import secrets
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import JSON, Column, Index, Text, UniqueConstraint, text, true
 from sqlmodel import Field, SQLModel
 
 from analysis.vocabulary import DIMENSIONS, REASONS
+from annotate.store.clock import utcnow as utcnow  # its home is clock; many read it from here
 
 DEFAULT_DIMENSIONS = list(DIMENSIONS)
 DEFAULT_REASONS = list(REASONS)
 
 
-def utcnow() -> datetime:
-    return datetime.now(UTC)
 
 
 class Study(SQLModel, table=True):
