@@ -7,12 +7,17 @@ offset is UTC, the zone the app writes in) and compared or written naive with `n
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import overload
 
 
 def utcnow() -> datetime:
     return datetime.now(UTC)
 
 
+@overload
+def as_utc(moment: datetime | str) -> datetime: ...
+@overload
+def as_utc(moment: None) -> None: ...
 def as_utc(moment: datetime | str | None) -> datetime | None:
     """An aware UTC time: ISO text parsed, a naive time taken as UTC, others converted."""
     if moment is None:
@@ -24,6 +29,10 @@ def as_utc(moment: datetime | str | None) -> datetime | None:
     return moment.astimezone(UTC)
 
 
+@overload
+def naive_utc(moment: datetime) -> datetime: ...
+@overload
+def naive_utc(moment: None) -> None: ...
 def naive_utc(moment: datetime | None) -> datetime | None:
     """UTC wall time without an offset, as SQLite stores it (a naive time is UTC already)."""
     if moment is None or moment.tzinfo is None:
