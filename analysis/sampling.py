@@ -93,7 +93,7 @@ def draw_sample(
             strict=True,
         )
     )
-    taken: set[str] = set()
+    taken = set()
     probability: dict[str, float] = {}
     for name, members in strata.items():
         taken |= _take(members, sizes[name], seed)
