@@ -485,7 +485,9 @@ def queue_status(engine: Engine, *, annotator_id: int) -> QueueStatus:
 
 
 @retrying
-def history(engine: Engine, *, annotator_id: int, limit: int = 200) -> list[tuple[int, str]]:
+def history(
+    engine: Engine, *, annotator_id: int, limit: int | None = 200
+) -> list[tuple[int, str]]:
     """(pair id, pair key) of this annotator's completed pairs, most recent first. Gold checks
     are left out: their first answer is what counts (accuracy, qualification)."""
     with read_session(engine) as s:
