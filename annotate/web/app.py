@@ -8,7 +8,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from annotate.web.access import current_user
+from annotate.web.identity import current_user
 from annotate.web.views.admin import admin_pages
 
 HERE = Path(__file__).parent

@@ -43,12 +43,18 @@ import hashlib
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from http.cookies import SimpleCookie
 
 from sqlalchemy.engine import Engine
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import PlainTextResponse
 
+from annotate.web.identity import COOKIE as LOGIN_COOKIE
+from annotate.web.identity import (
+    OIDC_COOKIE_PREFIX,
+    account_for_token,
+    active_maintainer,
+    request_cookies,
+)
 from annotate.web.paths import is_under, route_path, url_prefix
 
 # A pairs file for the console: 200 MB holds about 2,000 records of 100 KB. Bigger files go
@@ -65,8 +71,6 @@ SESSION_UPLOAD_LIMIT_MB = 400
 DRAIN_STRANGER_BYTES = 64 * 1024
 DRAIN_SECONDS = 30
 
-LOGIN_COOKIE = "annotate_token"  # the same name as login.COOKIE (login imports it from here)
-OIDC_COOKIE_PREFIX = "_streamlit_user"  # st.login's signed identity cookies (maybe chunked)
 
 # Internal routes the page needs for every visitor; everything else under /_stcore/ is the
 # maintainers'.
@@ -161,27 +165,10 @@ def _live_maintainer_session(session_id: str) -> _MaintainerSession | None:
 
 
 def _is_active_maintainer(engine: Engine, *, annotator_id: int | None, token: str | None) -> bool:
-    from annotate.auth import annotator_for_token
-    from annotate.store.db import read_session
-    from annotate.store.models import Annotator
-
-    with read_session(engine) as s:
-        if token is not None:
-            user = annotator_for_token(s, token)
-        else:
-            user = s.get(Annotator, annotator_id)
-        return bool(user is not None and user.active and user.is_admin)
-
-
-def _request_cookies(scope) -> dict[str, str]:
-    jar = SimpleCookie()
-    for key, value in scope.get("headers", []):
-        if key == b"cookie":
-            try:
-                jar.load(value.decode("latin-1"))
-            except Exception:  # a malformed cookie header is simply no cookie
-                continue
-    return {name: morsel.value for name, morsel in jar.items()}
+    if token is not None:
+        user = account_for_token(engine, token)
+        return bool(user is not None and user.is_admin)
+    return annotator_id is not None and active_maintainer(engine, annotator_id=annotator_id)
 
 
 class StreamlitEndpointGuard:
@@ -245,7 +232,7 @@ class StreamlitEndpointGuard:
         return path
 
     async def _maintainer_request(self, scope) -> bool:
-        cookies = _request_cookies(scope)
+        cookies = request_cookies(scope)
         prints = _cookie_prints(cookies)
         if prints:
             with _lock:
@@ -276,7 +263,7 @@ class StreamlitEndpointGuard:
         # sign-in cookie that session was opened with, so only the maintainer's own browser
         # can upload into it.
         if entry is not None and not (
-            _cookie_prints(_request_cookies(scope)) & entry.cookie_prints
+            _cookie_prints(request_cookies(scope)) & entry.cookie_prints
         ):
             entry = None
         if entry is None or not await run_in_threadpool(
