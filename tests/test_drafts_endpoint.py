@@ -68,7 +68,10 @@ def test_wrong_keys_other_sites_and_big_bodies_change_nothing(site):
     mine, theirs = items[alice], items[bob]
     form = {"slot": "B"}
     cases = [
-        ({"assignment": theirs.assignment.id, "key": _key(engine, secret, mine), "form": form}, 403),
+        (
+            {"assignment": theirs.assignment.id, "key": _key(engine, secret, mine), "form": form},
+            403,
+        ),
         ({"assignment": mine.assignment.id, "key": "0" * 64, "form": form}, 403),
         ({"assignment": 10**6, "key": _key(engine, secret, mine), "form": form}, 403),
         ({"assignment": "1", "key": _key(engine, secret, mine), "form": form}, 400),
@@ -93,7 +96,11 @@ def test_a_late_draft_of_an_answered_pair_is_ignored(site):
         reason="personal_fit",
     )
     submit(engine, item=item, form=answer, seconds=3.0)
-    body = {"assignment": item.assignment.id, "key": _key(engine, secret, item), "form": {"slot": "B"}}
+    body = {
+        "assignment": item.assignment.id,
+        "key": _key(engine, secret, item),
+        "form": {"slot": "B"},
+    }
     assert client.post("/draft", json=body, headers=SAME_SITE).status_code == 204
     assert _draft(engine, item) is None
 
@@ -109,7 +116,11 @@ def test_a_deactivated_account_saves_no_draft_and_nan_seconds_are_not_stored(sit
     with session(engine) as s:
         s.get(Annotator, alice).active = False
     item = items[alice]
-    mine = {"assignment": item.assignment.id, "key": _key(engine, secret, item), "form": {"slot": "B"}}
+    mine = {
+        "assignment": item.assignment.id,
+        "key": _key(engine, secret, item),
+        "form": {"slot": "B"},
+    }
     assert client.post("/draft", json=mine, headers=SAME_SITE).status_code == 403
     assert _draft(engine, item) in (None, {})
 

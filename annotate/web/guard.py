@@ -56,6 +56,7 @@ from annotate.web.identity import (
     request_cookies,
 )
 from annotate.web.paths import is_under, route_path, url_prefix
+from annotate.web.socket_frames import hide_server_details, refuse_deep_values
 
 # A pairs file for the console: 200 MB holds about 2,000 records of 100 KB. Bigger files go
 # through `annotate import-pairs`, which streams them. `.streamlit/config.toml` says the same;
@@ -197,9 +198,11 @@ class StreamlitEndpointGuard:
                 return
             await _refuse(scope, receive, send, 403, "Forbidden")
             return
-        if access is Access.MEDIA and not await self._maintainer_request(scope):
-            await self.app(scope, receive, _no_downloads(send))
-            return
+        if access is Access.MEDIA:
+            send = _no_size_in_range_errors(send)
+            if not await self._maintainer_request(scope):
+                await self.app(scope, receive, _no_downloads(send))
+                return
         await self.app(scope, receive, send)
 
     async def _socket(self, scope, receive, send) -> None:
@@ -215,7 +218,7 @@ class StreamlitEndpointGuard:
             await send({"type": "websocket.close", "code": POLICY_VIOLATION})
             return
         try:
-            await self.app(scope, receive, send)
+            await self.app(scope, _checked_messages(receive, client=client), _plain_frames(send))
         finally:
             with _lock:
                 _sockets[client] -= 1
@@ -262,9 +265,7 @@ class StreamlitEndpointGuard:
         # The session id appears in addresses (proxy logs): the request must also carry the
         # sign-in cookie that session was opened with, so only the maintainer's own browser
         # can upload into it.
-        if entry is not None and not (
-            _cookie_prints(request_cookies(scope)) & entry.cookie_prints
-        ):
+        if entry is not None and not (_cookie_prints(request_cookies(scope)) & entry.cookie_prints):
             entry = None
         if entry is None or not await run_in_threadpool(
             _is_active_maintainer, self.get_engine(), annotator_id=entry.annotator_id, token=None
@@ -381,6 +382,44 @@ async def _discard_body(receive) -> None:
         message = await receive()
         if message["type"] != "http.request" or not message.get("more_body", False):
             return
+
+
+def _checked_messages(receive, *, client: str):
+    """Wrap a socket's `receive`: component values nested too deep are dropped (socket_frames)."""
+
+    async def checked():
+        message = await receive()
+        data = message.get("bytes") if message["type"] == "websocket.receive" else None
+        if data:
+            message = {**message, "bytes": refuse_deep_values(data, client=client)}
+        return message
+
+    return checked
+
+
+def _plain_frames(send):
+    """Wrap a socket's `send`: no script path or Python version in a page run's first frame."""
+
+    async def plain(message):
+        data = message.get("bytes") if message["type"] == "websocket.send" else None
+        if data:
+            message = {**message, "bytes": hide_server_details(data)}
+        await send(message)
+
+    return plain
+
+
+def _no_size_in_range_errors(send):
+    """Wrap `send` so that a refused Range (416) does not tell the file's size
+    (`Content-Range: bytes */SIZE`): a 416 without the header, as RFC 9110 allows."""
+
+    async def sizeless(message):
+        if message["type"] == "http.response.start" and message.get("status") == 416:
+            headers = [(k, v) for k, v in message.get("headers", []) if k != b"content-range"]
+            message = {**message, "headers": headers}
+        await send(message)
+
+    return sizeless
 
 
 def _no_downloads(send):

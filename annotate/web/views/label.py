@@ -160,6 +160,8 @@ def _on_event(name: str, *, key: str, item: Item, study: Study, user: Annotator)
         if isinstance(wanted, int | str) and not isinstance(wanted, bool) and wanted in known:
             _leave(item, study, None)
             st.session_state[EDIT_KEY] = wanted
+        else:
+            _say("That pair is not one of your earlier answers, so it cannot be opened.")
     elif name == "history":
         st.session_state[HISTORY_KEY] = True
     elif name == "posts":
