@@ -1,4 +1,5 @@
-"""Who may see a page, checked on every run of every page (who is signed in: annotate/web/identity.py)."""
+"""Who may see a page, checked on every run of every page (who is signed in is decided by
+annotate/web/identity.py)."""
 
 from __future__ import annotations
 

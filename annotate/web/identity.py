@@ -34,7 +34,6 @@ from annotate.store.models import Annotator
 COOKIE = "annotate_token"  # the login cookie: HttpOnly, set by annotate/web/login.py
 OIDC_COOKIE_PREFIX = "_streamlit_user"  # st.login's signed identity cookies (maybe chunked)
 SESSION_KEY = "annotate_token"  # a page session's proof: the token it signed in with
-PROLIFIC_KEY = "annotate_prolific"  # ... or the Prolific entry it came with
 ENDED_KEY = "annotate_sign_in_ended"  # why this tab's last event was not acted on
 ENTRY_ERROR_KEY = "annotate_entry_error"
 _RUN_KEY = "annotate_identity_run"  # (this run's marker, the identity resolved in it)
@@ -118,8 +117,8 @@ def still_signed_in(annotator_id: int) -> bool:
         "This tab's sign-in has ended (you signed out, or a newer link or another account was "
         "used), so what you did here last was not saved. Open your personal link again."
         if identity is None
-        else f"This tab is now signed in as {identity.user.name}: what you did last on the "
-        "previous account's page was not saved."
+        else "This tab is now signed in as another account: what you did last on the previous "
+        "account's page was not saved."
     )
     return False
 
@@ -207,7 +206,6 @@ def _participant(params: tuple[str, str, str]) -> Annotator | None:
             return None
         user = read(engine, lambda s: s.get(Annotator, entry.annotator_id))
     st.session_state.pop(ENTRY_ERROR_KEY, None)
-    st.session_state[PROLIFIC_KEY] = params
     return user if user is not None and user.active else None
 
 

@@ -15,7 +15,7 @@ from annotate.queue.assignment import progress, queue_status, skip
 from annotate.queue.rules import AccountClosed
 from annotate.store.models import Annotator, Study
 from annotate.web.access import engine, require_user
-from annotate.web.identity import still_signed_in
+from annotate.web.identity import ended_message, still_signed_in
 from annotate.web.label_form import event_seq, event_value, form_data, label_form, page_token
 from annotate.web.views.common import (
     app_prefix,
@@ -217,6 +217,9 @@ def main() -> None:
         sign_out_link()
         return
     st.html(PAGE_CSS)
+    ended = ended_message()  # an event of another account's page, refused (identity.py)
+    if ended:
+        _say(ended, "warning")
     flash = st.session_state.pop(FLASH_KEY, None)
     tone = st.session_state.pop(TONE_KEY, "info")
     skipped = st.session_state.pop(SKIPPED_KEY, None)
