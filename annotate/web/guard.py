@@ -29,6 +29,9 @@ state it is sent (at most `server.maxWidgetStateSize` a message, which `annotate
 just above the labelling form's largest message), so a stranger's sockets cannot fill the
 server's memory. A socket past the limit is closed before Streamlit sees it (code 1008).
 
+Cookies and accounts are read as everywhere else in the app (annotate/web/identity.py, with
+Starlette's cookie parser); page sockets' frames pass annotate/web/socket_frames.py both ways.
+
 Refusals are answered before Streamlit reads anything, so they cost no memory. A refused body
 that is small enough is read and thrown away first (see `_refuse`), so that the client reads the
 answer instead of a reset connection.

@@ -131,11 +131,11 @@ def ended_message() -> str | None:
 
 def _run_marker() -> object | None:
     """An object that is new for every script run of this session (Streamlit resets the run
-    context, including its `cursors`, before the run's callbacks), None outside a run."""
+    context, including its `cursors`, before the run's callbacks), None outside a run. Should
+    a Streamlit upgrade drop it, every call resolves afresh: slower, never wrong."""
     from streamlit.runtime.scriptrunner import get_script_run_ctx
 
-    ctx = get_script_run_ctx()
-    return ctx.cursors if ctx is not None else None
+    return getattr(get_script_run_ctx(), "cursors", None)
 
 
 def _this_run() -> Identity | None:
