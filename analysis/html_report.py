@@ -43,14 +43,20 @@ def _figure(data: list[dict], layout: dict) -> dict:
     return {"data": data, "layout": {"font": {"family": "system-ui, sans-serif"}, **layout}}
 
 
-def _dotted_line(*, x=None, y=None, label: str) -> tuple[dict, dict]:
+def _dotted_line(*, x=None, y=None, label: str, side: str = "center") -> tuple[dict, dict]:
+    """A dotted reference line with its label; `side`: where a vertical line's label sits
+    ("left" of the line, "right" of it or centred on it), so that two lines close together
+    keep their labels apart."""
     if x is not None:
         shape = {"type": "line", "x0": x, "x1": x, "yref": "paper", "y0": 0, "y1": 1}
-        note = {"x": x, "y": 1.02, "yref": "paper", "text": label, "showarrow": False}
+        anchor = {"left": "right", "right": "left", "center": "center"}[side]
+        note = {"x": x, "y": 1.0, "yref": "paper", "text": label, "showarrow": False,
+                "xanchor": anchor, "yanchor": "bottom"}  # fmt: skip
     else:
         shape = {"type": "line", "y0": y, "y1": y, "xref": "paper", "x0": 0, "x1": 1}
+        # outside the plot, right of the line's end: never over a bar or a point
         note = {"y": y, "x": 1, "xref": "paper", "text": label, "showarrow": False,
-                "xanchor": "right", "yanchor": "bottom"}  # fmt: skip
+                "xanchor": "left", "yanchor": "middle"}  # fmt: skip
     shape["line"] = {"dash": "dot", "color": "grey"}
     return shape, note
 
@@ -75,8 +81,9 @@ def _alpha_chart(report: dict) -> dict:
         plus.append(ci[1] - value if ci and value is not None else 0)
         minus.append(value - ci[0] if ci and value is not None else 0)
         notes.append(_e(estimate.get("note", "")))
-    lines = [_dotted_line(x=RELIABLE, label="reliable 0.800"),
-             _dotted_line(x=TENTATIVE, label="tentative 0.667")]  # fmt: skip
+    # 0.667 and 0.800 lie close on the axis: each label on its own side of its line
+    lines = [_dotted_line(x=RELIABLE, label="reliable 0.800", side="right"),
+             _dotted_line(x=TENTATIVE, label="tentative 0.667", side="left")]  # fmt: skip
     trace = {
         "type": "scatter",
         "x": values,
@@ -127,7 +134,8 @@ def _quality_chart(report: dict) -> dict:
                     "yaxis": f"y{suffix}",
                 }
             )
-        domain = [(col - 1) * width + 0.03, col * width - 0.03]
+        # each later subplot leaves room on its left for its own percent ticks
+        domain = [(col - 1) * width + (0.04 if col > 1 else 0), col * width - 0.02]
         layout[f"xaxis{suffix}"] = {
             "domain": domain,
             "anchor": f"y{suffix}",
@@ -143,6 +151,14 @@ def _quality_chart(report: dict) -> dict:
             },
             "barmode": "group",
             "height": 360,
+            # above the plots, not at the right edge where it crowds the last one
+            "legend": {
+                "orientation": "h",
+                "x": 1,
+                "xanchor": "right",
+                "y": 1.02,
+                "yanchor": "bottom",
+            },
             **layout,
         },
     )
@@ -169,6 +185,8 @@ def _verdict_chart(report: dict) -> dict:
         "y": list(verdicts.values()),
         "marker": {"color": [VERDICT_COLOURS.get(v, "#666666") for v in verdicts]},
         "text": list(verdicts.values()),
+        "textposition": "outside",  # above each bar, in the page's text colour
+        "cliponaxis": False,
     }
     return _figure(
         [trace],
@@ -188,7 +206,12 @@ def _annotator_chart(report: dict) -> dict:
             "type": "scatter",
             "x": [a["median_seconds"] for a in rows],
             "y": [a[key] for a in rows],
-            "mode": "markers",
+            # each point named, to its right (annotators of about the same speed keep their
+            # names apart while their shares differ by a few hundredths), above it for one
+            # measure and below for the other (an annotator whose two shares are equal)
+            "mode": "markers+text",
+            "textposition": position,
+            "textfont": {"size": 11},
             "name": label,
             "marker": {
                 "color": colour,
@@ -199,20 +222,30 @@ def _annotator_chart(report: dict) -> dict:
             "customdata": [a["n"] for a in rows],
             "hovertemplate": "%{text}: %{y:.2f}, median %{x:.0f} s, n = %{customdata}<extra></extra>",
         }
-        for key, label, colour in (
-            ("label_agreement", "picks chosen (ties left out)", _CHOSEN),
-            ("peer_agreement", "agrees with the other annotators' majority", "#2166ac"),
+        for key, label, colour, position in (
+            ("label_agreement", "picks chosen (ties left out)", _CHOSEN, "top right"),
+            (
+                "peer_agreement",
+                "agrees with the other annotators' majority",
+                "#2166ac",
+                "bottom right",
+            ),
         )
     ]
+    seconds = [a["median_seconds"] for a in rows if a.get("median_seconds") is not None]
+    # room right of the slowest annotator for the name
+    x_range = [0, max(seconds) * 1.3] if seconds and max(seconds) > 0 else None
     return _figure(
         traces,
         {
             "title": {
                 "text": "Per annotator: agreement vs median seconds per item (marker size ~ items)"
             },
-            "xaxis": {"title": {"text": "median seconds per item"}},
-            "yaxis": {"title": {"text": "share"}, "range": [-0.05, 1.05]},
-            "height": 380,
+            "xaxis": {"title": {"text": "median seconds per item"}, "range": x_range},
+            # room above 1 and below 0 for the names
+            "yaxis": {"title": {"text": "share"}, "range": [-0.2, 1.2]},
+            "legend": {"orientation": "h", "x": 0, "y": -0.22, "yanchor": "top"},
+            "height": 420,
         },
     )
 
@@ -259,6 +292,14 @@ def _position_chart(report: dict) -> dict:
             "xaxis": {"type": "category"},
             "shapes": [shape],
             "annotations": [note],
+            "margin": {"r": 110},  # the line's label
+            "legend": {
+                "orientation": "h",
+                "x": 1,
+                "xanchor": "right",
+                "y": 1.02,
+                "yanchor": "bottom",
+            },
             "height": 360,
         },
     )
