@@ -1,5 +1,5 @@
 """The maintainer console for every maintainer (issue 19, WCAG 2.1 AA) and readable on a laptop:
-axe-core finds no serious or critical violation on any console page, and the Agreement page at
+axe-core finds no moderate, serious or critical violation on any console page, and the Agreement page at
 1440x900 and 1280x720 has charts whose labels do not overlap, labelled points, and tables that
 fit the page without scrolling sideways. One server for the module (tests/browser.py).
 
@@ -19,7 +19,6 @@ from tests.browser import (  # noqa: F401  (the fixtures `browser` and `new_page
     expect,
     goto,
     new_page_fixture,
-    save_screenshot,
     wait_idle,
 )
 from tests.test_console_browser import _build
@@ -54,15 +53,17 @@ def open_console_page(page, server, url_path: str, title: str) -> None:
     wait_idle(page)
 
 
-def test_axe_finds_nothing_serious_on_any_console_page(site, new_page):
+def test_axe_finds_nothing_moderate_or_worse_on_any_console_page(site, new_page):
     server, _ = site
     page = maintainer_page(site, new_page, WIDE)
     found = {}
     for _, title, _, url_path in PAGES:
         open_console_page(page, server, url_path, title)
-        serious = [v for v in axe_violations(page) if v["impact"] in ("serious", "critical")]
-        if serious:
-            found[url_path] = serious
+        bad = [
+            v for v in axe_violations(page) if v["impact"] in ("moderate", "serious", "critical")
+        ]
+        if bad:
+            found[url_path] = bad
     assert found == {}
 
 
@@ -122,8 +123,8 @@ TABLE_OVERFLOW = """(grid) => {
 }"""
 
 
-@pytest.mark.parametrize(("viewport", "shot"), [(WIDE, "1440x900"), (SMALL, "1280x720")])
-def test_the_agreement_page_is_readable_on_a_laptop(site, new_page, viewport, shot):
+@pytest.mark.parametrize("viewport", [WIDE, SMALL], ids=["1440x900", "1280x720"])
+def test_the_agreement_page_is_readable_on_a_laptop(site, new_page, viewport):
     server, _ = site
     page = maintainer_page(site, new_page, viewport)
     open_console_page(page, server, "admin-agreement", "Agreement")
@@ -142,7 +143,6 @@ def test_the_agreement_page_is_readable_on_a_laptop(site, new_page, viewport, sh
             problems.append((title, "the annotators' points do not carry their names"))
         if title.startswith("Agreement per question") and drawn["notes"] != 2:
             problems.append((title, "the reliable and tentative lines are not labelled"))
-        save_screenshot(page, f"agreement-chart-{i}-{shot}.png", clip=chart.bounding_box())
     grids = page.locator('[data-testid="stDataFrame"]')
     assert grids.count() >= 2
     for i in range(grids.count()):
@@ -152,5 +152,3 @@ def test_the_agreement_page_is_readable_on_a_laptop(site, new_page, viewport, sh
         if size["scroll"] > size["client"] + 1:
             problems.append((f"table {i} scrolls sideways", size))
     assert problems == []
-    page.locator('[data-testid="stMain"]').evaluate("(m) => m.scrollTo(0, 0)")
-    save_screenshot(page, f"console-agreement-{shot}.png")
