@@ -198,19 +198,82 @@ def _verdict_chart(report: dict) -> dict:
     )
 
 
+# Names beside the annotators' points: plotly places text without avoiding other text, so each
+# name takes the first of these places (offsets in px from the point: the box's left, bottom)
+# whose box is clear of the names placed before it, on a plot assumed no larger than
+# NAME_PLOT_PX (a larger plot only spreads the boxes further apart).
+NAME_PLOT_PX = (800, 150)
+NAME_CHAR_PX, NAME_HEIGHT_PX = 6.6, 15
+_NAME_PLACES = {
+    "top right": lambda w, h: (2, 5),
+    "bottom right": lambda w, h: (2, -5 - h),
+    "top left": lambda w, h: (-2 - w, 5),
+    "bottom left": lambda w, h: (-2 - w, -5 - h),
+    "middle right": lambda w, h: (8, -h / 2),
+    "middle left": lambda w, h: (-8 - w, -h / 2),
+}
+
+
+def _name_places(points: list[tuple], *, x_range: list, y_range: list) -> list[str]:
+    """A text position for each (x, y, name, preferred place) point, so that names do not
+    overlap (greedily, in the order given; the least crowded place when every one is taken)."""
+    (x0, x1), (y0, y1) = x_range, y_range
+    width, height = NAME_PLOT_PX
+    placed: list[tuple[float, float, float, float]] = []
+    out = []
+    for x, y, name, preferred in points:
+        if x is None or y is None:
+            out.append(preferred)
+            continue
+        px, py = (x - x0) / (x1 - x0) * width, (y - y0) / (y1 - y0) * height
+        w, h = len(name) * NAME_CHAR_PX, NAME_HEIGHT_PX
+        best = None
+        for place in [preferred, *(p for p in _NAME_PLACES if p != preferred)]:
+            dx, dy = _NAME_PLACES[place](w, h)
+            box = (px + dx, py + dy, px + dx + w, py + dy + h)
+            crowd = sum(
+                max(0.0, min(box[2], o[2]) - max(box[0], o[0]))
+                * max(0.0, min(box[3], o[3]) - max(box[1], o[1]))
+                for o in placed
+            )
+            if best is None or crowd < best[0]:
+                best = (crowd, place, box)
+            if crowd == 0:
+                break
+        placed.append(best[2])
+        out.append(best[1])
+    return out
+
+
 def _annotator_chart(report: dict) -> dict:
     rows = [a for a in report["annotators"] if a.get("n")]
     names = [_e(a["annotator"]) for a in rows]
+    measures = (
+        ("label_agreement", "picks chosen (ties left out)", _CHOSEN, "top right"),
+        ("peer_agreement", "agrees with the other annotators' majority", "#2166ac", "bottom right"),
+    )
+    seconds = [a["median_seconds"] for a in rows if a.get("median_seconds") is not None]
+    # room right of the slowest annotator for the name, and above 1 and below 0
+    x_range = [0, max(seconds) * 1.3 if seconds and max(seconds) > 0 else 1]
+    y_range = [-0.2, 1.2]
+    # each point named; an annotator's two points (one a measure) and annotators of about the
+    # same speed and shares keep their names apart (_name_places)
+    places = _name_places(
+        [
+            (a["median_seconds"], a[key], name, preferred)
+            for key, _, _, preferred in measures
+            for a, name in zip(rows, names, strict=True)
+        ],
+        x_range=x_range,
+        y_range=y_range,
+    )
     traces = [
         {
             "type": "scatter",
             "x": [a["median_seconds"] for a in rows],
             "y": [a[key] for a in rows],
-            # each point named, to its right (annotators of about the same speed keep their
-            # names apart while their shares differ by a few hundredths), above it for one
-            # measure and below for the other (an annotator whose two shares are equal)
             "mode": "markers+text",
-            "textposition": position,
+            "textposition": places[i * len(rows) : (i + 1) * len(rows)],
             "textfont": {"size": 11},
             "name": label,
             "marker": {
@@ -222,19 +285,8 @@ def _annotator_chart(report: dict) -> dict:
             "customdata": [a["n"] for a in rows],
             "hovertemplate": "%{text}: %{y:.2f}, median %{x:.0f} s, n = %{customdata}<extra></extra>",
         }
-        for key, label, colour, position in (
-            ("label_agreement", "picks chosen (ties left out)", _CHOSEN, "top right"),
-            (
-                "peer_agreement",
-                "agrees with the other annotators' majority",
-                "#2166ac",
-                "bottom right",
-            ),
-        )
+        for i, (key, label, colour, _) in enumerate(measures)
     ]
-    seconds = [a["median_seconds"] for a in rows if a.get("median_seconds") is not None]
-    # room right of the slowest annotator for the name
-    x_range = [0, max(seconds) * 1.3] if seconds and max(seconds) > 0 else None
     return _figure(
         traces,
         {
@@ -242,8 +294,7 @@ def _annotator_chart(report: dict) -> dict:
                 "text": "Per annotator: agreement vs median seconds per item (marker size ~ items)"
             },
             "xaxis": {"title": {"text": "median seconds per item"}, "range": x_range},
-            # room above 1 and below 0 for the names
-            "yaxis": {"title": {"text": "share"}, "range": [-0.2, 1.2]},
+            "yaxis": {"title": {"text": "share"}, "range": y_range},
             "legend": {"orientation": "h", "x": 0, "y": -0.22, "yanchor": "top"},
             "height": 420,
         },
