@@ -83,11 +83,15 @@ def save_draft(
         )
 
 
-def draft_key(secret: str | None, *, assignment_id: int, annotator_id: int) -> str:
+def draft_key(
+    secret: str | None, *, assignment_id: int, annotator_id: int, sign_in: str | None
+) -> str:
     """The key that lets a page save drafts of this assignment without a page run (the
     labelling form is given it with the pair; annotate/web/drafts.py checks it): HMAC-SHA256
-    with the study's secret, of a message no coin uses."""
-    message = f"draft:{assignment_id}:{annotator_id}".encode()
+    with the study's secret, of a message no coin uses. `sign_in` is the account's token hash
+    when the page was shown: Sign out and a new link change it, so a tab left open saves no
+    more drafts (a Prolific participant's stays: their address is their sign-in)."""
+    message = f"draft:{assignment_id}:{annotator_id}:{sign_in or ''}".encode()
     return hmac.new((secret or "").encode(), message, hashlib.sha256).hexdigest()
 
 

@@ -24,7 +24,7 @@ from annotate.queue.assignment import history, next_assignment, skip
 from annotate.store.db import get_engine, session
 from annotate.store.models import Annotation, Annotator, Assignment, Pair, Study
 from annotate.studies import update_study_options
-from annotate.web.access import maintainer_for_identity
+from annotate.web.identity import maintainer_for_identity
 from tests.factories import make_study
 
 

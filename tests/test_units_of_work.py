@@ -13,7 +13,7 @@ from annotate.auth import create_annotator
 from annotate.store import db
 from annotate.store.db import get_engine
 from annotate.store.models import Study
-from annotate.web import access
+from annotate.web import identity
 
 
 def _locked() -> OperationalError:
@@ -74,7 +74,7 @@ def test_the_token_lookup_of_every_page_run_is_retried(tmp_path, monkeypatch):
     _, token = db.write(
         engine, lambda s: create_annotator(s, name="alice", study_id=None, is_admin=False)
     )
-    real = access.annotator_for_token
+    real = identity.annotator_for_token
     failures = []
 
     def once_locked(s, value):
@@ -83,7 +83,6 @@ def test_the_token_lookup_of_every_page_run_is_retried(tmp_path, monkeypatch):
             raise _locked()
         return real(s, value)
 
-    monkeypatch.setattr(access, "annotator_for_token", once_locked)
-    access._engine_for.clear()
-    found = access._lookup(token)
+    monkeypatch.setattr(identity, "annotator_for_token", once_locked)
+    found = identity.account_for_token(engine, token)
     assert found is not None and found.name == "alice" and failures == [1]

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from annotate.web.access import current_user
+from annotate.web.identity import current_user
 from annotate.web.views.admin import admin_pages
 
 HERE = Path(__file__).parent
@@ -35,6 +35,8 @@ if user is not None and user.is_admin:
     )
     navigation = st.navigation([landing, *console, label], position="top")
 else:
+    # Only the console's front door (/admin, where it asks for a maintainer's sign-in): the
+    # navigation every visitor receives does not list the console's pages.
     label = st.Page(LABEL_SCRIPT, title="Label pairs", icon=":material/rule:", default=True)
-    navigation = st.navigation([label, *admin_pages()], position="hidden")
+    navigation = st.navigation([label, admin_pages()[0]], position="hidden")
 navigation.run()

@@ -7,7 +7,9 @@ rendered and sent again), more CPU than a Submit. Here a draft is one small JSON
 
 - it names the assignment and carries the key the form was given with it
   (`labelling.draft_key`, an HMAC with the study's secret): only a page that was shown that pair
-  can save its draft, whichever way its annotator signed in (link cookie or Prolific);
+  can save its draft, whichever way its annotator signed in (link cookie or Prolific), and
+  only while that sign-in lasts (the key includes the account's token hash: after Sign out
+  or a new link the open tab's drafts are refused, annotate/web/identity.py);
 - it must come from this site's own pages (`Sec-Fetch-Site`, else `Origin`), at most
   MAX_DRAFT_BYTES, and its answers pass the same check as the page's (`FormState.from_browser`);
 - it is stored by `labelling.save_draft`, the one rule for drafts (an open assignment only).
@@ -60,6 +62,7 @@ def store_draft(engine: Engine, body: dict) -> int:
                 Assignment.annotator_id,
                 Assignment.status,
                 Annotator.active,
+                Annotator.token_hash,
                 Study,
                 Pair.rubric_aspects,
             )
@@ -70,9 +73,12 @@ def store_draft(engine: Engine, body: dict) -> int:
         ).first()
         if row is None:
             return 403
-        annotator_id, status, active, study, aspects = row
+        annotator_id, status, active, sign_in, study, aspects = row
         expected = draft_key(
-            study.coin_secret, assignment_id=assignment_id, annotator_id=annotator_id
+            study.coin_secret,
+            assignment_id=assignment_id,
+            annotator_id=annotator_id,
+            sign_in=sign_in,  # signed out or given a new link since: the page's key is stale
         )
         if not hmac.compare_digest(expected, key):
             return 403
