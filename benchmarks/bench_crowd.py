@@ -130,8 +130,13 @@ class Stats:
 class Client:
     """One browser tab's websocket conversation with a replica."""
 
-    def __init__(self, base_url: str, token: str, name: str):
+    def __init__(self, base_url: str, token: str, name: str, *, address: str | None = None):
+        """`address`: the network address this annotator has, as a proxy in front of the app
+        forwards it (`X-Forwarded-For`, believed from FORWARDED_ALLOW_IPS, by default the
+        local host): one machine's simulated crowd is then many clients, as on launch day,
+        not one client past the per-client socket limit (annotate/web/guard.py)."""
         self.base = base_url.rstrip("/")
+        self.forwarded = {"X-Forwarded-For": address} if address else {}
         self.token = token
         self.name = name
         self.cookie = ""
@@ -145,9 +150,10 @@ class Client:
         parts = urlsplit(self.base)
         reader, writer = await asyncio.open_connection(parts.hostname, parts.port or 80)
         path = (parts.path or "") + f"/?token={self.token}"
+        forwarded = "".join(f"{name}: {value}\r\n" for name, value in self.forwarded.items())
         writer.write(
             f"GET {path} HTTP/1.1\r\nHost: {parts.netloc}\r\nSec-Fetch-Site: none\r\n"
-            "Connection: close\r\n\r\n".encode()
+            f"{forwarded}Connection: close\r\n\r\n".encode()
         )
         await writer.drain()
         head = await asyncio.wait_for(reader.read(65536), READ_TIMEOUT)
@@ -166,7 +172,7 @@ class Client:
             f"{scheme}://{parts.netloc}{parts.path}/_stcore/stream",
             subprotocols=["streamlit"],
             origin=f"{parts.scheme}://{parts.netloc}",
-            additional_headers={"Cookie": self.cookie},
+            additional_headers={"Cookie": self.cookie, **self.forwarded},
             max_size=None,
             open_timeout=READ_TIMEOUT,
         )
@@ -313,10 +319,11 @@ async def annotator(
     stop_at: float,
     seed: int,
     stats: Stats,
+    address: str | None = None,
 ) -> None:
     rng = random.Random(seed)
     await asyncio.sleep(max(0.0, start_at - time.monotonic()))
-    client = Client(base_url, token, name)
+    client = Client(base_url, token, name, address=address)
     try:
         began = time.monotonic()
         await client.sign_in()
@@ -617,6 +624,11 @@ def percentile(values: list[float], q: float) -> float | None:
     return round(ordered[min(len(ordered) - 1, math.ceil(q * len(ordered)) - 1)], 3)
 
 
+def crowd_address(i: int) -> str:
+    """The i-th simulated annotator's own network address (a private one: 10.x.y.z)."""
+    return f"10.{(i >> 16) & 255}.{(i >> 8) & 255}.{i & 255}"
+
+
 async def crowd(args, urls, accounts, stats: Stats, on_warm) -> float:
     began = time.monotonic()
     stop_at = began + args.minutes * 60
@@ -631,6 +643,7 @@ async def crowd(args, urls, accounts, stats: Stats, on_warm) -> float:
                 stop_at=stop_at,
                 seed=args.seed * 100003 + i,
                 stats=stats,
+                address=crowd_address(i),
             )
         )
         for i, (name, token) in enumerate(accounts)

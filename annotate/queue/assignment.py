@@ -12,19 +12,31 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
-from sqlalchemy import and_, bindparam, exists, func, update
+from sqlalchemy import (
+    BindParameter,
+    ColumnElement,
+    Exists,
+    and_,
+    bindparam,
+    exists,
+    func,
+    update,
+)
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import aliased
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
+from sqlmodel.sql.expression import SelectOfScalar
 
 from annotate.queue import gold
 from annotate.queue import rules as assignment_rules
 from annotate.queue.rules import AssignmentRow, Coins, StudyRules
 from annotate.queue.sql import Cursor
+from annotate.store.clock import as_utc
 from annotate.store.db import read_session, retrying, transaction
-from annotate.store.models import Annotator, Assignment, Pair, Study, utcnow
+from annotate.store.models import Annotator, Assignment, Pair, Study, table_of, utcnow
 
 CANDIDATES = 8
 
@@ -57,19 +69,21 @@ class QueueStatus:
         return self.answered > 0 and self.busy_until is None and not self.screened_out
 
 
-def _mine(annotator_id):  # an id, or a bound parameter in a prebuilt statement
+def _mine(annotator_id: int | BindParameter[Any]) -> Exists:
+    """Whether this annotator was given the pair (an id, or a bound parameter in a prebuilt
+    statement)."""
     # study_id first, so the (study_id, pair_id, annotator_id) unique index answers it
     return exists().where(
         and_(
-            Assignment.study_id == Pair.study_id,
-            Assignment.pair_id == Pair.id,
-            Assignment.annotator_id == annotator_id,
+            col(Assignment.study_id) == Pair.study_id,
+            col(Assignment.pair_id) == Pair.id,
+            col(Assignment.annotator_id) == annotator_id,
         )
     )
 
 
-_PAIR = Pair.__table__
-_ASSIGNMENT = Assignment.__table__
+_PAIR = table_of(Pair)
+_ASSIGNMENT = table_of(Assignment)
 # Statements of the rare paths, as Core constructs built once with bound parameters
 # (SQLAlchemy compiles each once per dialect). The common path is in annotate/queue/sql.py.
 # (The b_ names: bound parameters of an UPDATE of pair may not be named like its columns.)
@@ -188,13 +202,16 @@ class FullQueue(Cursor):
             .where(_ASSIGNMENT.c.id == assignment_id)
             .values(status="active", assigned_at=now, completed_at=None)
         )
-        return self.assignment_by_id(assignment_id)
+        reopened = self.assignment_by_id(assignment_id)
+        if reopened is None:  # the row was just updated in this transaction
+            raise LookupError(f"no assignment with id {assignment_id}")
+        return reopened
 
 
 # --- releasing reservations -----------------------------------------------------------------
 
 
-def _release(conn: Connection, *conditions, now: datetime) -> int:
+def _release(conn: Connection, *conditions: ColumnElement[bool], now: datetime) -> int:
     """Release the open reservations matching `conditions`, each in one statement that
     changes the rows it reads (no count read and written back): the assignment becomes
     'skipped' (the pair can come back to its annotator later, and a late answer is still
@@ -251,10 +268,10 @@ def release_answerless(
     now = now or utcnow()
     done = aliased(Assignment)
     answered = exists().where(
-        and_(done.annotator_id == Assignment.annotator_id, done.status == "done")
+        and_(col(done.annotator_id) == Assignment.annotator_id, col(done.status) == "done")
     )
     crowd = exists().where(
-        and_(Annotator.id == Assignment.annotator_id, Annotator.external_id.is_not(None))
+        and_(col(Annotator.id) == Assignment.annotator_id, col(Annotator.external_id).is_not(None))
     )
     return _release(
         _connection(s),
@@ -329,7 +346,7 @@ def ensure_assignment(s: Session, *, study_id: int, pair_id: int, annotator_id: 
         if assignment.status == "skipped":
             s.connection().execute(_RAISE, {"b_pair": pair_id})
         return assignment
-    coins = Coins(s.get(Study, study_id).coin_secret)
+    coins = Coins(s.get_one(Study, study_id).coin_secret)
     assignment = Assignment(
         study_id=study_id,
         pair_id=pair_id,
@@ -350,16 +367,16 @@ def ensure_assignment(s: Session, *, study_id: int, pair_id: int, annotator_id: 
     return assignment
 
 
-def _target_of(study: Study):
+def _target_of(study: Study) -> ColumnElement[int]:
     """A pair's target in a query of this study's pairs (see _TARGET)."""
     return func.coalesce(Pair.target, study.overlap_target)
 
 
-def _count(s: Session, statement) -> int:
+def _count(s: Session, statement: SelectOfScalar[int]) -> int:
     return int(s.exec(statement).one())
 
 
-def _pair_count(s: Session, *conditions) -> int:
+def _pair_count(s: Session, *conditions: ColumnElement[bool] | bool) -> int:
     return _count(s, select(func.count()).select_from(Pair).where(*conditions))
 
 
@@ -369,8 +386,8 @@ def progress(engine: Engine, *, annotator_id: int) -> Progress:
     quota). Gold checks count like any pair, those still to come included, so that the total
     does not change when one is shown."""
     with read_session(engine) as s:
-        annotator = s.get(Annotator, annotator_id)
-        study = s.get(Study, annotator.study_id)
+        annotator = s.get_one(Annotator, annotator_id)
+        study = s.get_one(Study, annotator.study_id)
         by_status = dict(
             s.exec(
                 select(Assignment.status, func.count())
@@ -391,7 +408,7 @@ def progress(engine: Engine, *, annotator_id: int) -> Progress:
             s,
             select(func.count())
             .select_from(Assignment)
-            .join(Pair, Pair.id == Assignment.pair_id)
+            .join(Pair, col(Pair.id) == Assignment.pair_id)
             .where(
                 Assignment.annotator_id == annotator_id,
                 Pair.is_gold == False,  # noqa: E712
@@ -404,7 +421,7 @@ def progress(engine: Engine, *, annotator_id: int) -> Progress:
             s,
             select(func.count())
             .select_from(Assignment)
-            .join(Pair, Pair.id == Assignment.pair_id)
+            .join(Pair, col(Pair.id) == Assignment.pair_id)
             .where(
                 Assignment.annotator_id == annotator_id,
                 Assignment.status == "skipped",
@@ -430,8 +447,8 @@ def queue_status(engine: Engine, *, annotator_id: int) -> QueueStatus:
     """For an annotator the queue gave nothing: what they answered, and whether (until when)
     the pairs left are only reserved by other people, who may not answer them."""
     with read_session(engine) as s:
-        annotator = s.get(Annotator, annotator_id)
-        study = s.get(Study, annotator.study_id)
+        annotator = s.get_one(Annotator, annotator_id)
+        study = s.get_one(Study, annotator.study_id)
         answered = _count(
             s,
             select(func.count())
@@ -448,7 +465,7 @@ def queue_status(engine: Engine, *, annotator_id: int) -> QueueStatus:
         earliest = s.exec(
             select(func.min(held.assigned_at))
             .select_from(held)
-            .join(Pair, Pair.id == held.pair_id)
+            .join(Pair, col(Pair.id) == held.pair_id)
             .where(
                 held.study_id == study.id,
                 held.status == "active",
@@ -461,28 +478,29 @@ def queue_status(engine: Engine, *, annotator_id: int) -> QueueStatus:
         ).one()
     if earliest is None:
         return QueueStatus(answered=answered, busy_until=None)
-    if earliest.tzinfo is None:  # SQLite gives back naive UTC
-        earliest = earliest.replace(tzinfo=utcnow().tzinfo)
     return QueueStatus(
-        answered=answered, busy_until=earliest + timedelta(seconds=study.reservation_timeout)
+        answered=answered,
+        busy_until=as_utc(earliest) + timedelta(seconds=study.reservation_timeout),
     )
 
 
 @retrying
-def history(engine: Engine, *, annotator_id: int, limit: int = 200) -> list[tuple[int, str]]:
+def history(
+    engine: Engine, *, annotator_id: int, limit: int | None = 200
+) -> list[tuple[int, str]]:
     """(pair id, pair key) of this annotator's completed pairs, most recent first. Gold checks
     are left out: their first answer is what counts (accuracy, qualification)."""
     with read_session(engine) as s:
-        return list(
-            s.exec(
-                select(Pair.id, Pair.pair_key)
-                .join(Assignment, Assignment.pair_id == Pair.id)
-                .where(
-                    Assignment.annotator_id == annotator_id,
-                    Assignment.status == "done",
-                    Pair.is_gold == False,  # noqa: E712
-                )
-                .order_by(Assignment.completed_at.desc(), Assignment.id.desc())
-                .limit(limit)
-            ).all()
-        )
+        rows = s.exec(
+            select(Pair.id, Pair.pair_key)
+            .join(Assignment, col(Assignment.pair_id) == Pair.id)
+            .where(
+                Assignment.annotator_id == annotator_id,
+                Assignment.status == "done",
+                Pair.is_gold == False,  # noqa: E712
+            )
+            .order_by(col(Assignment.completed_at).desc(), col(Assignment.id).desc())
+            .limit(limit)
+        ).all()
+    # a stored pair's id is never None (the model's id is None only before its insert)
+    return [(pair_id, key) for pair_id, key in rows if pair_id is not None]

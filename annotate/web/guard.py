@@ -62,8 +62,8 @@ from annotate.web.paths import is_under, route_path, url_prefix
 from annotate.web.socket_frames import hide_server_details, refuse_deep_values
 
 # A pairs file for the console: 200 MB holds about 2,000 records of 100 KB. Bigger files go
-# through `annotate import-pairs`, which streams them. `.streamlit/config.toml` says the same;
-# the server lowers any larger configured value to this one (server.py).
+# through `annotate import-pairs`, which streams them. The server lowers any larger
+# configured value to this one (server.py).
 UPLOAD_LIMIT_MB = 200
 # Files a console session may hold at once (the pairs file, a few model files on the Agreement
 # page), and their total: a maintainer's stolen session cannot fill the server either.

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import secrets
 from collections.abc import Callable
 from pathlib import Path
 
@@ -28,6 +29,7 @@ from annotate.wording import DIMENSION_HELP, PREFERENCE_QUESTION, REASON_LABELS,
 STATIC = Path(__file__).parent / "static"
 EVENTS = ("submit", "draft", "skip", "back", "cancel", "open", "history", "posts")
 REASON_KEYS = {"personal_fit": "P", "general_quality": "G", "both": "O", "unsure": "U"}
+SESSION_KEY = "form_session"  # session_mark()
 ASPECT_TITLES = {0: "0 = not covered", 1: "1 = somewhat", 2: "2 = very well"}
 
 _component = st.components.v2.component(
@@ -187,11 +189,21 @@ def form_data(
     }
 
 
+def session_mark() -> str:
+    """A random name for this Streamlit session (this tab on this replica), made on its first
+    run. The form compares it across runs: a new one means the page reconnected to another
+    session, which never received an event the form still waits for, so it sends it again."""
+    mark = st.session_state.get(SESSION_KEY)
+    if mark is None:
+        mark = st.session_state[SESSION_KEY] = secrets.token_hex(8)
+    return mark
+
+
 def label_form(*, key: str, data: dict, on_event: Callable[[str], None]) -> None:
     """Mount the form; `on_event(name)` runs (as a callback, before the next script run) when
     the browser sends one of EVENTS; `event_value(key, name)` reads what it sent."""
     callbacks = {f"on_{name}_change": (lambda name=name: on_event(name)) for name in EVENTS}
-    _component(key=key, data=data, **callbacks)
+    _component(key=key, data={**data, "session": session_mark()}, **callbacks)
 
 
 def event_seq(payload: object) -> int | None:

@@ -58,6 +58,9 @@ export interface FormData {
   flash_tone: "info" | "warning";
   /** The number (`seq`) of the last event the server acted on; null before any. */
   answered: number | null;
+  /** One server session (set by `label_form`): another value means the page reconnected to a
+   * new session, on another replica, which never saw an event the form still waits for. */
+  session?: string;
   /** Drop what the browser holds for this pair and show `initial` (saved in another tab). */
   reset: boolean;
   sign_out_url: string;

@@ -7,8 +7,9 @@ import html
 import streamlit as st
 from sqlalchemy import update
 from sqlalchemy.engine import Engine
+from sqlmodel import col
 
-from annotate.store.db import retrying, session
+from annotate.store import db
 from annotate.store.models import Annotator, Study
 from annotate.web.paths import url_prefix
 from annotate.web.render import safe_markdown
@@ -56,12 +57,9 @@ def show_guidelines(study: Study) -> None:
     st.markdown(safe_markdown(study.guidelines))
 
 
-@retrying
 def mark_guidelines_seen(engine: Engine, *, annotator_id: int) -> None:
-    with session(engine) as s:
-        s.execute(
-            update(Annotator).where(Annotator.id == annotator_id).values(guidelines_seen=True)
-        )
+    seen = update(Annotator).where(col(Annotator.id) == annotator_id).values(guidelines_seen=True)
+    db.write(engine, lambda s: s.execute(seen))
 
 
 def finished_extras(user: Annotator, study: Study) -> None:

@@ -96,6 +96,8 @@ def _on_event(name: str, *, key: str, item: Item, study: Study, user: Annotator)
         return  # signed out, a newer link, deactivated: nothing stored, nothing reserved
     payload = event_value(key, name)
     seq = event_seq(payload)
+    if seq is not None and seq <= st.session_state.get(ANSWERED_KEY, -1):
+        return  # sent again after a reconnect, but already acted on: the rerun shows the result
     if seq is not None:  # every answer, whatever it shows, ends the browser's sending state
         st.session_state[ANSWERED_KEY] = seq
     if name == "submit":
