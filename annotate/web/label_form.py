@@ -22,6 +22,7 @@ import streamlit as st
 from analysis.vocabulary import SLOTS, TIE
 from annotate.answers import FormState, Question, form_questions
 from annotate.labelling import draft_key
+from annotate.store.models import Study
 from annotate.web.render import safe_html
 from annotate.wording import DIMENSION_HELP, PREFERENCE_QUESTION, REASON_LABELS, REASON_QUESTION
 
@@ -74,6 +75,12 @@ def _cell(question: Question, study) -> dict:
             "option_titles": {str(k): v for k, v in ASPECT_TITLES.items()},
         }
     return cell
+
+
+def guidelines_html(study: Study) -> str:
+    """The study's guidelines for the form's panel: a markdown document, often hard-wrapped in
+    its source (annotate.demo.GUIDELINES), so a single newline joins the lines of a paragraph."""
+    return safe_html(study.guidelines, newline="space") if study.guidelines.strip() else ""
 
 
 def form_data(
@@ -133,7 +140,7 @@ def form_data(
                 sign_in=sign_in,
             ),
         },
-        "guidelines_html": safe_html(study.guidelines) if study.guidelines.strip() else "",
+        "guidelines_html": guidelines_html(study),
         "question_html": safe_html(pair.question),
         "aspects": [
             {
