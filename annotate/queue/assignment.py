@@ -370,59 +370,63 @@ def progress(engine: Engine, *, annotator_id: int) -> Progress:
     does not change when one is shown."""
     with read_session(engine) as s:
         annotator = s.get(Annotator, annotator_id)
-        study = s.get(Study, annotator.study_id)
-        by_status = dict(
-            s.exec(
-                select(Assignment.status, func.count())
-                .where(Assignment.annotator_id == annotator_id)
-                .group_by(Assignment.status)
-            ).all()
-        )
-        # "Pairs with room that this annotator has not touched", counted as two index range
-        # counts: a NOT EXISTS per pair would grow with the study (49 ms at 10,000 pairs).
-        with_room = _pair_count(
-            s,
-            Pair.study_id == study.id,
+        return progress_in(s, annotator_id=annotator_id, study=s.get(Study, annotator.study_id))
+
+
+def progress_in(s: Session, *, annotator_id: int, study: Study) -> Progress:
+    """`progress`, inside the caller's read (the labelling page's one unit of work)."""
+    by_status = dict(
+        s.exec(
+            select(Assignment.status, func.count())
+            .where(Assignment.annotator_id == annotator_id)
+            .group_by(Assignment.status)
+        ).all()
+    )
+    # "Pairs with room that this annotator has not touched", counted as two index range
+    # counts: a NOT EXISTS per pair would grow with the study (49 ms at 10,000 pairs).
+    with_room = _pair_count(
+        s,
+        Pair.study_id == study.id,
+        Pair.is_gold == False,  # noqa: E712
+        Pair.queued == True,  # noqa: E712
+        Pair.n_assigned < _target_of(study),
+    )
+    mine_with_room = _count(
+        s,
+        select(func.count())
+        .select_from(Assignment)
+        .join(Pair, Pair.id == Assignment.pair_id)
+        .where(
+            Assignment.annotator_id == annotator_id,
             Pair.is_gold == False,  # noqa: E712
             Pair.queued == True,  # noqa: E712
             Pair.n_assigned < _target_of(study),
-        )
-        mine_with_room = _count(
-            s,
-            select(func.count())
-            .select_from(Assignment)
-            .join(Pair, Pair.id == Assignment.pair_id)
-            .where(
-                Assignment.annotator_id == annotator_id,
-                Pair.is_gold == False,  # noqa: E712
-                Pair.queued == True,  # noqa: E712
-                Pair.n_assigned < _target_of(study),
-            ),
-        )
-        available = with_room - mine_with_room
-        skipped_with_room = _count(
-            s,
-            select(func.count())
-            .select_from(Assignment)
-            .join(Pair, Pair.id == Assignment.pair_id)
-            .where(
-                Assignment.annotator_id == annotator_id,
-                Assignment.status == "skipped",
-                Pair.n_assigned < _target_of(study),
-            ),
-        )
-        gold_unseen = _pair_count(
-            s,
-            Pair.study_id == study.id,
-            Pair.is_gold == True,  # noqa: E712
-            ~_mine(annotator_id),
-        )
-        done = by_status.get("done", 0)
-        # every gold pair not met yet comes before the queue ends (assignment_rules, rule 7)
-        total = done + by_status.get("active", 0) + skipped_with_room + available + gold_unseen
-        if study.items_per_annotator is not None:
-            total = min(total, study.items_per_annotator)
-        return Progress(done=done, total=max(total, done))
+        ),
+    )
+    available = with_room - mine_with_room
+    skipped_with_room = _count(
+        s,
+        select(func.count())
+        .select_from(Assignment)
+        .join(Pair, Pair.id == Assignment.pair_id)
+        .where(
+            Assignment.annotator_id == annotator_id,
+            Assignment.status == "skipped",
+            Pair.n_assigned < _target_of(study),
+        ),
+    )
+    gold_unseen = _pair_count(
+        s,
+        Pair.study_id == study.id,
+        Pair.is_gold == True,  # noqa: E712
+        ~_mine(annotator_id),
+    )
+    done = by_status.get("done", 0)
+    # every gold pair not met yet comes before the queue ends (assignment_rules, rule 7)
+    total = done + by_status.get("active", 0) + skipped_with_room + available + gold_unseen
+    if study.items_per_annotator is not None:
+        total = min(total, study.items_per_annotator)
+    return Progress(done=done, total=max(total, done))
 
 
 @retrying
@@ -469,20 +473,25 @@ def queue_status(engine: Engine, *, annotator_id: int) -> QueueStatus:
 
 
 @retrying
-def history(engine: Engine, *, annotator_id: int, limit: int = 200) -> list[tuple[int, str]]:
+def history(engine: Engine, *, annotator_id: int, limit: int | None = 200) -> list[tuple[int, str]]:
     """(pair id, pair key) of this annotator's completed pairs, most recent first. Gold checks
     are left out: their first answer is what counts (accuracy, qualification)."""
     with read_session(engine) as s:
-        return list(
-            s.exec(
-                select(Pair.id, Pair.pair_key)
-                .join(Assignment, Assignment.pair_id == Pair.id)
-                .where(
-                    Assignment.annotator_id == annotator_id,
-                    Assignment.status == "done",
-                    Pair.is_gold == False,  # noqa: E712
-                )
-                .order_by(Assignment.completed_at.desc(), Assignment.id.desc())
-                .limit(limit)
-            ).all()
-        )
+        return history_in(s, annotator_id=annotator_id, limit=limit)
+
+
+def history_in(s: Session, *, annotator_id: int, limit: int | None) -> list[tuple[int, str]]:
+    """`history`, inside the caller's read."""
+    return list(
+        s.exec(
+            select(Pair.id, Pair.pair_key)
+            .join(Assignment, Assignment.pair_id == Pair.id)
+            .where(
+                Assignment.annotator_id == annotator_id,
+                Assignment.status == "done",
+                Pair.is_gold == False,  # noqa: E712
+            )
+            .order_by(Assignment.completed_at.desc(), Assignment.id.desc())
+            .limit(limit)
+        ).all()
+    )

@@ -10,6 +10,7 @@ import streamlit as st
 
 from annotate.web.access import current_user
 from annotate.web.views.admin import admin_pages
+from annotate.web.views.common import RUN_USER_KEY
 
 HERE = Path(__file__).parent
 LABEL_SCRIPT = str(HERE / "views" / "label.py")
@@ -37,4 +38,5 @@ if user is not None and user.is_admin:
 else:
     label = st.Page(LABEL_SCRIPT, title="Label pairs", icon=":material/rule:", default=True)
     navigation = st.navigation([label, *admin_pages()], position="hidden")
+st.session_state[RUN_USER_KEY] = user  # the labelling page takes it (common.signed_in_user)
 navigation.run()

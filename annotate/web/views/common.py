@@ -34,6 +34,19 @@ def focus_button(key: str) -> None:
     _focus(key=f"focus_{key}", data={"key": key})
 
 
+# The signed-in user the entry script (app.py) found in this run, handed to the page it runs
+# so that the page does not look the sign-in up a second time; the page takes it (pop).
+RUN_USER_KEY = "annotate_run_user"
+
+
+def signed_in_user():
+    """The user app.py signed in for this run, else the page's own check (access.require_user:
+    the sign-in message when nobody is signed in)."""
+    from annotate.web.access import require_user
+
+    return st.session_state.pop(RUN_USER_KEY, None) or require_user()
+
+
 def app_prefix() -> str:
     """Where the app is on its host: "" or "/annotate" for server.baseUrlPath = "annotate"."""
     return url_prefix(st.get_option("server.baseUrlPath"))

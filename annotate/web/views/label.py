@@ -10,11 +10,11 @@ import streamlit as st
 from annotate.annotations import StaleAnswer
 from annotate.answers import FormState, missing_questions
 from annotate.earlier_answers import EarlierAnswer, earlier_answers, previous_pair
-from annotate.labelling import Item, current_item, draft_seconds, load_study, save_draft, submit
-from annotate.queue.assignment import progress, queue_status, skip
+from annotate.labelling import Item, draft_seconds, label_page, save_draft, submit
+from annotate.queue.assignment import queue_status, skip
 from annotate.queue.rules import AccountClosed
 from annotate.store.models import Annotator, Study
-from annotate.web.access import engine, require_user
+from annotate.web.access import engine
 from annotate.web.label_form import event_seq, event_value, form_data, label_form, page_token
 from annotate.web.views.common import (
     app_prefix,
@@ -24,6 +24,7 @@ from annotate.web.views.common import (
     show_guidelines,
     sign_out_link,
     sign_out_url,
+    signed_in_user,
 )
 
 EDIT_KEY = "edit_pair_id"
@@ -191,22 +192,33 @@ def _earlier_answers_picker(done: list[EarlierAnswer]) -> None:
             st.rerun()
 
 
+def _guidelines(study: Study, user: Annotator) -> None:
+    show_guidelines(study)
+    if st.button("Start labelling", type="primary", key="start_labelling"):
+        mark_guidelines_seen(engine(), annotator_id=user.id)
+        st.rerun()
+    focus_button("start_labelling")  # Enter starts, no Tab first
+    sign_out_link()
+
+
 def main() -> None:
-    user = require_user()
-    study = load_study(engine(), study_id=user.study_id)
-    if study.guidelines.strip() and not user.guidelines_seen:
-        show_guidelines(study)
-        if st.button("Start labelling", type="primary", key="start_labelling"):
-            mark_guidelines_seen(engine(), annotator_id=user.id)
-            st.rerun()
-        focus_button("start_labelling")  # Enter starts, no Tab first
-        sign_out_link()
+    user = signed_in_user()
+    page = label_page(
+        engine(),
+        annotator_id=user.id,
+        study_id=user.study_id,
+        pair_id=st.session_state.get(EDIT_KEY),
+        posts_for=st.session_state.get(POSTS_KEY),
+        guidelines_seen=user.guidelines_seen,
+    )
+    study, item = page.study, page.item
+    if page.guidelines_first:
+        _guidelines(study, user)
         return
     st.html(PAGE_CSS)
     flash = st.session_state.pop(FLASH_KEY, None)
     tone = st.session_state.pop(TONE_KEY, "info")
     skipped = st.session_state.pop(SKIPPED_KEY, None)
-    item = current_item(engine(), annotator_id=user.id, pair_id=st.session_state.get(EDIT_KEY))
     if item is None:
         st.session_state.pop(EDIT_KEY, None)
         if flash:
@@ -215,17 +227,15 @@ def main() -> None:
         return
     if skipped is not None and skipped == item.pair.id and not item.editing:
         flash, tone = LAST_PAIR_LEFT, "info"
-    done_total = progress(engine(), annotator_id=user.id)
-    before = item.pair.id if item.editing else None
     key = _form_key(item, study)
     show_history = st.session_state.get(HISTORY_KEY)
     data = form_data(
         item=item,
         study=study,
         form=item.initial_form(),
-        progress=(done_total.done, done_total.total),
+        progress=(page.progress.done, page.progress.total),
         seconds_before=0.0 if item.editing else draft_seconds(item.assignment.draft),
-        can_go_back=previous_pair(engine(), annotator_id=user.id, before=before) is not None,
+        can_go_back=page.can_go_back,
         history=earlier_answers(engine(), annotator_id=user.id) if show_history else None,
         refused=st.session_state.get(REFUSED_KEY),
         flash=flash,
@@ -233,7 +243,7 @@ def main() -> None:
         answered=st.session_state.get(ANSWERED_KEY),
         reset=bool(st.session_state.pop(RESET_KEY, False)),
         sign_out_url=sign_out_url(),
-        with_posts=st.session_state.get(POSTS_KEY) == item.pair.id,
+        with_posts=item.posts is not None,
         draft_url=f"{app_prefix()}/draft",
     )
     label_form(
