@@ -15,10 +15,10 @@ from annotate.annotations import Loaded, submit_and_next, submit_answer
 from annotate.answers import FormState, to_answer
 from annotate.earlier_answers import previous_pair_in
 from annotate.queue.assignment import Progress, next_assignment, progress_in
-from annotate.queue.rules import AssignmentRow
+from annotate.queue.rules import AssignmentRow, GivenAway
 from annotate.store import db
 from annotate.store.db import read_session, retrying, session
-from annotate.store.models import Annotation, Annotator, Assignment, Pair, Study
+from annotate.store.models import Annotation, Annotator, Assignment, Pair, Study, utcnow
 
 DRAFT_SECONDS = "seconds"
 
@@ -34,6 +34,7 @@ class Item:
     annotation: Annotation | None
     posts_count: int = 0
     posts: list[dict] | None = None
+    away: bool = False  # the page said it went away (closed or hidden; rules.py, rule 8)
 
     @property
     def editing(self) -> bool:
@@ -160,24 +161,38 @@ def _read_item(
     else:
         count = s.exec(select(_posts_count(s)).where(Pair.id == pair.id)).one()
     return Item(
-        pair=pair, assignment=assignment, annotation=annotation, posts_count=count, posts=posts
+        pair=pair,
+        assignment=assignment,
+        annotation=annotation,
+        posts_count=count,
+        posts=posts,
+        away=row.away_since is not None and row.status == "active",
     )
 
 
 @retrying
 def save_draft(
-    engine: Engine, *, assignment_id: int, form: FormState, seconds: float | None = None
+    engine: Engine,
+    *,
+    assignment_id: int,
+    form: FormState,
+    seconds: float | None = None,
+    away: bool = False,
+    statuses: tuple[str, ...] = ("active",),
 ) -> None:
     """Keep the answers given so far, and the seconds spent on the pair until now (so that a
-    reload does not restart the time on item)."""
+    reload does not restart the time on item), in an open assignment (`statuses`). `away`:
+    the page sent it as it went away (closed or hidden), which starts rule 8's AWAY_HOLD."""
     draft = form.as_draft()
     if seconds is not None:
         draft[DRAFT_SECONDS] = round(seconds, 1)
+    # a draft comes from a page that shows the pair: it is not away (rules.py, rule 8), unless
+    # it is the page's last word before it went away
     with session(engine) as s:
         s.execute(
             update(Assignment)
-            .where(Assignment.id == assignment_id, Assignment.status == "active")
-            .values(draft=draft)
+            .where(Assignment.id == assignment_id, Assignment.status.in_(statuses))
+            .values(draft=draft, away_since=utcnow() if away else None)
         )
 
 
@@ -211,4 +226,16 @@ def submit(
     if item.editing:
         submit_answer(engine, **keys, answer=answer, loaded=loaded)
         return None
-    return submit_and_next(engine, **keys, answer=answer, loaded=loaded)
+    try:
+        return submit_and_next(engine, **keys, answer=answer, loaded=loaded)
+    except GivenAway:
+        # released while the page was away and filled by others: the answer stays the draft
+        # of the released reservation (it is shown again if the pair comes back)
+        save_draft(
+            engine,
+            assignment_id=item.assignment.id,
+            form=form,
+            seconds=seconds,
+            statuses=("active", "skipped"),
+        )
+        raise

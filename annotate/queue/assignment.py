@@ -178,9 +178,13 @@ class FullQueue(Cursor):
         return None
 
     def release_expired(self, *, study: StudyRules, now: datetime) -> int:
-        return release_expired(
-            self.conn, study_id=study.id, timeout=study.reservation_timeout, now=now
-        ) + release_answerless(self.conn, study_id=study.id, now=now)
+        return (
+            release_expired(
+                self.conn, study_id=study.id, timeout=study.reservation_timeout, now=now
+            )
+            + release_answerless(self.conn, study_id=study.id, now=now)
+            + release_away(self.conn, study_id=study.id, now=now)
+        )
 
     def _reopen(self, assignment_id: int, *, now: datetime) -> AssignmentRow:
         self.conn.execute(
@@ -266,6 +270,36 @@ def release_answerless(
     )
 
 
+def release_away(s: Session | Connection, *, study_id: int, now: datetime | None = None) -> int:
+    """Inside the caller's write transaction: the study's reservations whose page went away
+    (closed or hidden) more than AWAY_HOLD seconds ago (rules.py, rule 8). Their drafts stay."""
+    now = now or utcnow()
+    return _release(
+        _connection(s),
+        _ASSIGNMENT.c.study_id == study_id,
+        _ASSIGNMENT.c.away_since < now - timedelta(seconds=assignment_rules.AWAY_HOLD),
+        now=now,
+    )
+
+
+@retrying
+def mark_away(engine: Engine, *, assignment_id: int, away: bool) -> str | None:
+    """The page showing this assignment went away (closed or hidden) or is back: the lease of
+    rule 8 starts or ends. Returns the assignment's status (None: no such assignment); a
+    released one ("skipped") is not taken back here."""
+    with transaction(engine, durable=False) as conn:
+        status = conn.execute(
+            select(_ASSIGNMENT.c.status).where(_ASSIGNMENT.c.id == assignment_id)
+        ).scalar()
+        if status == "active":
+            conn.execute(
+                update(_ASSIGNMENT)
+                .where(_ASSIGNMENT.c.id == assignment_id, _ASSIGNMENT.c.status == "active")
+                .values(away_since=utcnow() if away else None)
+            )
+        return status
+
+
 # --- the labelling step ---------------------------------------------------------------------
 
 
@@ -319,7 +353,8 @@ def skip(engine: Engine, *, annotator_id: int, pair_id: int) -> None:
 
 def ensure_assignment(s: Session, *, study_id: int, pair_id: int, annotator_id: int) -> Assignment:
     """The assignment row for a submission that arrives without an open one (a stale tab, a
-    skipped pair, an expired reservation, an import): the pair is counted again."""
+    skipped pair, an expired reservation, an import): the pair is counted again. A released
+    (skipped) one is taken back only while its pair has room, else GivenAway (rule 8)."""
     assignment = s.exec(
         select(Assignment).where(
             Assignment.annotator_id == annotator_id, Assignment.pair_id == pair_id
@@ -327,7 +362,11 @@ def ensure_assignment(s: Session, *, study_id: int, pair_id: int, annotator_id: 
     ).first()
     if assignment is not None:
         if assignment.status == "skipped":
-            s.connection().execute(_RAISE, {"b_pair": pair_id})
+            # a released reservation: taken back while the pair has room (rule 8)
+            target = s.get(Study, study_id).overlap_target
+            taken = s.connection().execute(_RESERVE, {"b_pair": pair_id, "b_target": target})
+            if taken.rowcount != 1:
+                raise assignment_rules.GivenAway
         return assignment
     coins = Coins(s.get(Study, study_id).coin_secret)
     assignment = Assignment(
@@ -448,9 +487,10 @@ def queue_status(engine: Engine, *, annotator_id: int) -> QueueStatus:
         if gold.qualification(s, study=study, annotator_id=annotator_id).state == gold.FAILED:
             return QueueStatus(answered=answered, busy_until=None, screened_out=True)
         held = aliased(Assignment)
-        # from the study's open reservations (index ix_assignment_open), a few per annotator
-        earliest = s.exec(
-            select(func.min(held.assigned_at))
+        # from the study's open reservations (index ix_assignment_open), a few per annotator:
+        # the earliest held since, and the earliest whose page went away (rule 8)
+        earliest, away = s.exec(
+            select(func.min(held.assigned_at), func.min(held.away_since))
             .select_from(held)
             .join(Pair, Pair.id == held.pair_id)
             .where(
@@ -465,11 +505,15 @@ def queue_status(engine: Engine, *, annotator_id: int) -> QueueStatus:
         ).one()
     if earliest is None:
         return QueueStatus(answered=answered, busy_until=None)
-    if earliest.tzinfo is None:  # SQLite gives back naive UTC
-        earliest = earliest.replace(tzinfo=utcnow().tzinfo)
-    return QueueStatus(
-        answered=answered, busy_until=earliest + timedelta(seconds=study.reservation_timeout)
-    )
+    busy_until = _aware(earliest) + timedelta(seconds=study.reservation_timeout)
+    if away is not None:
+        busy_until = min(busy_until, _aware(away) + timedelta(seconds=assignment_rules.AWAY_HOLD))
+    return QueueStatus(answered=answered, busy_until=busy_until)
+
+
+def _aware(moment: datetime) -> datetime:
+    """SQLite gives back naive UTC."""
+    return moment.replace(tzinfo=utcnow().tzinfo) if moment.tzinfo is None else moment
 
 
 @retrying

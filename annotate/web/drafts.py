@@ -14,6 +14,12 @@ rendered and sent again), more CPU than a Submit. Here a draft is one small JSON
 
 Answers 204 when stored or when the assignment is no longer open (nothing to keep), 4xx
 otherwise; the form falls back to the websocket event when the request fails.
+
+The same request carries the page's lease (annotate/queue/rules.py, rule 8): `"away": true`
+when the page is hidden or closed (with the form when it changed since the last draft, else
+without one), which releases the pair AWAY_HOLD seconds later if others need it; any later
+draft, or `"back": true` when the page is shown again, ends that. `back` answers 409 with a
+message when the pair was released meanwhile (the page shows it; the answers stay).
 """
 
 from __future__ import annotations
@@ -27,15 +33,21 @@ from sqlalchemy.engine import Engine
 from sqlmodel import select
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from annotate.answers import FormState
 from annotate.labelling import draft_key, save_draft
+from annotate.queue.assignment import mark_away
 from annotate.store.db import read_session, retrying
 from annotate.store.models import Annotator, Assignment, Pair, Study
 from annotate.web.login import _same_origin
 
+GONE = 409  # the pair was given to another annotator while the page was away (rules.py, 8)
+GONE_MESSAGE = (
+    "While this page was away, this pair was given to another annotator. Your answers so far "
+    "are kept: submit them if the pair still needs them, else you get your next pair."
+)
 MAX_DRAFT_BYTES = 32_768  # a comment of 4,000 characters, escaped, and the ratings
 MAX_SECONDS = 24 * 3600.0
 
@@ -78,11 +90,26 @@ def store_draft(engine: Engine, body: dict) -> int:
             return 403
         if not active:
             return 403  # a deactivated account keeps nothing, also from a tab still open
+        if body.get("back") is True:  # the page is shown again: is the pair still its own?
+            if status == "skipped":
+                return GONE
+            if status == "active":
+                mark_away(engine, assignment_id=assignment_id, away=False)
+            return 204
         if status != "active":
             return 204  # answered or released meanwhile: nothing to keep
+        away = body.get("away") is True
+        if "form" not in body:  # the page went away with nothing new to keep
+            if away:
+                mark_away(engine, assignment_id=assignment_id, away=True)
+            return 204
         form = FormState.from_browser(body.get("form"), study=study, n_aspects=len(aspects or []))
     save_draft(
-        engine, assignment_id=assignment_id, form=form, seconds=_seconds(body.get("seconds"))
+        engine,
+        assignment_id=assignment_id,
+        form=form,
+        seconds=_seconds(body.get("seconds")),
+        away=away,
     )
     return 204
 
@@ -104,6 +131,9 @@ def draft_routes(get_engine: Callable[[], Engine], *, prefix: str = "") -> list[
         if not isinstance(body, dict):
             return Response(status_code=400)
         status = await run_in_threadpool(store_draft, get_engine(), body)
-        return Response(status_code=status, headers={"Cache-Control": "no-store"})
+        headers = {"Cache-Control": "no-store"}
+        if status == GONE:
+            return JSONResponse({"message": GONE_MESSAGE}, status_code=status, headers=headers)
+        return Response(status_code=status, headers=headers)
 
     return [Route(f"{prefix}/draft", draft, methods=["POST"])]

@@ -129,6 +129,9 @@ def form_data(
                 assignment_id=item.assignment.id,
                 annotator_id=item.assignment.annotator_id,
             ),
+            # the page had said it went away (rule 8 of annotate/queue/rules.py): it says it
+            # is back as it shows the pair again
+            "away": item.away,
         },
         "guidelines_html": safe_html(study.guidelines) if study.guidelines.strip() else "",
         "question_html": safe_html(pair.question),

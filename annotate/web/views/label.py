@@ -12,7 +12,7 @@ from annotate.answers import FormState, missing_questions
 from annotate.earlier_answers import EarlierAnswer, earlier_answers, previous_pair
 from annotate.labelling import Item, draft_seconds, label_page, save_draft, submit
 from annotate.queue.assignment import queue_status, skip
-from annotate.queue.rules import AccountClosed
+from annotate.queue.rules import AccountClosed, GivenAway
 from annotate.store.models import Annotator, Study
 from annotate.web.access import engine
 from annotate.web.label_form import event_seq, event_value, form_data, label_form, page_token
@@ -106,6 +106,11 @@ def _on_event(name: str, *, key: str, item: Item, study: Study, user: Annotator)
             submit(engine(), item=item, form=form, seconds=_seconds(payload))
         except AccountClosed:
             return  # nothing saved; the rerun's sign-in check shows the page for a closed account
+        except GivenAway as given:
+            # released while the page was away and answered by others: the next pair shows
+            _say(f"{str(given)[0].upper()}{str(given)[1:]}.", "warning")
+            st.session_state.pop(REFUSED_KEY, None)
+            return
         except StaleAnswer as stale:
             # another tab answered this pair after this one loaded it: show the answer kept
             _say(
