@@ -27,7 +27,9 @@ from __future__ import annotations
 import hmac
 import json
 import math
+import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from sqlalchemy.engine import Engine
 from sqlmodel import select
@@ -58,60 +60,98 @@ def _seconds(value: object) -> float | None:
     return None
 
 
+@dataclass(frozen=True)
+class DraftFacts:
+    """What checking an assignment's draft needs that its drafts do not change: whose it is,
+    the study's secret (the key) and options (the answers' check), the pair's aspects."""
+
+    annotator_id: int
+    secret: str | None
+    study: Study
+    n_aspects: int
+
+
+FACTS_SECONDS = 30.0  # a study's options changed in the console apply to drafts within this
+_facts: dict[tuple[str, int], tuple[float, DraftFacts]] = {}
+_MAX_FACTS = 20_000
+
+
 @retrying
+def _read_facts(engine: Engine, assignment_id: int) -> DraftFacts | None:
+    with read_session(engine) as s:
+        row = s.exec(
+            select(Assignment.annotator_id, Study, Pair.rubric_aspects)
+            .join(Study, Study.id == Assignment.study_id)
+            .join(Pair, Pair.id == Assignment.pair_id)
+            .where(Assignment.id == assignment_id)
+        ).first()
+    if row is None:
+        return None
+    annotator_id, study, aspects = row
+    return DraftFacts(annotator_id, study.coin_secret, study, len(aspects or []))
+
+
+def draft_facts(engine: Engine, assignment_id: int) -> DraftFacts | None:
+    """DraftFacts of an assignment, read at most every FACTS_SECONDS (a page sends a draft
+    every few seconds while its annotator works)."""
+    key = (engine.url.render_as_string(hide_password=False), assignment_id)
+    now = time.monotonic()
+    cached = _facts.get(key)
+    if cached is not None and now - cached[0] < FACTS_SECONDS:
+        return cached[1]
+    facts = _read_facts(engine, assignment_id)
+    if facts is not None:
+        if len(_facts) >= _MAX_FACTS:
+            _facts.clear()
+        _facts[key] = (now, facts)
+    return facts
+
+
+@retrying
+def _state(engine: Engine, assignment_id: int) -> tuple[str, bool]:
+    """The assignment's status and whether its annotator's account is active."""
+    with read_session(engine) as s:
+        return s.exec(
+            select(Assignment.status, Annotator.active)
+            .join(Annotator, Annotator.id == Assignment.annotator_id)
+            .where(Assignment.id == assignment_id)
+        ).one()
+
+
 def store_draft(engine: Engine, body: dict) -> int:
-    """Check and store one draft request's body; the HTTP status."""
+    """Check and store one draft request's body; the HTTP status. The common draft is one
+    write (labelling.save_draft); the rest reads the assignment's state first."""
     assignment_id, key = body.get("assignment"), body.get("key")
     if not isinstance(assignment_id, int) or isinstance(assignment_id, bool):
         return 400
     if not isinstance(key, str):
         return 400
-    with read_session(engine) as s:
-        row = s.exec(
-            select(
-                Assignment.annotator_id,
-                Assignment.status,
-                Annotator.active,
-                Study,
-                Pair.rubric_aspects,
-            )
-            .join(Annotator, Annotator.id == Assignment.annotator_id)
-            .join(Study, Study.id == Assignment.study_id)
-            .join(Pair, Pair.id == Assignment.pair_id)
-            .where(Assignment.id == assignment_id)
-        ).first()
-        if row is None:
-            return 403
-        annotator_id, status, active, study, aspects = row
-        expected = draft_key(
-            study.coin_secret, assignment_id=assignment_id, annotator_id=annotator_id
+    facts = draft_facts(engine, assignment_id)
+    if facts is None:
+        return 403
+    expected = draft_key(facts.secret, assignment_id=assignment_id, annotator_id=facts.annotator_id)
+    if not hmac.compare_digest(expected, key):
+        return 403
+    away = body.get("away") is True
+    if "form" in body and body.get("back") is not True:
+        form = FormState.from_browser(
+            body.get("form"), study=facts.study, n_aspects=facts.n_aspects
         )
-        if not hmac.compare_digest(expected, key):
-            return 403
-        if not active:
-            return 403  # a deactivated account keeps nothing, also from a tab still open
-        if body.get("back") is True:  # the page is shown again: is the pair still its own?
-            if status == "skipped":
-                return GONE
-            if status == "active":
-                mark_away(engine, assignment_id=assignment_id, away=False)
+        seconds = _seconds(body.get("seconds"))
+        if save_draft(engine, assignment_id=assignment_id, form=form, seconds=seconds, away=away):
             return 204
-        if status != "active":
-            return 204  # answered or released meanwhile: nothing to keep
-        away = body.get("away") is True
-        if "form" not in body:  # the page went away with nothing new to keep
-            if away:
-                mark_away(engine, assignment_id=assignment_id, away=True)
-            return 204
-        form = FormState.from_browser(body.get("form"), study=study, n_aspects=len(aspects or []))
-    save_draft(
-        engine,
-        assignment_id=assignment_id,
-        form=form,
-        seconds=_seconds(body.get("seconds")),
-        away=away,
-    )
-    return 204
+    status, active = _state(engine, assignment_id)
+    if not active:
+        return 403  # a deactivated account keeps nothing, also from a tab still open
+    if body.get("back") is True:  # the page is shown again: is the pair still its own?
+        if status == "skipped":
+            return GONE
+        if status == "active":
+            mark_away(engine, assignment_id=assignment_id, away=False)
+        return 204
+    if status == "active" and away and "form" not in body:  # went away, nothing new to keep
+        mark_away(engine, assignment_id=assignment_id, away=True)
+    return 204  # stored, or answered or released meanwhile: nothing to keep
 
 
 def draft_routes(get_engine: Callable[[], Engine], *, prefix: str = "") -> list[Route]:
