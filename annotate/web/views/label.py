@@ -11,7 +11,7 @@ from annotate.annotations import StaleAnswer
 from annotate.answers import FormState, missing_questions
 from annotate.earlier_answers import EarlierAnswer, earlier_answers, previous_pair
 from annotate.labelling import Item, draft_seconds, label_page, save_draft, submit
-from annotate.queue.assignment import queue_status, skip
+from annotate.queue.assignment import next_assignment, queue_status, skip
 from annotate.queue.rules import AccountClosed, GivenAway
 from annotate.store.models import Annotator, Study
 from annotate.web.access import engine
@@ -39,6 +39,7 @@ LAST_PAIR_LEFT = (
     "This is the last pair left for you, so it is shown again: answer it, or skip it later."
 )
 MAX_SECONDS = 24 * 3600.0
+RECHECK_SECONDS = 20  # how often a page waiting for pairs held by others looks again
 # Our own constant CSS (never data): the form starts right under Streamlit's thin header, and
 # the previous pair's form, which Streamlit retains until the run that replaced it is over, is
 # not shown next to the new one.
@@ -164,9 +165,11 @@ def _finished(user: Annotator, study: Study) -> None:
     status = queue_status(engine(), annotator_id=user.id)
     if status.busy_until is not None:  # no completion code while pairs may come back
         st.info(
-            "Every pair left is being labelled by someone else right now. Please come back "
-            f"after {status.busy_until:%H:%M} UTC: pairs nobody answers come back then."
+            "Every pair left is being labelled by someone else right now. Pairs nobody answers "
+            f"come back by {status.busy_until:%H:%M} UTC; this page looks again every "
+            f"{RECHECK_SECONDS} seconds and shows the next pair as soon as there is one."
         )
+        _recheck(user)
     elif status.answered == 0:
         st.info("There is no pair for you to label in this study.")
     elif status.screened_out:  # no thanks for work done and no completion code: see prolific
@@ -178,6 +181,14 @@ def _finished(user: Annotator, study: Study) -> None:
     if done:
         _earlier_answers_picker(done)
     sign_out_link()
+
+
+@st.fragment(run_every=RECHECK_SECONDS)
+def _recheck(user: Annotator) -> None:
+    """While every pair left is held by others: look again now and then (a pair whose page
+    went away comes back within AWAY_HOLD, annotate/queue/rules.py), and show it."""
+    if next_assignment(engine(), annotator_id=user.id) is not None:
+        st.rerun()
 
 
 def _earlier_answers_picker(done: list[EarlierAnswer]) -> None:
