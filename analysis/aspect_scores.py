@@ -25,7 +25,7 @@ class AspectValueError(ValueError):
     """Why a value is not a valid aspects list (one readable clause, no row or column)."""
 
 
-def is_missing(value) -> bool:
+def is_missing(value: object) -> bool:
     if value is None:
         return True
     if isinstance(value, float) and math.isnan(value):
@@ -35,7 +35,7 @@ def is_missing(value) -> bool:
     return isinstance(value, (list, tuple, np.ndarray)) and len(value) == 0
 
 
-def score(value, *, what: str) -> int:
+def score(value: object, *, what: str) -> int:
     """One match score as an int, or AspectValueError naming ``what``."""
     if isinstance(value, (bool, np.bool_)) or value is None:
         raise AspectValueError(f"{what} must be 0, 1 or 2 (got {value!r})")
@@ -46,7 +46,7 @@ def score(value, *, what: str) -> int:
     return int(value)
 
 
-def parse_aspects(value, *, n_aspects: int | None = None) -> list[dict[str, int]] | None:
+def parse_aspects(value: object, *, n_aspects: int | None = None) -> list[dict[str, int]] | None:
     """The value as a plain list of {"chosen": int, "rejected": int}, None when missing.
 
     Accepts a JSON string (CSV), a list (JSON Lines, the app) or an array of mappings

@@ -15,6 +15,7 @@ quote on reading: a foreign CSV's `'tis` stays as it is.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 import pandas as pd
 
@@ -34,7 +35,7 @@ def restore(value: str) -> str:
     return value[1:] if _QUOTED.match(value) else value
 
 
-def _text_mask(column: pd.Series, pattern: re.Pattern) -> pd.Series:
+def _text_mask(column: pd.Series, pattern: re.Pattern[str]) -> pd.Series:
     if column.dtype != object:  # a string column: every cell is text or missing
         return column.str.contains(pattern.pattern, regex=True).fillna(False).astype(bool)
     is_text = column.map(type) == str  # noqa: E721 - exactly str cells, not numbers
@@ -43,7 +44,9 @@ def _text_mask(column: pd.Series, pattern: re.Pattern) -> pd.Series:
     return is_text & column.where(is_text, "").str.contains(pattern.pattern, regex=True)
 
 
-def _rewrite_text_cells(frame: pd.DataFrame, pattern: re.Pattern, rewrite) -> pd.DataFrame:
+def _rewrite_text_cells(
+    frame: pd.DataFrame, pattern: re.Pattern[str], rewrite: Callable[[pd.Series], pd.Series]
+) -> pd.DataFrame:
     """A copy of `frame` whose text cells matching `pattern` are `rewrite(cells)` (a Series)."""
     out = frame.copy()
     for name in out.columns:

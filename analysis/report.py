@@ -35,6 +35,7 @@ from analysis.frames import Coded, code, first_slot_picked
 from analysis.intervals import MIN_ANNOTATORS, MIN_INTERVAL_UNITS, MIN_UNITS, Panel
 from analysis.pairs import gap_noise, pair_table, verdict_counts
 from analysis.quality import dimension_summary, quality_alpha, response_counts
+from analysis.report_shape import Counts, Report, assemble, with_records
 from analysis.stopping import OverlapDesign
 from analysis.tables import DIMENSIONS, PREFERENCES, REASONS
 from analysis.validity import exact_proportion, label_share, position_bias
@@ -535,7 +536,7 @@ def build_report(
     options: ReportOptions,
     aspect_scores: pd.DataFrame | None = None,
     design: OverlapDesign | None = None,
-) -> dict:
+) -> Report:
     """The report.json structure (contract section 4) for one annotations table.
 
     ``aspect_scores``: an automatic scorer's aspect scores (analysis.aspect_scorer) to compare
@@ -592,33 +593,33 @@ def build_report(
     preference = _preference(agreement, options, panel)
     quality = _quality(agreement, options, panel)
     main_reason, by_choice = _main_reason(agreement)
-    report = {
-        "counts": {
-            "pairs": int((~gold).sum()),
-            "annotators": int(stats.annotations["annotator"].nunique()),
-            "annotations": len(stats.pair),
-            "gold_pairs": int(gold.sum()),
-            "gold_annotations": int(gold_annotation.sum()),
-            "pairs_with_annotations": int((table.loc[~gold, "n_annotations"] > 0).sum()),
-        },
-        "preference": preference,
-        "quality": quality,
-        "main_reason": main_reason,
-        "main_reason_by_choice": by_choice,
-        "conclusion": conclude(
+    report = assemble(
+        counts=Counts(
+            pairs=int((~gold).sum()),
+            annotators=int(stats.annotations["annotator"].nunique()),
+            annotations=len(stats.pair),
+            gold_pairs=int(gold.sum()),
+            gold_annotations=int(gold_annotation.sum()),
+            pairs_with_annotations=int((table.loc[~gold, "n_annotations"] > 0).sum()),
+        ),
+        preference=preference,
+        quality=quality,
+        main_reason=main_reason,
+        main_reason_by_choice=by_choice,
+        conclusion=conclude(
             {
                 **conclusion_checks(preference, quality, main_reason, options),
                 **({"aspects": aspects_check} if with_aspects else {}),
             }
         ),
-        "verdicts": verdict_counts(table[~table["is_gold"]]),
-        "options": {
+        verdicts=verdict_counts(table[~table["is_gold"]]),
+        options={
             **asdict(options),
             "equivalence_margin": options.margin,
             "dimensions": options.asked_dimensions,
         },
-        "methods": _methods(options, n_gold_pairs=int(gold.sum())),
-        "design": (
+        methods=_methods(options, n_gold_pairs=int(gold.sum())),
+        design=(
             design.section()
             if design is not None
             else {
@@ -628,39 +629,19 @@ def build_report(
                 "note": "a table of annotations does not record its study's overlap design",
             }
         ),
-    }
+        aspects=aspects_section if with_aspects else None,
+    )
     if with_aspects:
-        report["aspects"] = aspects_section
         report["verdicts"] = aspect_check.verdict_counts(
             report["verdicts"], table[~table["is_gold"]]
         )
         report["methods"]["aspects"] = aspect_check.METHOD
-    report = json_safe(report)
     # Records are plain Python values already (NaN -> None in _records): no second pass.
-    report["pairs"] = _records(table, list_columns=("flags",))  # (aspect means stay lists)
-    report["annotators"] = _records(annotators)
-    return _ordered(report)
-
-
-_KEY_ORDER = (
-    "counts",
-    "preference",
-    "quality",
-    "main_reason",
-    "main_reason_by_choice",
-    "conclusion",
-    "aspects",
-    "verdicts",
-    "design",
-    "pairs",
-    "annotators",
-    "options",
-    "methods",
-)
-
-
-def _ordered(report: dict) -> dict:
-    return {key: report[key] for key in _KEY_ORDER if key in report}
+    return with_records(
+        json_safe(report),
+        pairs=_records(table, list_columns=("flags",)),  # (aspect means stay lists)
+        annotators=_records(annotators),
+    )
 
 
 def _records(frame: pd.DataFrame, list_columns: tuple[str, ...] = ()) -> list[dict]:

@@ -26,7 +26,9 @@ def _smallest(half_widths: np.ndarray, wanted: float) -> int | None:
     return int(ok[0]) + 1 if len(ok) else None
 
 
-def uniform_plan(population: int, *, valid_share: float, half_width: float, rho: float = 0.0):
+def uniform_plan(
+    population: int, *, valid_share: float, half_width: float, rho: float = 0.0
+) -> dict[str, float] | None:
     """{pairs, half_width, bad_found} of the smallest uniform sample (None: not reachable)."""
     n = np.arange(1, population + 1, dtype=float)
     variance = valid_share * (1 - valid_share) * (1 - rho**2)
@@ -49,7 +51,7 @@ def guided_plan(
     sensitivity: float,
     false_alarm: float,
     flagged_share: float = FLAGGED_SHARE,
-):
+) -> dict[str, float] | None:
     """{pairs, flagged, rest, half_width, bad_found} of the smallest judge-guided sample."""
     bad = 1 - valid_share
     flagged = round(population * (bad * sensitivity + valid_share * false_alarm))

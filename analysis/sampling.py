@@ -24,8 +24,6 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import numpy as np
-
 FLAGGED_SHARE = 0.8
 STRATA = ("all", "flagged", "rest")
 
@@ -79,6 +77,8 @@ def draw_sample(
         taken = _take(ids, n, seed)
         p = n / len(ids)
         return [Draw(i, i in taken, p, "all") for i in ids]
+    import numpy as np  # here: the command line's help reads FLAGGED_SHARE and loads no numpy
+
     flags = np.asarray(flagged, dtype=bool)
     if len(flags) != len(ids):
         raise ValueError("one flag per pair is needed")
@@ -93,7 +93,7 @@ def draw_sample(
             strict=True,
         )
     )
-    taken: set[str] = set()
+    taken = set()
     probability: dict[str, float] = {}
     for name, members in strata.items():
         taken |= _take(members, sizes[name], seed)

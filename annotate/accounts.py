@@ -4,12 +4,13 @@ deactivation. (Tokens and their hashes: annotate/auth.py.)"""
 from __future__ import annotations
 
 from sqlalchemy.engine import Engine
+from sqlmodel import Session
 
-from annotate.auth import DEFAULT_BASE_URL, create_annotator, login_link, reissue_token
+from annotate.auth import create_annotator, reissue_token
 from annotate.errors import UserError
+from annotate.links import DEFAULT_BASE_URL, login_link
 from annotate.queue.assignment import release_reservations
 from annotate.store import db
-from annotate.store.db import retrying, session
 from annotate.store.models import Annotator
 
 
@@ -43,13 +44,15 @@ def new_link(engine: Engine, *, annotator_id: int, base_url: str = DEFAULT_BASE_
     )
 
 
-@retrying
 def set_active(engine: Engine, *, annotator_id: int, active: bool) -> None:
     """Deactivate (their link stops working, their answers stay) or reactivate an account."""
-    with session(engine) as s:
-        annotator = s.get(Annotator, annotator_id)
+
+    def change(s: Session) -> None:
+        annotator = s.get_one(Annotator, annotator_id)
         annotator.active = active
         s.add(annotator)
         if not active:
             # Open reservations go back to the pool so other annotators can take the pairs.
             release_reservations(s, annotator_id=annotator_id)
+
+    db.write(engine, change)

@@ -4,10 +4,10 @@ double click, a rerun or a second tab can never create a second row or lose the 
 from __future__ import annotations
 
 import weakref
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
+from typing import TypeVar
 
 import pandas as pd
 from sqlalchemy import select as core_select
@@ -30,9 +30,11 @@ from annotate.queue.rules import (
     choose_next,
 )
 from annotate.queue.sql import ANSWER_FIELDS, Cursor
-from annotate.store import sqlite_engine
-from annotate.store.db import read_session, retrying, session, transaction
+from annotate.store import db, sqlite_engine
+from annotate.store.clock import naive_utc
+from annotate.store.db import retrying, transaction
 from annotate.store.models import Annotation, Annotator, Assignment, Pair, utcnow
+from annotate.store.text import nul_problem, visible_nul
 from annotate.studies import get_study
 
 
@@ -80,8 +82,8 @@ class Answer:
             "chosen_position": self.chosen_position,
             **{column: self.ratings.get(column) for column in RATING_COLUMNS},
             "main_reason": self.main_reason,
-            # PostgreSQL text cannot hold U+0000; keep a visible mark instead of failing the save
-            "comment": (self.comment or "").replace("\x00", "\ufffd") or None,
+            # typed text: a NUL is kept as a visible mark (annotate/store/text.py says why)
+            "comment": visible_nul(self.comment or "") or None,
             "seconds": self.seconds,
             "submitted_at": self.submitted_at or utcnow(),
             "aspects": parse_aspects(self.aspects),  # refuses a malformed list (ValueError)
@@ -109,13 +111,6 @@ _COMPARED = tuple(name for name in ANSWER_FIELDS if name not in ("seconds", "sub
 _ANNOTATION = Annotation.__table__
 
 
-def _naive_utc(moment: datetime | None) -> datetime | None:
-    # SQLite gives naive UTC times back, PostgreSQL aware ones
-    if moment is None or moment.tzinfo is None:
-        return moment
-    return moment.astimezone(UTC).replace(tzinfo=None)
-
-
 def _check_loaded(
     conn: Connection,
     *,
@@ -139,8 +134,8 @@ def _check_loaded(
     ).first()
     if stored is None:
         return
-    at = _naive_utc(stored.submitted_at)
-    if at in (_naive_utc(loaded.submitted_at), _naive_utc(values["submitted_at"])):
+    at = naive_utc(stored.submitted_at)
+    if at in (naive_utc(loaded.submitted_at), naive_utc(values["submitted_at"])):
         return
     if all(getattr(stored, name) == values[name] for name in _COMPARED):
         return
@@ -356,37 +351,36 @@ def _submit_common_sqlite(
         return False, None
 
 
-@retrying
 def get_answer(engine: Engine, *, annotator_id: int, pair_id: int) -> Annotation | None:
-    with read_session(engine) as s:
-        return s.exec(
-            select(Annotation).where(
-                Annotation.annotator_id == annotator_id, Annotation.pair_id == pair_id
-            )
-        ).first()
+    mine = select(Annotation).where(
+        Annotation.annotator_id == annotator_id, Annotation.pair_id == pair_id
+    )
+    return db.read(engine, lambda s: s.exec(mine).first())
 
 
-@contextmanager
-def _reading(source: Engine | Session) -> Iterator[Session]:
-    if isinstance(source, Session):
-        yield source
-    else:
-        with read_session(source) as s:
-            yield s
+T = TypeVar("T")
+
+
+def _in_read(source: Engine | Session, work: Callable[[Session], T]) -> T:
+    """`work` in the caller's session (part of a larger snapshot), else in a read of its own."""
+    return work(source) if isinstance(source, Session) else db.read(source, work)
 
 
 def annotations_frame(source: Engine | Session, *, study: str) -> pd.DataFrame:
     """The study's annotations in the contract's table layout (section 3); `source` is an
     engine (one read of its own) or the session of a larger snapshot."""
-    with _reading(source) as s:
+
+    def query(s: Session) -> Sequence[tuple[str, str, Annotation]]:
         study_row = get_study(s, study)
-        rows = s.exec(
+        return s.exec(
             select(Pair.pair_key, Annotator.name, Annotation)
             .join(Pair, Pair.id == Annotation.pair_id)
             .join(Annotator, Annotator.id == Annotation.annotator_id)
             .where(Annotation.study_id == study_row.id)
             .order_by(Pair.position, Annotator.name)
         ).all()
+
+    rows = _in_read(source, query)
     records = []
     for pair_key, name, a in rows:
         record = {"pair_id": pair_key, "annotator": name}
@@ -406,29 +400,29 @@ def pairs_frame(source: Engine | Session, *, study: str, content: bool = True) -
     aspects it has: the aspect check's scores per answer) and (with `content`) the original
     record; `source` as for annotations_frame. Without content a pair costs a few bytes
     instead of its full text (about 100 KB)."""
-    with _reading(source) as s:
-        study_row = get_study(s, study)
-        if not content:
-            light = s.exec(
-                select(
-                    Pair.pair_key,
-                    Pair.category,
-                    Pair.is_gold,
-                    Pair.rubric_aspects,
-                    *(getattr(Pair, name) for name in SAMPLE_COLUMNS),
-                )
-                .where(Pair.study_id == study_row.id)
-                .order_by(Pair.position)
-            ).all()
-            frame = pd.DataFrame(
-                light, columns=["pair_id", "category", "is_gold", "n_aspects", *SAMPLE_COLUMNS]
+    if not isinstance(source, Session):  # one snapshot, retried as a whole
+        return db.read(source, lambda s: pairs_frame(s, study=study, content=content))
+    s = source
+    study_row = get_study(s, study)
+    if not content:
+        light = s.exec(
+            select(
+                Pair.pair_key,
+                Pair.category,
+                Pair.is_gold,
+                Pair.rubric_aspects,
+                *(getattr(Pair, name) for name in SAMPLE_COLUMNS),
             )
-            frame["is_gold"] = frame["is_gold"].astype(bool)
-            frame["n_aspects"] = [len(aspects or []) for aspects in frame["n_aspects"]]
-            return _sample_design(frame)
-        pairs = s.exec(
-            select(Pair).where(Pair.study_id == study_row.id).order_by(Pair.position)
+            .where(Pair.study_id == study_row.id)
+            .order_by(Pair.position)
         ).all()
+        frame = pd.DataFrame(
+            light, columns=["pair_id", "category", "is_gold", "n_aspects", *SAMPLE_COLUMNS]
+        )
+        frame["is_gold"] = frame["is_gold"].astype(bool)
+        frame["n_aspects"] = [len(aspects or []) for aspects in frame["n_aspects"]]
+        return _sample_design(frame)
+    pairs = s.exec(select(Pair).where(Pair.study_id == study_row.id).order_by(Pair.position)).all()
     frame = pd.DataFrame.from_records(
         [
             {
@@ -493,13 +487,13 @@ def _annotator_ids(s: Session, *, names: Iterable[str], study_id: int) -> dict[s
 
 
 def _nul_problems(rows: list[dict]) -> list[str]:
-    """PostgreSQL text cannot hold U+0000: such rows are refused on every backend."""
-    return [
-        f"row {number}, column '{column}': contains a NUL character (U+0000), which cannot be stored"
+    """Text with a NUL is refused (annotate/store/text.py), naming its row and column."""
+    found = (
+        nul_problem(value, where=f"row {number}, column '{column}'")
         for number, row in enumerate(rows, start=1)
         for column, value in row.items()
-        if isinstance(value, str) and "\x00" in value
-    ]
+    )
+    return [problem for problem in found if problem is not None]
 
 
 def import_annotation_rows(engine: Engine, *, study_id: int, rows: list[dict]) -> int:
@@ -509,30 +503,26 @@ def import_annotation_rows(engine: Engine, *, study_id: int, rows: list[dict]) -
         from annotate.errors import InputError
 
         raise InputError("annotations", problems)
-    return _import_annotation_rows(engine, study_id=study_id, rows=rows)
+    return db.write(engine, lambda s: _import_annotation_rows(s, study_id=study_id, rows=rows))
 
 
-@retrying
-def _import_annotation_rows(engine: Engine, *, study_id: int, rows: list[dict]) -> int:
-    with session(engine) as s:
-        pair_ids = dict(
-            s.exec(select(Pair.pair_key, Pair.id).where(Pair.study_id == study_id)).all()
+def _import_annotation_rows(s: Session, *, study_id: int, rows: list[dict]) -> int:
+    pair_ids = dict(s.exec(select(Pair.pair_key, Pair.id).where(Pair.study_id == study_id)).all())
+    annotators = _annotator_ids(s, names=(r["annotator"] for r in rows), study_id=study_id)
+    values = []
+    for row in rows:
+        values.append(
+            {
+                "study_id": study_id,
+                "pair_id": pair_ids[row["pair_id"]],
+                "annotator_id": annotators[row["annotator"]],
+                **{c: row.get(c) for c in ANSWER_COLUMNS},
+                "source": "import",
+            }
         )
-        annotators = _annotator_ids(s, names=(r["annotator"] for r in rows), study_id=study_id)
-        values = []
-        for row in rows:
-            values.append(
-                {
-                    "study_id": study_id,
-                    "pair_id": pair_ids[row["pair_id"]],
-                    "annotator_id": annotators[row["annotator"]],
-                    **{c: row.get(c) for c in ANSWER_COLUMNS},
-                    "source": "import",
-                }
-            )
-        # Sorted so concurrent imports take row locks in one order (no deadlocks on PostgreSQL).
-        values.sort(key=lambda v: (v["pair_id"], v["annotator_id"]))
-        for start in range(0, len(values), 500):
-            _upsert(s, values[start : start + 500])
-        targets.refresh_targets(s.connection(), study_id=study_id)  # adaptive studies
+    # Sorted so concurrent imports take row locks in one order (no deadlocks on PostgreSQL).
+    values.sort(key=lambda v: (v["pair_id"], v["annotator_id"]))
+    for start in range(0, len(values), 500):
+        _upsert(s, values[start : start + 500])
+    targets.refresh_targets(s.connection(), study_id=study_id)  # adaptive studies
     return len(values)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import os
 import secrets
 
 from sqlalchemy.exc import IntegrityError
@@ -13,14 +12,6 @@ from sqlmodel import Session, select
 from annotate.errors import UserError
 from annotate.store.models import Annotator
 
-DEFAULT_BASE_URL = "http://localhost:8501"
-BASE_URL_VAR = "ANNOTATE_BASE_URL"  # the address annotators open, for links made outside the app
-
-
-def configured_base_url() -> str | None:
-    """$ANNOTATE_BASE_URL when it is set (not empty), else None."""
-    return os.environ.get(BASE_URL_VAR, "").strip() or None
-
 
 def hash_token(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
@@ -28,10 +19,6 @@ def hash_token(token: str) -> str:
 
 def new_token() -> str:
     return secrets.token_urlsafe(24)
-
-
-def login_link(token: str, base_url: str = DEFAULT_BASE_URL) -> str:
-    return f"{base_url.rstrip('/')}/?token={token}"
 
 
 def create_annotator(

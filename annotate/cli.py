@@ -27,6 +27,18 @@ def version() -> str:
         return "unknown (not installed)"
 
 
+class _VersionAction(argparse.Action):
+    """--version, with the installed version looked up only when asked (importlib.metadata
+    took a fifth of `annotate --help`'s start-up)."""
+
+    def __init__(self, option_strings: list[str], dest: str = argparse.SUPPRESS, **kwargs) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        print(f"annotate {version()}")
+        parser.exit()
+
+
 def _module_names() -> list[str]:
     return [
         info.name
@@ -84,7 +96,7 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
         description="Human evaluation of personalized preference pairs.",
         parents=[_common_options(defaults=True)],
     )
-    parser.add_argument("--version", action="version", version=f"annotate {version()}")
+    parser.add_argument("--version", action=_VersionAction, help="show the version and exit")
     common = _common_options(defaults=False)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for module in command_modules(argv):

@@ -14,9 +14,10 @@ from sqlmodel import Session, select
 from annotate.errors import InputError
 from annotate.pairs_io import MAX_PROBLEMS, ValidPair, iter_valid_pairs, record_hash
 from annotate.queue.targets import refresh_targets
-from annotate.store.db import retrying, session
+from annotate.store import db
 from annotate.store.models import Assignment, Pair, utcnow
 from annotate.store.sqlite_engine import use_large_cache
+from annotate.store.text import nul_problem
 from annotate.studies import get_or_create_study
 
 BATCH = 50  # rows per INSERT executemany: 100 KB records hold 5 MB, not the 20 MB of 200
@@ -196,7 +197,7 @@ def _row(pair: ValidPair) -> dict:
 
 
 def _nul_field(pair: ValidPair) -> str | None:
-    """PostgreSQL text cannot hold U+0000: refuse it on every backend, with the field named."""
+    """Text with a NUL is refused (annotate/store/text.py), naming the field."""
     for field, value in (
         ("id", pair.key),
         ("question", pair.question),
@@ -205,8 +206,9 @@ def _nul_field(pair: ValidPair) -> str | None:
         ("chosen", pair.chosen),
         ("rejected", pair.rejected),
     ):
-        if "\x00" in value:
-            return f"field '{field}' contains a NUL character (U+0000), which cannot be stored"
+        problem = nul_problem(value, where=f"field '{field}'")
+        if problem is not None:
+            return problem
     return None
 
 
@@ -221,7 +223,6 @@ def _same_content(s: Session, pair_id: int, stored: str, item: ValidPair) -> boo
     return record_hash(s.get(Pair, pair_id).record()) == canonical  # the stored row's
 
 
-@retrying
 def import_pairs(
     engine: Engine,
     path: str | Path,
@@ -233,9 +234,10 @@ def import_pairs(
 ) -> ImportResult:
     """Import the file's pairs (all or nothing); with `sample`, the study's pairs become the
     population and only the drawn sample is queued (import-pairs --sample)."""
-    problems: list[str] = []
-    added = updated = unchanged = 0
-    with session(engine) as s:
+
+    def work(s: Session) -> ImportResult:  # may run again (db.write): it starts from nothing
+        problems: list[str] = []
+        added = updated = unchanged = 0
         # one big transaction: a fixed 64 MB page cache (SQLite) keeps it from spilling into
         # the WAL early (6,000 records of 100 KB: 34 s -> 25 s); memory stays bounded
         use_large_cache(s)
@@ -314,6 +316,8 @@ def import_pairs(
             refresh_targets(conn, study_id=study.id)  # new pairs of an adaptive study
         if progress is not None:
             progress(seen)
-    return ImportResult(
-        study=study_name, added=added, updated=updated, unchanged=unchanged, sample=drawn
-    )
+        return ImportResult(
+            study=study_name, added=added, updated=updated, unchanged=unchanged, sample=drawn
+        )
+
+    return db.write(engine, work)

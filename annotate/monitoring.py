@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 
 import numpy as np
 import pandas as pd
@@ -19,6 +19,7 @@ from sqlmodel import select
 
 from annotate.queue import gold
 from annotate.store import db
+from annotate.store.clock import as_utc
 from annotate.store.models import Annotation, Annotator, Assignment, Pair, Study, utcnow
 
 RECENT_DAYS = 7
@@ -275,14 +276,6 @@ def recent_rate(
     return n_recent / max((now - span_start).total_seconds() / 86400, 1.0)
 
 
-def _utc(value) -> datetime | None:
-    if value is None:
-        return None
-    if isinstance(value, str):
-        value = datetime.fromisoformat(value)
-    return value if value.tzinfo else value.replace(tzinfo=UTC)
-
-
 def _day(column, dialect: str):
     """The UTC calendar day of a timestamp column, in SQL."""
     if dialect == "postgresql":
@@ -292,7 +285,7 @@ def _day(column, dialect: str):
 
 def study_progress(engine: Engine, *, study_id: int, now: datetime | None = None) -> StudyProgress:
     """The study's numbers, aggregated in the database (a few rows per pair and per day)."""
-    now = now or datetime.now(UTC)
+    now = now or utcnow()
     start = now - timedelta(days=RECENT_DAYS)
 
     def read(s):
@@ -358,7 +351,7 @@ def study_progress(engine: Engine, *, study_id: int, now: datetime | None = None
     if answers is not None:  # adaptive: expected annotations, not pairs x overlap
         collected, needed, complete, target = _adaptive_progress(study, *answers)
     remaining = max(needed - collected, 0)
-    rate = recent_rate(int(n_recent or 0), _utc(first_real), now=now)
+    rate = recent_rate(int(n_recent or 0), as_utc(first_real), now=now)
     eta = remaining / rate if rate and remaining else (0.0 if remaining == 0 else None)
     return StudyProgress(
         pairs=len(real_n),
@@ -374,7 +367,7 @@ def study_progress(engine: Engine, *, study_id: int, now: datetime | None = None
         rate_per_day=rate,
         remaining=remaining,
         eta_days=eta,
-        started=_utc(started),
+        started=as_utc(started),
         adaptive=answers is not None,
     )
 

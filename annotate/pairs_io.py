@@ -31,6 +31,12 @@ from annotate.errors import InputError, UserError
 
 SUFFIXES = (".jsonl", ".json", ".parquet")
 MAX_RECORD_BYTES = 8 * 1024 * 1024
+# What one import may decode from a Parquet file: its records are checked one by one, but a
+# 5 KB file whose rows all name one long dictionary text decoded to 604 MB of valid records
+# (#21 N12). At most MAX_EXPANSION times the file's size, and never less than
+# MIN_DECODED_LIMIT (a pairs file of 1,000 records of 250 KB fits).
+MIN_DECODED_LIMIT = 256 * 1024 * 1024
+MAX_EXPANSION = 100
 MAX_TEXT_CHARS = 200_000
 MAX_PROBLEMS = 1000
 CORE_FIELDS = (
@@ -595,6 +601,11 @@ def _iter_json_array(
             raise ValueError("the JSON array is not closed with ']'")
 
 
+def decoded_limit(file_bytes: int) -> int:
+    """How many bytes of records one import may decode from a Parquet file of this size."""
+    return max(MIN_DECODED_LIMIT, MAX_EXPANSION * file_bytes)
+
+
 def _iter_parquet(path: Path) -> Iterator[tuple[str, Any, None]]:
     import pyarrow.parquet as pq
 
@@ -611,10 +622,18 @@ def _iter_parquet(path: Path) -> Iterator[tuple[str, Any, None]]:
     if layout.problem is not None:
         raise ValueError(layout.problem)
     row = 0
+    decoded, limit = 0, decoded_limit(path.stat().st_size)
     # Small batches of rows whose texts stay dictionaries: a row's size is known before it is
     # built, so memory stays a few records' worth, however large or repetitive the file.
     for batch in parquet_limits.iter_batches(parquet, batch_size=32):
         sizes = parquet_limits.row_sizes(batch, limit=MAX_RECORD_BYTES)
+        decoded += int(sizes.sum())
+        if decoded > limit:  # before this batch is built; the import writes nothing
+            raise ValueError(
+                f"the file decodes to more than {limit:,} bytes by row {row + batch.num_rows:,}, "
+                f"over the limit per import ({MAX_EXPANSION} times the file's size, at least "
+                f"{MIN_DECODED_LIMIT:,} bytes): split it, or import it as JSON Lines"
+            )
         fits = sizes <= MAX_RECORD_BYTES
         records = batch.to_pylist() if fits.all() else None  # the common case: all at once
         for index in range(batch.num_rows):

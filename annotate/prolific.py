@@ -35,7 +35,7 @@ from urllib.parse import quote
 from sqlalchemy import delete, exists
 from sqlmodel import Session, select
 
-from annotate.auth import create_annotator, reissue_token
+from annotate.auth import create_annotator
 from annotate.errors import UserError
 from annotate.store.db import retrying, session
 from annotate.store.models import Annotation, Annotator, Assignment, Study, utcnow
@@ -85,7 +85,8 @@ NEW_ACCOUNTS = _NewAccountLimit()
 @dataclass(frozen=True)
 class Entry:
     annotator_id: int
-    token: str
+    token: str | None  # a new participant's token; None for one coming back (the address is
+    # their proof: a second tab must not retire the first tab's sign-in)
     created: bool
 
 
@@ -143,6 +144,25 @@ def remove_abandoned(s: Session, *, study_id: int, now: datetime | None = None) 
     return len(stale)
 
 
+def returning(s: Session, *, pid: str, study_id: str, session_id: str) -> Annotator | None:
+    """The active participant coming back with this address (same PID, STUDY_ID and
+    SESSION_ID), else None: `enter` then decides (a new participant, or a refusal)."""
+    if not all(_ID.match(value) for value in (pid, study_id, session_id)):
+        return None
+    try:
+        study = study_for(s, study_id)
+    except UserError:
+        return None
+    return s.exec(
+        select(Annotator).where(
+            Annotator.external_id == pid,
+            Annotator.study_id == study.id,
+            Annotator.external_session == session_id,
+            Annotator.active == True,  # noqa: E712
+        )
+    ).first()
+
+
 @retrying
 def enter(
     engine,
@@ -173,8 +193,8 @@ def enter(
                 )
             if not existing.external_session:
                 existing.external_session = session_id
-            token = reissue_token(s, existing)
-            return Entry(existing.id, token, created=False)
+                s.add(existing)
+            return Entry(existing.id, None, created=False)
         NEW_ACCOUNTS.take(client or "unknown")
         remove_abandoned(s, study_id=study.id, now=now)
         annotator, token = create_annotator(

@@ -11,7 +11,7 @@ in the same run:
 Steps alternate between the two databases so that machine noise hits both alike; the script
 prints the median step time of each and their ratio (goal: large / small <= 1.5).
 
-    python benchmarks/bench_label_step.py [--steps 40] [--keep DIR]
+    python benchmarks/bench_label_step.py [--steps 40] [--keep DIR] [--large-pairs 10000]
 """
 
 from __future__ import annotations
@@ -169,12 +169,25 @@ def main() -> None:
     )
     parser.add_argument("--steps", type=int, default=40)
     parser.add_argument("--keep", help="build the databases in this folder and keep them")
+    parser.add_argument(
+        "--large-pairs",
+        type=int,
+        default=10_000,
+        help="pairs of the large study (default 10,000: 200 annotators x 500 pairs; smaller "
+        "sizes keep 500 pairs an annotator, or all, with one annotator per 50 pairs)",
+    )
     args = parser.parse_args()
+    large = args.large_pairs
     folder = Path(args.keep or tempfile.mkdtemp(prefix="bench-label-"))
     folder.mkdir(parents=True, exist_ok=True)
     sizes = {
         "small": {"pairs": 100, "annotators": 3, "per_annotator": 100, "overlap": 12},
-        "large": {"pairs": 10_000, "annotators": 200, "per_annotator": 500, "overlap": 12},
+        "large": {
+            "pairs": large,
+            "annotators": max(3, large // 50),
+            "per_annotator": min(500, large),
+            "overlap": 12,
+        },
     }
     urls, tokens = {}, {}
     for name, size in sizes.items():

@@ -59,3 +59,11 @@ def make_study(
             annotator, token = create_annotator(s, name=f"{study}-ann-{i}", study_id=study_row.id)
             people.append((annotator.id, token))
         return study_row.id, people
+
+
+def fast_path_of(engine) -> str:
+    """The path (annotations.submit_and_next's `served` tag) the common Submit must take on
+    this engine's database."""
+    from annotate.annotations import DRIVER_CONNECTION, SUBMIT_FUNCTION
+
+    return SUBMIT_FUNCTION if engine.dialect.name == "postgresql" else DRIVER_CONNECTION

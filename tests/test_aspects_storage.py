@@ -16,7 +16,7 @@ from annotate.cli import main
 from annotate.queue.assignment import next_assignment
 from annotate.store.db import get_engine, session
 from annotate.store.models import Annotation, Study
-from tests.factories import make_study, pair_record, write_jsonl
+from tests.factories import fast_path_of, make_study, pair_record, write_jsonl
 
 FOUR = [{"aspect": f"aspect {i}", "evidence": "", "reason": ""} for i in range(4)]
 SCORES = [
@@ -56,25 +56,24 @@ def test_submit_answer_stores_the_scores_exactly_and_replaces_them(engine, tmp_p
     assert stored(engine) == {item.pair_id: None}
 
 
-def test_submit_and_next_stores_the_scores_on_the_common_path(engine, tmp_path, monkeypatch):
+def test_submit_and_next_stores_the_scores_on_the_common_path(engine, tmp_path):
     """The common Submit (SQLite's driver path, PostgreSQL's generated submit function) stores
-    the scores itself: the full rules never run."""
-    import annotate.annotations as annotations
-
-    full_rules = []
-    original = annotations.reserve_next
-    monkeypatch.setattr(
-        annotations, "reserve_next", lambda conn, **kw: full_rules.append(1) or original(conn, **kw)
-    )
+    the scores itself: each Submit reports the path that committed it, and the full rules never
+    run."""
     _, [(a, _)] = make_study(engine, tmp_path, n_pairs=3, annotators=1)
+    paths: list[str] = []
     first = next_assignment(engine, annotator_id=a)
     answer = Answer(preference="chosen", chosen_position=first.chosen_position, aspects=SCORES[:1])
-    second = submit_and_next(engine, annotator_id=a, pair_id=first.pair_id, answer=answer)
+    second = submit_and_next(
+        engine, annotator_id=a, pair_id=first.pair_id, answer=answer, served=paths
+    )
     assert second is not None and second.pair_id != first.pair_id
     plain = Answer(preference="rejected", chosen_position=second.chosen_position)
-    third = submit_and_next(engine, annotator_id=a, pair_id=second.pair_id, answer=plain)
+    third = submit_and_next(
+        engine, annotator_id=a, pair_id=second.pair_id, answer=plain, served=paths
+    )
     assert third is not None
-    assert full_rules == []
+    assert paths == [fast_path_of(engine)] * 2
     assert stored(engine) == {first.pair_id: SCORES[:1], second.pair_id: None}
 
 

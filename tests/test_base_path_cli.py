@@ -32,8 +32,10 @@ def test_demo_links_carry_the_base_url_path(tmp_path, capsys):
     assert printed and all(p.startswith("http://localhost:8600/annotate/?token=") for p in printed)
 
 
-def test_the_config_files_base_url_path_reaches_the_printed_links(tmp_path):
-    """No option given: the links follow Streamlit's configuration, as the server does."""
+def test_the_config_files_base_url_path_reaches_the_printed_links(tmp_path, capsys):
+    """No option given: the links follow Streamlit's configuration, as the server does. The
+    commands that read it run in a process started in the config file's folder (Streamlit
+    reads its configuration once a process); the others run here."""
     (tmp_path / ".streamlit").mkdir()
     (tmp_path / ".streamlit" / "config.toml").write_text('[server]\nbaseUrlPath = "annotate"\n')
     db = f"sqlite:///{tmp_path}/x.db"
@@ -42,14 +44,16 @@ def test_the_config_files_base_url_path_reaches_the_printed_links(tmp_path):
     printed = links(done.stdout)
     assert printed and all(p.startswith("http://localhost:8501/annotate/?token=") for p in printed)
     write_jsonl(tmp_path / "p.jsonl", [pair_record(1)])
-    assert run(["--db", db, "import-pairs", "p.jsonl"], tmp_path).returncode == 0
+    assert main(["--db", db, "import-pairs", str(tmp_path / "p.jsonl")]) == 0
     added = run(["--db", db, "add-annotator", "alice"], tmp_path)
     assert added.returncode == 0, added.stderr
     last = added.stdout.strip().splitlines()[-1]
     assert last.startswith("http://localhost:8501/annotate/?token=")
     # an address given is the whole address annotators open, path included: used as it is
-    given = run(["--db", db, "add-annotator", "bob", "--url", "https://x.org/annotate"], tmp_path)
-    assert given.stdout.strip().splitlines()[-1].startswith("https://x.org/annotate/?token=")
+    capsys.readouterr()
+    assert main(["--db", db, "add-annotator", "bob", "--url", "https://x.org/annotate"]) == 0
+    given = capsys.readouterr().out
+    assert given.strip().splitlines()[-1].startswith("https://x.org/annotate/?token=")
 
 
 def test_serve_passes_the_base_url_path_to_streamlit():

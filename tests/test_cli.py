@@ -182,3 +182,33 @@ def test_add_annotator_links_follow_the_base_url_variable(tmp_path, capsys, monk
     assert "--url" not in out
     assert main(["--db", db, "add-annotator", "carol", "--url", "http://h:9000"]) == 0
     assert capsys.readouterr().out.strip().splitlines()[-1].startswith("http://h:9000/?token=")
+
+
+HEAVY = (
+    "pandas",
+    "numpy",
+    "scipy",
+    "pyarrow",
+    "sqlalchemy",
+    "sqlmodel",
+    "streamlit",
+    "annotate.queue",
+)
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [[], ["import-pairs", "--help"], ["add-annotator", "x"], ["report", "--out", "x"]],
+    ids=["--help", "import-pairs", "add-annotator", "report"],
+)
+def test_the_command_line_parser_imports_no_heavy_library(argv):
+    """`annotate --help` builds every command's parser: command modules import their heavy
+    libraries (pandas, SQLAlchemy, the labelling queue, ...) inside `run`, so help and the
+    parsing of any command load none of them (they made `annotate --help` take 2.5 s)."""
+    code = (
+        "import sys; from annotate import cli; "
+        f"cli.build_parser({argv!r}); "
+        f"print(sorted(m for m in {HEAVY!r} if m in sys.modules))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"

@@ -24,7 +24,7 @@ from annotate.queue.assignment import history, next_assignment, skip
 from annotate.store.db import get_engine, session
 from annotate.store.models import Annotation, Annotator, Assignment, Pair, Study
 from annotate.studies import update_study_options
-from annotate.web.access import maintainer_for_identity
+from annotate.web.identity import maintainer_for_identity
 from tests.factories import make_study
 
 
@@ -101,7 +101,13 @@ def test_gold_due_is_a_stable_coin_of_the_right_rate():
     coins = assignment_rules.Coins("5e" * 16)
     draws = [coins.gold_due(annotator_id=a, position=n) for a in range(50) for n in range(100)]
     assert 0.07 < sum(draws) / len(draws) < 0.13
-    assert coins.gold_due(annotator_id=3, position=7) == coins.gold_due(annotator_id=3, position=7)
+    # keyed and stable: the positions are HMAC-SHA256(secret, "gold:3:<n>")'s first four bytes
+    # divisible by 10, pinned here, so a coin that drew at random, or a changed message (which
+    # would move the gold checks of studies already running), fails; another secret, others
+    due = [n for n in range(1, 101) if coins.gold_due(annotator_id=3, position=n)]
+    assert due == [25, 37, 49, 51, 54, 62, 65, 66, 67, 69, 76, 85]
+    other = assignment_rules.Coins("5f" * 16)
+    assert [n for n in range(1, 101) if other.gold_due(annotator_id=3, position=n)] != due
 
 
 def test_qualification_gold_first_then_real_pairs_or_nothing(db_url, tmp_path):

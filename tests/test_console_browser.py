@@ -148,10 +148,14 @@ def test_an_annotator_sees_no_console_data_even_typing_the_address(site, new_pag
     assert "token=" not in page.url
     # no console in the navigation
     assert page.get_by_role("link", name="Progress").count() == 0
-    for _, _, _, url_path in PAGES:
-        goto(page, f"{server.url}/{url_path}")  # typed into the address bar, cookie sent
-        assert_no_console_data(page, heading="For maintainers only")
-        expect(page.get_by_text("This console is for the study's maintainers")).to_be_visible()
+    goto(page, f"{server.url}/admin")  # typed into the address bar, cookie sent
+    assert_no_console_data(page, heading="For maintainers only")
+    expect(page.get_by_text("This console is for the study's maintainers")).to_be_visible()
+    # the other console pages are not even in an annotator's navigation (#21 N13): their
+    # addresses are unknown pages, which show the labelling page
+    for _, _, _, url_path in PAGES[1:]:
+        goto(page, f"{server.url}/{url_path}")
+        assert_no_console_data(page, heading="Which response would this user prefer?")
     goto(page, f"{server.url}/admin")
     save_screenshot(page, "console-refused.png")
 
@@ -184,6 +188,15 @@ def test_a_maintainer_sees_the_study_its_annotators_and_progress(site, new_page)
     assert "ann-chen" in page.locator('[data-testid="stAlert"]').first.inner_text()
 
 
+def frames(page, n: int = 3) -> None:
+    """Wait until the browser has drawn `n` more frames (layout and paint caught up)."""
+    page.evaluate(
+        "n => new Promise(done => { const next = k => k ? requestAnimationFrame(() => "
+        "next(k - 1)) : done(); next(n); })",
+        n,
+    )
+
+
 def test_screenshots_of_every_console_page(site, new_page):
     server, tokens = site
     page = new_page(viewport=VIEW)
@@ -192,20 +205,27 @@ def test_screenshots_of_every_console_page(site, new_page):
         goto(page, f"{server.url}/{url_path}")
         expect(page.get_by_role("heading", name=title).first).to_be_visible()
         assert "Please sign in" not in body_text(page)
-        if page.locator('[data-testid="stPlotlyChart"]').count():
-            page.locator(".js-plotly-plot").first.wait_for(state="visible")
-            page.wait_for_timeout(500)
-        if page.locator('[data-testid="stDataFrame"]').count():
-            page.wait_for_timeout(300)
-        # Streamlit scrolls inside its main block, so grow the window to the content instead
-        for _ in range(3):  # charts and tables settle their heights once laid out
-            height = page.evaluate(
+        # drawn, not merely present: every chart's plot area and every table's canvas
+        charts = page.locator('[data-testid="stPlotlyChart"] .js-plotly-plot .main-svg')
+        for n in range(charts.count()):
+            charts.nth(n).wait_for(state="visible")
+        tables = page.locator('[data-testid="stDataFrame"] canvas')
+        for n in range(tables.count()):
+            tables.nth(n).wait_for(state="visible")
+        # Streamlit scrolls inside its main block, so grow the window to the content instead,
+        # until the content's height holds still (charts and tables settle once laid out)
+        height = None
+        for _ in range(6):
+            frames(page)
+            now = page.evaluate(
                 "() => Math.max(...[...document.querySelectorAll('[data-testid=stMain], "
                 "[data-testid=stMainBlockContainer]')].map(e => e.scrollHeight))"
             )
+            if now == height:
+                break
+            height = now
             size = {"width": VIEW["width"], "height": min(max(height + 40, 900), 8000)}
             page.set_viewport_size(size)
-            page.wait_for_timeout(400)
         shot = save_screenshot(page, f"console-{url_path}.png")
         page.set_viewport_size(VIEW)
         assert shot.stat().st_size > 10_000, script

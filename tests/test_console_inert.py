@@ -7,7 +7,7 @@ import string
 
 from annotate.auth import create_annotator
 from annotate.store.db import session
-from annotate.web.inert import md_literal
+from annotate.web.inert import WORD_JOINER, md_literal
 from tests.test_console_app import db, maintainer  # noqa: F401  (the fixture `db`)
 
 HOSTILE = "![x](http://127.0.0.1:9/p.gif) [site](http://evil.example) :red[big] $x$ <b>"
@@ -16,8 +16,8 @@ HOSTILE = "![x](http://127.0.0.1:9/p.gif) [site](http://evil.example) :red[big] 
 def test_md_literal_escapes_every_punctuation_and_line_break():
     out = md_literal("a*b\n# c")
     assert out == "a\\*b \\# c"
-    for c in string.punctuation:
-        assert md_literal(c) == "\\" + c
+    for c in string.punctuation:  # (a colon or @ is also followed by a word joiner)
+        assert md_literal(c).replace(WORD_JOINER, "") == "\\" + c
 
 
 def test_an_imported_name_is_inert_in_the_console(db):  # noqa: F811 (the imported fixture)

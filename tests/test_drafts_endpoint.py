@@ -11,6 +11,7 @@ from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
 from annotate.answers import FormState
+from annotate.auth import reissue_token
 from annotate.labelling import current_item, draft_key, submit
 from annotate.store.db import get_engine, read_session, session
 from annotate.store.models import Annotator, Assignment, Study
@@ -32,9 +33,15 @@ def site(db_url, tmp_path):
     return engine, client, secret, items, (alice, bob)
 
 
-def _key(secret, item) -> str:
+def _key(engine, secret, item) -> str:
+    """The key the page gives the form: the account's sign-in (token hash) as it is now."""
+    with read_session(engine) as s:
+        sign_in = s.get(Annotator, item.assignment.annotator_id).token_hash
     return draft_key(
-        secret, assignment_id=item.assignment.id, annotator_id=item.assignment.annotator_id
+        secret,
+        assignment_id=item.assignment.id,
+        annotator_id=item.assignment.annotator_id,
+        sign_in=sign_in,
     )
 
 
@@ -47,7 +54,7 @@ def test_a_draft_with_its_key_is_stored_as_the_page_would(site):
     engine, client, secret, items, (alice, _) = site
     item = items[alice]
     form = {"slot": "A", "ratings": {"correctness_A": 4, "relevance_B": 99}, "comment": "hm"}
-    body = {"assignment": item.assignment.id, "key": _key(secret, item), "form": form}
+    body = {"assignment": item.assignment.id, "key": _key(engine, secret, item), "form": form}
     response = client.post("/draft", json={**body, "seconds": 12.34}, headers=SAME_SITE)
     assert response.status_code == 204
     draft = _draft(engine, item)
@@ -61,14 +68,17 @@ def test_wrong_keys_other_sites_and_big_bodies_change_nothing(site):
     mine, theirs = items[alice], items[bob]
     form = {"slot": "B"}
     cases = [
-        ({"assignment": theirs.assignment.id, "key": _key(secret, mine), "form": form}, 403),
+        (
+            {"assignment": theirs.assignment.id, "key": _key(engine, secret, mine), "form": form},
+            403,
+        ),
         ({"assignment": mine.assignment.id, "key": "0" * 64, "form": form}, 403),
-        ({"assignment": 10**6, "key": _key(secret, mine), "form": form}, 403),
-        ({"assignment": "1", "key": _key(secret, mine), "form": form}, 400),
+        ({"assignment": 10**6, "key": _key(engine, secret, mine), "form": form}, 403),
+        ({"assignment": "1", "key": _key(engine, secret, mine), "form": form}, 400),
     ]
     for body, status in cases:
         assert client.post("/draft", json=body, headers=SAME_SITE).status_code == status
-    good = {"assignment": mine.assignment.id, "key": _key(secret, mine), "form": form}
+    good = {"assignment": mine.assignment.id, "key": _key(engine, secret, mine), "form": form}
     cross = client.post("/draft", json=good, headers={"Sec-Fetch-Site": "cross-site"})
     assert cross.status_code == 403
     big = {**good, "form": {"slot": "B", "comment": "x" * MAX_DRAFT_BYTES}}
@@ -86,14 +96,18 @@ def test_a_late_draft_of_an_answered_pair_is_ignored(site):
         reason="personal_fit",
     )
     submit(engine, item=item, form=answer, seconds=3.0)
-    body = {"assignment": item.assignment.id, "key": _key(secret, item), "form": {"slot": "B"}}
+    body = {
+        "assignment": item.assignment.id,
+        "key": _key(engine, secret, item),
+        "form": {"slot": "B"},
+    }
     assert client.post("/draft", json=body, headers=SAME_SITE).status_code == 204
     assert _draft(engine, item) is None
 
 
 def test_a_deactivated_account_saves_no_draft_and_nan_seconds_are_not_stored(site):
     engine, client, secret, items, (alice, bob) = site
-    body = {"assignment": items[bob].assignment.id, "key": _key(secret, items[bob])}
+    body = {"assignment": items[bob].assignment.id, "key": _key(engine, secret, items[bob])}
     # NaN from the browser is no time spent (PostgreSQL would store NaN)
     raw = json.dumps({**body, "form": {"slot": "A"}, "seconds": float("nan")})
     headers = {**SAME_SITE, "Content-Type": "application/json"}
@@ -102,6 +116,30 @@ def test_a_deactivated_account_saves_no_draft_and_nan_seconds_are_not_stored(sit
     with session(engine) as s:
         s.get(Annotator, alice).active = False
     item = items[alice]
-    mine = {"assignment": item.assignment.id, "key": _key(secret, item), "form": {"slot": "B"}}
+    mine = {
+        "assignment": item.assignment.id,
+        "key": _key(engine, secret, item),
+        "form": {"slot": "B"},
+    }
     assert client.post("/draft", json=mine, headers=SAME_SITE).status_code == 403
     assert _draft(engine, item) in (None, {})
+
+
+def test_an_open_tab_saves_no_draft_after_sign_out_or_a_new_link(site):
+    # N8: the page's key was given while the account was signed in with its old token
+    engine, client, secret, items, (alice, bob) = site
+    keys = {who: _key(engine, secret, items[who]) for who in (alice, bob)}
+    with session(engine) as s:
+        for who in (alice, bob):  # Sign out (alice) and "New link" (bob) both reissue the token
+            reissue_token(s, s.get(Annotator, who))
+    for who in (alice, bob):
+        body = {"assignment": items[who].assignment.id, "key": keys[who], "form": {"slot": "A"}}
+        assert client.post("/draft", json=body, headers=SAME_SITE).status_code == 403
+        assert _draft(engine, items[who]) is None
+    # a page shown after the new sign-in saves its drafts again
+    fresh = {
+        "assignment": items[alice].assignment.id,
+        "key": _key(engine, secret, items[alice]),
+        "form": {"slot": "A"},
+    }
+    assert client.post("/draft", json=fresh, headers=SAME_SITE).status_code == 204

@@ -245,3 +245,52 @@ def test_a_json_array_with_an_endless_record_is_refused_in_bounded_memory(tmp_pa
     peak, err = peak_mb("--db", f"sqlite:///{tmp_path / 'x.db'}", "import-pairs", str(path))
     assert "record 1 (line 1) is over the limit of 8,388,608 bytes" in err, err
     assert peak - base < 80, f"peak {peak} MB against {base} MB for a small file"
+
+
+def repeated_text_parquet(path, rows: int, chars: int) -> None:
+    """`rows` valid pairs whose texts all name one dictionary entry of `chars` characters:
+    a few KB on disk, rows x 3 x chars bytes decoded."""
+    long = "x" * chars
+
+    def one_text(prefix: str) -> pa.DictionaryArray:
+        return pa.DictionaryArray.from_arrays(
+            pa.array(np.zeros(rows, dtype=np.int32)), [prefix + long]
+        )
+
+    table = pa.table(
+        {
+            "id": [f"p{i}" for i in range(rows)],
+            "question": one_text("q"),
+            "chosen": one_text("c"),
+            "rejected": one_text("r"),
+        }
+    )
+    pq.write_table(table, path, compression="zstd")
+
+
+def test_an_import_decodes_at_most_its_bound_and_writes_nothing_beyond(
+    db_url, tmp_path, capsys, monkeypatch
+):
+    # N12: a 5 KB file whose rows repeat one dictionary text became a 604 MB database. The
+    # bound is lowered here so that the test decodes megabytes, not the real 256 MiB.
+    from annotate import pairs_io
+
+    monkeypatch.setattr(pairs_io, "MIN_DECODED_LIMIT", 4 * MB, raising=False)
+    path = tmp_path / "repeated.parquet"
+    repeated_text_parquet(path, rows=200, chars=150_000)  # 90 MB decoded
+    assert path.stat().st_size < 16 * 1024
+    code, err = run_cli(capsys, "--db", db_url, "import-pairs", str(path))
+    assert_readable(code, err, f"decodes to more than {4 * MB:,} bytes", "limit per import")
+    assert len(err.strip().splitlines()) <= 2, err  # the file's name and one sentence
+    engine = get_engine(db_url)
+    from sqlmodel import func, select
+
+    from annotate.store.db import read_session
+    from annotate.store.models import Pair
+
+    with read_session(engine) as s:
+        assert s.exec(select(func.count()).select_from(Pair)).one() == 0  # nothing half-written
+    # a file within the bound still imports
+    small = tmp_path / "small.parquet"
+    repeated_text_parquet(small, rows=5, chars=150_000)  # 2.25 MB decoded
+    assert main(["--db", db_url, "import-pairs", str(small)]) == 0

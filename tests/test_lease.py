@@ -21,7 +21,7 @@ from annotate.labelling import current_item, draft_key, submit
 from annotate.queue.assignment import next_assignment, queue_status, skip
 from annotate.queue.rules import AWAY_HOLD, GivenAway
 from annotate.store.db import get_engine, read_session, session
-from annotate.store.models import Annotation, Assignment, Pair, Study, utcnow
+from annotate.store.models import Annotation, Annotator, Assignment, Pair, Study, utcnow
 from annotate.web.drafts import GONE_MESSAGE, draft_routes
 from tests.factories import make_study
 
@@ -39,13 +39,20 @@ def one_pair(db_url, tmp_path):
     )
     with read_session(engine) as s:
         secret = s.get(Study, study_id).coin_secret
-    client = TestClient(Starlette(routes=draft_routes(lambda: engine)), base_url="http://a.test")
+    app = Starlette(routes=draft_routes(lambda: engine))
+    app.state.engine = engine
+    client = TestClient(app, base_url="http://a.test")
     return engine, client, secret, alice, bob
 
 
 def _post(client, secret, item, **fields):
+    with read_session(client.app.state.engine) as s:
+        sign_in = s.get(Annotator, item.assignment.annotator_id).token_hash
     key = draft_key(
-        secret, assignment_id=item.assignment.id, annotator_id=item.assignment.annotator_id
+        secret,
+        assignment_id=item.assignment.id,
+        annotator_id=item.assignment.annotator_id,
+        sign_in=sign_in,
     )
     body = {"assignment": item.assignment.id, "key": key, **fields}
     return client.post("/draft", json=body, headers=SAME_SITE)

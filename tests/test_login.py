@@ -104,6 +104,27 @@ def test_a_link_does_not_switch_a_signed_in_browser_to_another_account(site):
     assert client.get(f"/?token={bob}").status_code == 303
 
 
+def test_a_prolific_link_does_not_switch_a_signed_in_browser_either(site):
+    # N7: a crowd entry link planted by another site must not silently replace the account
+    engine, client, alice, _ = site
+    entry = "/?PROLIFIC_PID=P1&STUDY_ID=S1&SESSION_ID=X1"
+    assert client.get(entry).text == "the app"  # nobody signed in: the entry goes through
+    client.get(f"/?token={alice}")
+    response = client.get(entry)
+    assert response.status_code == 200 and "Switch accounts?" in response.text
+    assert "alice" in response.text and "another participant" in response.text
+    assert "set-cookie" not in response.headers and client.cookies.get(COOKIE) == alice
+    assert response.headers["x-frame-options"] == "DENY"
+    assert "href='/'>Stay signed in as alice" in response.text  # without the entry
+    refused = client.post("/login", data={"token": "", "next": entry}, headers=OTHER_SITE)
+    assert refused.status_code == 403 and client.cookies.get(COOKIE) == alice
+    switched = client.post("/login", data={"token": "", "next": entry}, headers=SAME_SITE)
+    assert switched.status_code == 303 and switched.headers["location"] == entry
+    assert client.cookies.get(COOKIE) is None  # the entry now signs its participant in
+    assert valid(engine, alice)  # alice's own link still works
+    assert client.get(entry).text == "the app"
+
+
 def test_sign_out_from_another_site_only_asks(site):
     engine, client, alice, _ = site
     client.get(f"/?token={alice}")

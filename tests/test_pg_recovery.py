@@ -4,8 +4,8 @@ transactions (retrying), and not one submitted answer is lost or doubled."""
 
 from __future__ import annotations
 
+import itertools
 import threading
-import time
 
 import psycopg
 import pytest
@@ -18,44 +18,66 @@ pytestmark = pytest.mark.postgres
 
 
 def _terminate_all(url: str) -> int:
-    """Kill every server process serving this database (except ours); returns how many."""
+    """Kill every server process serving this database (except ours), waiting up to 5 s for
+    each to exit; returns how many."""
     name = make_url(url).database
     admin = make_url(url).set(drivername="postgresql", database="postgres")
     with psycopg.connect(admin.render_as_string(hide_password=False), autocommit=True) as conn:
         row = conn.execute(
-            "SELECT count(*) FILTER (WHERE pg_terminate_backend(pid)) FROM pg_stat_activity "
-            "WHERE datname = %s AND pid <> pg_backend_pid()",
+            "SELECT count(*) FILTER (WHERE pg_terminate_backend(pid, 5000)) "
+            "FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()",
             (name,),
         ).fetchone()
     return int(row[0])
 
 
 def test_labelling_survives_connections_dropped_mid_study(pg_url, tmp_path):
+    """Four times during the study (after the 40th, 90th, 140th and 190th of 240 answers) the
+    next statement an annotator's thread runs inside a transaction first kills every
+    connection, its own included: that transaction is interrupted for certain, the others
+    wherever they are. The engine reports each interrupted statement (handle_error)."""
+    from sqlalchemy import event
+
     engine = get_engine(pg_url)
-    n_pairs, overlap = 150, 3  # big enough that labelling outlasts several rounds of kills
+    n_pairs, overlap = 80, 3
+    kill_after = {40, 90, 140, 190}  # of the n_pairs * overlap acknowledged answers
     study_id, annotators = make_study(
         engine, tmp_path, n_pairs=n_pairs, n_annotators=16, overlap=overlap
     )
-    acknowledged: dict = {}
-    errors: list[BaseException] = []
+    lock = threading.Lock()
+    answers = itertools.count(1)
+    kill_now = threading.Event()
+    kills: list[int] = []  # connections killed, per round
+    interrupted: list[str] = []  # statements that found their connection gone
 
-    def label():
-        try:
-            acknowledged.update(run_annotators(engine, annotators, seed=5))
-        except BaseException as exc:
-            errors.append(exc)
+    def count_answer(*_):
+        with lock:
+            if next(answers) in kill_after:
+                kill_now.set()
 
-    labelling = threading.Thread(target=label)
-    labelling.start()
-    killed = rounds = 0
-    while labelling.is_alive():
-        time.sleep(0.1)
-        killed += _terminate_all(pg_url)
-        rounds += 1
-    labelling.join()
-    assert not errors, f"a storage call failed instead of recovering: {errors[0]!r}"
-    assert killed > 0 and rounds >= 3, "the test never dropped a connection mid-study"
-    print(f"dropped {killed} server connections in {rounds} rounds")
+    def kill_inside_a_transaction(conn, cursor, statement, *_):
+        if not kill_now.is_set() or not conn.in_transaction():
+            return
+        with lock:
+            if not kill_now.is_set():
+                return
+            kills.append(_terminate_all(pg_url))
+            kill_now.clear()
+
+    def note_lost_connection(context):
+        if context.is_disconnect and not context.is_pre_ping:
+            interrupted.append(context.statement or "")
+
+    event.listen(engine, "before_cursor_execute", kill_inside_a_transaction)
+    event.listen(engine, "handle_error", note_lost_connection)
+    try:
+        acknowledged = run_annotators(engine, annotators, seed=5, on_commit=count_answer)
+    finally:
+        event.remove(engine, "before_cursor_execute", kill_inside_a_transaction)
+        event.remove(engine, "handle_error", note_lost_connection)
+    assert len(kills) == len(kill_after) and all(kills), kills
+    assert len(interrupted) >= len(kill_after), interrupted
+    print(f"dropped {sum(kills)} server connections in {len(kills)} rounds")
     # nothing lost, nothing doubled, no pair over its target
     check_complete_study(
         engine, study_id, n_pairs=n_pairs, overlap=overlap, acknowledged=acknowledged

@@ -9,7 +9,6 @@ from __future__ import annotations
 import hashlib
 import hmac
 import threading
-import time
 from datetime import timedelta
 from itertools import pairwise
 
@@ -75,7 +74,13 @@ def hold(engine, *, annotator_id: int, study_id: int, pair_ids) -> None:
 
 def test_deactivation_releases_reservations_while_others_reserve(engine, tmp_path):
     """accounts.set_active read each pair's n_assigned and wrote n - 1 back: a reservation
-    committed in between was lost, and the pair could then be served beyond its target."""
+    committed in between was lost, and the pair could then be served beyond its target. Ten
+    workers label while three accounts holding every pair are deactivated; the first
+    deactivation is held just before it writes a pair's counter until a worker has reserved a
+    pair since (PostgreSQL) or begun a Submit since (SQLite, where it waits for the
+    deactivation's write lock), so the race is made to happen, not hoped for."""
+    from sqlalchemy import event
+
     study_id, people = make_study(engine, tmp_path, n_pairs=24, annotators=13, overlap_target=4)
     leaving = [a for a, _ in people[:3]]
     workers = [a for a, _ in people[3:]]
@@ -84,28 +89,53 @@ def test_deactivation_releases_reservations_while_others_reserve(engine, tmp_pat
     for annotator_id in leaving:
         hold(engine, annotator_id=annotator_id, study_id=study_id, pair_ids=pair_ids)
     errors: list[BaseException] = []
+    everyone_holds_a_pair = threading.Barrier(len(workers) + 1)
+    began = threading.Event()  # the first deactivation read everything, is about to write
+    asked = threading.Event()  # a worker began a Submit after that
+    reserved = threading.Event()  # a worker reserved a pair after that
+    overlapped: list[bool] = []
 
-    def work(annotator_id: int) -> None:
+    def work(annotator_id: int, *, together: bool = False) -> None:
         try:
-            while True:
-                item = next_assignment(engine, annotator_id=annotator_id)
-                if item is None:
-                    return
+            item = next_assignment(engine, annotator_id=annotator_id)
+            if together:  # every worker holds a pair, then waits for the deactivation
+                everyone_holds_a_pair.wait(timeout=60)
+                began.wait(timeout=60)
+            while item is not None:
+                asked.set()
                 submit_answer(
                     engine, annotator_id=annotator_id, pair_id=item.pair_id, answer=answer()
                 )
+                item = next_assignment(engine, annotator_id=annotator_id)
+                if item is not None:
+                    reserved.set()
         except BaseException as exc:
             errors.append(exc)
 
-    threads = [threading.Thread(target=work, args=(a,)) for a in workers]
+    deactivating = threading.get_ident()
+
+    def hold_the_deactivation(conn, cursor, statement, *_):
+        if threading.get_ident() != deactivating or overlapped:
+            return
+        if statement.lstrip().upper().startswith("UPDATE PAIR"):
+            began.set()
+            wanted = reserved if engine.dialect.name == "postgresql" else asked
+            overlapped.append(wanted.wait(timeout=60))
+
+    threads = [threading.Thread(target=work, args=(a,), kwargs={"together": True}) for a in workers]
     for t in threads:
         t.start()
-    time.sleep(0.05)
-    for annotator_id in leaving:
-        accounts.set_active(engine, annotator_id=annotator_id, active=False)
+    everyone_holds_a_pair.wait(timeout=60)
+    event.listen(engine, "before_cursor_execute", hold_the_deactivation)
+    try:
+        for annotator_id in leaving:
+            accounts.set_active(engine, annotator_id=annotator_id, active=False)
+    finally:
+        event.remove(engine, "before_cursor_execute", hold_the_deactivation)
     for t in threads:
         t.join(timeout=120)
     assert not errors, errors[0]
+    assert overlapped == [True], "no worker reserved while the deactivation was under way"
     assert counters_match_reservations(engine) == []
     for annotator_id in workers:  # the pairs released after a worker found nothing left
         work(annotator_id)

@@ -8,6 +8,7 @@ from sqlmodel import select
 
 from analysis.tables import COLUMNS, RATING_COLUMNS, validate_annotations
 from annotate.annotations import (
+    FULL_RULES,
     Answer,
     Loaded,
     StaleAnswer,
@@ -22,7 +23,7 @@ from annotate.queue.assignment import next_assignment
 from annotate.queue.rules import Coins
 from annotate.store.db import get_engine, session
 from annotate.store.models import Annotation, Assignment, Pair, Study
-from tests.factories import make_study
+from tests.factories import fast_path_of, make_study
 
 
 @pytest.fixture
@@ -157,15 +158,20 @@ def test_submit_and_next_stores_the_answer_and_reserves_the_next_pair_in_one_cal
     assert next_assignment(engine, annotator_id=a) is None
 
 
-def label_through_submit_and_next(engine, annotator_id: int) -> list:
-    """Label as the page does: one next_assignment, then submit_and_next until nothing is left."""
+def label_through_submit_and_next(engine, annotator_id: int, *, paths: list | None = None) -> list:
+    """Label as the page does: one next_assignment, then submit_and_next until nothing is left.
+    `paths`, when given, receives the path that committed each Submit."""
     served = []
     current = next_assignment(engine, annotator_id=annotator_id)
     while current is not None:
         served.append(current)
         answer = Answer(preference="chosen", chosen_position=current.chosen_position)
         current = submit_and_next(
-            engine, annotator_id=annotator_id, pair_id=current.pair_id, answer=answer
+            engine,
+            annotator_id=annotator_id,
+            pair_id=current.pair_id,
+            answer=answer,
+            served=paths,
         )
     return served
 
@@ -211,21 +217,19 @@ def test_submit_from_a_stale_tab_returns_the_pair_already_open(engine, tmp_path)
     assert [r.pair_id for r in rows(engine)] == [other.id]
 
 
-def test_the_common_submit_does_not_run_the_full_rules(engine, tmp_path, monkeypatch):
+def test_the_common_submit_does_not_run_the_full_rules(engine, tmp_path):
     """PostgreSQL's common Submit is the generated function, SQLite's the same rules on the
     driver's connection (annotations._submit_common_sqlite); the full rules on SQLAlchemy are
-    only their fallback."""
-    import annotate.annotations as annotations
-
-    full_rules = []
-    original = annotations.reserve_next
-    monkeypatch.setattr(
-        annotations, "reserve_next", lambda conn, **kw: full_rules.append(1) or original(conn, **kw)
-    )
+    only their fallback. Each Submit reports the path that committed it (the tag the parity
+    test reads), so a fast path that silently hands every Submit to the full rules shows."""
     _, [(a, _)] = make_study(engine, tmp_path, n_pairs=6, annotators=1)
-    assert len(label_through_submit_and_next(engine, a)) == 6
+    paths: list[str] = []
+    assert len(label_through_submit_and_next(engine, a, paths=paths)) == 6
     assert len(rows(engine)) == 6
-    assert full_rules == []
+    fast = fast_path_of(engine)
+    # five Submits committed and reserved the next pair on the fast path; the last committed
+    # there too and, with nothing left to reserve, asked the full rules for the next pair
+    assert paths == [fast] * 5 + [f"{fast} + {FULL_RULES}"]
 
 
 def _secret_with_gold_due(*, annotator_id: int, positions: range, at_least: int, at_most: int):

@@ -13,7 +13,7 @@ from annotate.auth import create_annotator
 from annotate.store import db
 from annotate.store.db import get_engine
 from annotate.store.models import Study
-from annotate.web import access
+from annotate.web import identity
 
 
 def _locked() -> OperationalError:
@@ -74,7 +74,7 @@ def test_the_token_lookup_of_every_page_run_is_retried(tmp_path, monkeypatch):
     _, token = db.write(
         engine, lambda s: create_annotator(s, name="alice", study_id=None, is_admin=False)
     )
-    real = access.annotator_for_token
+    real = identity.annotator_for_token
     failures = []
 
     def once_locked(s, value):
@@ -83,7 +83,46 @@ def test_the_token_lookup_of_every_page_run_is_retried(tmp_path, monkeypatch):
             raise _locked()
         return real(s, value)
 
-    monkeypatch.setattr(access, "annotator_for_token", once_locked)
-    access._engine_for.clear()
-    found = access._lookup(token)
+    monkeypatch.setattr(identity, "annotator_for_token", once_locked)
+    found = identity.account_for_token(engine, token)
     assert found is not None and found.name == "alice" and failures == [1]
+
+
+# Modules that open units of work another way, each with its reason. The labelling path's
+# (Submit, page runs, drafts) and the identity modules' units of work are being reworked on
+# their own branches (#22, #21); the rest are deliberate.
+OTHER_WAYS = {
+    "annotate/annotations.py": "the Submit path: Core transactions and driver-level calls",
+    "annotate/labelling.py": "the labelling page's reads and drafts (#22)",
+    "annotate/earlier_answers.py": "the labelling page's past answers (#22)",
+    "annotate/web/drafts.py": "the draft route (#22)",
+    "annotate/web/login.py": "identity (#21)",
+    "annotate/prolific.py": "a crowd entry takes from a per-process limit inside its unit",
+    "annotate/web/health.py": "a health probe: one plain connection, answered at once, not retried",
+    "annotate/commands/backup.py": "SQLite's VACUUM INTO through sqlite3 itself",
+}
+OPENERS = {"session", "read_session", "snapshot_session", "transaction", "Session"}
+METHODS = {"connect", "begin", "raw_connection", *OPENERS}
+
+
+def test_units_of_work_outside_storage_go_through_read_and_write():
+    """Outside annotate/store and annotate/queue a unit of work is `db.read` or `db.write`
+    (retried as a whole, one snapshot for reads), not a session or connection opened by hand."""
+    import ast
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    found = []
+    for path in sorted((root / "annotate").rglob("*.py")):
+        name = path.relative_to(root).as_posix()
+        if name.startswith(("annotate/store/", "annotate/queue/")) or name in OTHER_WAYS:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.Call):
+                continue
+            func = node.func
+            if (isinstance(func, ast.Name) and func.id in OPENERS) or (
+                isinstance(func, ast.Attribute) and func.attr in METHODS
+            ):
+                found.append(f"{name}:{node.lineno}")
+    assert found == []

@@ -102,6 +102,17 @@ def test_downloads_need_a_maintainer_and_inline_media_do_not(guarded):
     assert client.get("/media/picture.png").status_code == 200
 
 
+def test_the_guard_reads_cookies_as_the_login_link_does(guarded):
+    # #18: one cookie parser (Starlette's) for login, guard and pages. The guard's own parser
+    # dropped every cookie when another app on the host had set one with a space or quotes, so
+    # the maintainer signed in by the login middleware was refused here.
+    client, _, boss_token, _, _ = guarded
+    for other_app in ('tracker={"a":1}', "pref=dark mode", 'q="x'):
+        header = {"Cookie": f"{other_app}; annotate_token={boss_token}"}
+        assert client.get("/media/export.csv", headers=header).status_code == 200, other_app
+        assert client.get("/_stcore/metrics", headers=header).status_code == 200, other_app
+
+
 def test_a_deactivated_maintainer_loses_access(guarded, db_url):
     client, boss, boss_token, _, _ = guarded
     web_guard.register_maintainer_session("console-session", annotator_id=boss.id, cookies=OIDC)

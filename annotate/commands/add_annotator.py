@@ -4,12 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from annotate.accounts import invite
-from annotate.auth import BASE_URL_VAR, DEFAULT_BASE_URL, configured_base_url
 from annotate.commands._common import add_study_option, engine_from
-from annotate.store.db import read
-from annotate.studies import get_study
-from annotate.web.paths import configured_prefix
+from annotate.links import BASE_URL_VAR, DEFAULT_BASE_URL, configured_base_url
 
 NAME = "add-annotator"
 ORDER = 20
@@ -33,6 +29,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from annotate.accounts import invite
+    from annotate.store.db import read
+    from annotate.studies import get_study
+    from annotate.web.paths import configured_prefix
+
     engine = engine_from(args)
     study_id = read(engine, lambda s: get_study(s, args.study).id)  # never a study from a typo
     # never a guess at a running server's port: the address is given, configured or the default

@@ -21,13 +21,7 @@ import sqlite3
 import subprocess
 from pathlib import Path
 
-from sqlalchemy import text
-from sqlalchemy.engine import make_url
-
-from annotate.database import get_engine
 from annotate.errors import UserError
-from annotate.store.db import is_sqlite, read, resolve_url
-from annotate.store.schema import Mode
 
 NAME = "backup"
 ORDER = 70
@@ -42,6 +36,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def _annotation_count(url: str) -> int:
     # AS_IS: an older database is copied as it is (a newer release's backup must not migrate
     # production first); a newer one is refused, an empty one gets the schema.
+    from sqlalchemy import text
+
+    from annotate.database import get_engine
+    from annotate.store.db import read
+    from annotate.store.schema import Mode
+
     engine = get_engine(url, schema=Mode.AS_IS)
     return int(
         read(engine, lambda s: s.execute(text("SELECT count(*) FROM annotation")).scalar_one())
@@ -49,6 +49,8 @@ def _annotation_count(url: str) -> int:
 
 
 def backup_sqlite(url: str, out: Path) -> None:
+    from sqlalchemy.engine import make_url
+
     source = make_url(url).database
     if not source or source == ":memory:":
         raise UserError("an in-memory SQLite database cannot be backed up")
@@ -77,6 +79,8 @@ def backup_sqlite(url: str, out: Path) -> None:
 
 def _pg_dump_command(url: str, out: Path, *, named: Path) -> tuple[list[str], dict[str, str]]:
     """pg_dump writing to `out`, in the format that the final file name `named` asks for."""
+    from sqlalchemy.engine import make_url
+
     parsed = make_url(url)
     env = dict(os.environ)
     if parsed.password:
@@ -87,6 +91,8 @@ def _pg_dump_command(url: str, out: Path, *, named: Path) -> tuple[list[str], di
 
 
 def backup_postgresql(url: str, out: Path) -> None:
+    from sqlalchemy.engine import make_url
+
     partial = out.with_name(f".{out.name}.{os.getpid()}.partial")
     command, env = _pg_dump_command(url, partial, named=out)
     if shutil.which("pg_dump") is None:
@@ -107,6 +113,8 @@ def backup_postgresql(url: str, out: Path) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from annotate.store.db import is_sqlite, resolve_url
+
     url = resolve_url(args.db)
     out = Path(args.out)
     if out.exists() and not args.force:

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import argparse
-from datetime import UTC, datetime
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from annotate.commands._common import add_study_option
+from annotate.store.clock import as_utc
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 NAME = "import-annotations"
 ORDER = 40
@@ -22,20 +24,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add_study_option(parser)
 
 
-def _timestamp(text: str | None) -> datetime | None:
-    if text is None:
-        return None
-    value = datetime.fromisoformat(text)
-    # A timestamp without an offset is taken as UTC, the zone the app writes in.
-    return value if value.tzinfo else value.replace(tzinfo=UTC)
-
-
 def contract_rows(frame: pd.DataFrame) -> list[dict]:
     """Validated table -> plain dicts for annotate.annotations.import_annotation_rows."""
     plain = frame.astype(object).where(frame.notna(), None)
     rows = plain.to_dict(orient="records")
     for row in rows:
-        row["submitted_at"] = _timestamp(row["submitted_at"])
+        row["submitted_at"] = as_utc(row["submitted_at"])  # no offset: UTC, as the app writes
     return rows
 
 

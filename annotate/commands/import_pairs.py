@@ -7,7 +7,6 @@ import argparse
 from analysis.sampling import FLAGGED_SHARE
 from annotate.commands._common import add_study_option, engine_from
 from annotate.errors import UserError
-from annotate.importer import SampleRequest, import_pairs
 
 NAME = "import-pairs"
 ORDER = 10
@@ -84,6 +83,8 @@ def _judge_flags(name: str, path: str):
 
 
 def run(args: argparse.Namespace) -> int:
+    from annotate.importer import SampleRequest, import_pairs
+
     if args.sample is None and args.sample_by is not None:
         raise UserError("--sample-by needs --sample N (how many pairs to queue)")
     request = None

@@ -18,14 +18,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from annotate.database import get_engine
-    from annotate.store.db import resolve_url
+    from annotate.store.db import read, resolve_url
     from annotate.store.schema import Mode, current_revisions, recorded_revisions
 
     url = resolve_url(args.db)
     before = recorded_revisions(url)
     engine = get_engine(url, schema=Mode.UPGRADE)
-    with engine.connect() as conn:
-        after = ", ".join(current_revisions(conn))
+    after = ", ".join(read(engine, lambda s: current_revisions(s.connection())))
     shown = engine.url.render_as_string(hide_password=True)
     if before == after:
         print(f"the schema of {shown} is up to date (revision {after})")

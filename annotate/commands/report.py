@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from analysis.conclusion import LABEL_THRESHOLD, MIN_RATED_PAIRS, MIN_REASONS
-from analysis.tables import DIMENSIONS
+from analysis.vocabulary import DIMENSIONS
 from annotate.commands._common import add_study_option
 from annotate.errors import UserError
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 NAME = "report"
 ORDER = 60
@@ -279,6 +281,7 @@ def _read_models(specs: list[tuple[str, str]], pairs: pd.DataFrame) -> list:
 
 
 def _from_files(args) -> tuple[pd.DataFrame, pd.DataFrame, tuple[int, int], dict]:
+    import pandas as pd
     import pyarrow as pa
 
     from analysis.aspect_scorer import aspect_counts

@@ -10,12 +10,7 @@ import sys
 from pathlib import Path
 from typing import NoReturn
 
-from sqlalchemy.engine import make_url
-
-from annotate.database import get_engine
 from annotate.errors import UserError
-from annotate.store.db import ENV_VAR, dispose_engines, is_sqlite, resolve_url
-from annotate.store.schema import Mode
 from annotate.web.paths import checked_base_url_path, configured_prefix, url_prefix
 
 NAME = "serve"
@@ -24,7 +19,11 @@ HELP = "Run the web app (Streamlit) against the database."
 
 SERVER_SCRIPT = Path(__file__).resolve().parents[1] / "web" / "server.py"
 DEFAULT_ADDRESS = "localhost"
-# Production-minded settings, passed as flags so they hold wherever the command is run from.
+# Production-minded settings, passed as flags so they hold wherever the command is run from:
+# the one place the app's Streamlit settings are written (no config.toml of the repository
+# repeats them; a deployment's own config.toml or STREAMLIT_* variables set the rest, e.g.
+# server.cookieSecret and server.baseUrlPath). server.maxUploadSize is the guard's limit,
+# applied by annotate/web/server.py whatever the configuration says.
 STREAMLIT_FLAGS = {
     "browser.gatherUsageStats": "false",
     "client.toolbarMode": "viewer",
@@ -76,6 +75,10 @@ def add_server_options(parser: argparse.ArgumentParser) -> None:
 
 def absolute_url(url: str) -> str:
     """Pin a relative SQLite path to the working directory before the server starts."""
+    from sqlalchemy.engine import make_url
+
+    from annotate.store.db import is_sqlite
+
     parsed = make_url(url)
     if is_sqlite(url) and parsed.database and parsed.database != ":memory:":
         return parsed.set(database=str(Path(parsed.database).resolve())).render_as_string(
@@ -112,6 +115,10 @@ def check_port_free(address: str, port: int) -> None:
 def prepare(args: argparse.Namespace, *, serving: bool = True) -> str:
     """Check the address and port (when it will serve), create or upgrade the schema; the
     database URL to serve."""
+    from annotate.database import get_engine
+    from annotate.store.db import resolve_url
+    from annotate.store.schema import Mode
+
     if args.base_url_path is not None:
         args.base_url_path = checked_base_url_path(args.base_url_path)
     if serving:
@@ -147,6 +154,8 @@ def run_server(url: str, args: argparse.Namespace) -> NoReturn:
     replica is one process. A second Python process that only waited on Streamlit and passed
     its signals on held about 146 MB for nothing. SIGTERM and Ctrl+C now reach the server
     itself, which stops and frees the port (SIGHUP ends it too); the exit is the server's."""
+    from annotate.store.db import ENV_VAR, dispose_engines
+
     for stream in (sys.stdout, sys.stderr):
         stream.flush()
     dispose_engines()  # the checks' connections end here, not in the server's process

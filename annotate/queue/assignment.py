@@ -12,19 +12,32 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
-from sqlalchemy import and_, bindparam, exists, func, update
+from sqlalchemy import (
+    BindParameter,
+    ColumnElement,
+    Exists,
+    and_,
+    bindparam,
+    exists,
+    func,
+    update,
+)
+from sqlalchemy import select as core_select
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import aliased
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
+from sqlmodel.sql.expression import SelectOfScalar
 
 from annotate.queue import gold
 from annotate.queue import rules as assignment_rules
 from annotate.queue.rules import AssignmentRow, Coins, StudyRules
 from annotate.queue.sql import Cursor
+from annotate.store.clock import as_utc
 from annotate.store.db import read_session, retrying, transaction
-from annotate.store.models import Annotator, Assignment, Pair, Study, utcnow
+from annotate.store.models import Annotator, Assignment, Pair, Study, table_of, utcnow
 
 CANDIDATES = 8
 
@@ -57,19 +70,21 @@ class QueueStatus:
         return self.answered > 0 and self.busy_until is None and not self.screened_out
 
 
-def _mine(annotator_id):  # an id, or a bound parameter in a prebuilt statement
+def _mine(annotator_id: int | BindParameter[Any]) -> Exists:
+    """Whether this annotator was given the pair (an id, or a bound parameter in a prebuilt
+    statement)."""
     # study_id first, so the (study_id, pair_id, annotator_id) unique index answers it
     return exists().where(
         and_(
-            Assignment.study_id == Pair.study_id,
-            Assignment.pair_id == Pair.id,
-            Assignment.annotator_id == annotator_id,
+            col(Assignment.study_id) == Pair.study_id,
+            col(Assignment.pair_id) == Pair.id,
+            col(Assignment.annotator_id) == annotator_id,
         )
     )
 
 
-_PAIR = Pair.__table__
-_ASSIGNMENT = Assignment.__table__
+_PAIR = table_of(Pair)
+_ASSIGNMENT = table_of(Assignment)
 # Statements of the rare paths, as Core constructs built once with bound parameters
 # (SQLAlchemy compiles each once per dialect). The common path is in annotate/queue/sql.py.
 # (The b_ names: bound parameters of an UPDATE of pair may not be named like its columns.)
@@ -192,13 +207,16 @@ class FullQueue(Cursor):
             .where(_ASSIGNMENT.c.id == assignment_id)
             .values(status="active", assigned_at=now, completed_at=None)
         )
-        return self.assignment_by_id(assignment_id)
+        reopened = self.assignment_by_id(assignment_id)
+        if reopened is None:  # the row was just updated in this transaction
+            raise LookupError(f"no assignment with id {assignment_id}")
+        return reopened
 
 
 # --- releasing reservations -----------------------------------------------------------------
 
 
-def _release(conn: Connection, *conditions, now: datetime) -> int:
+def _release(conn: Connection, *conditions: ColumnElement[bool], now: datetime) -> int:
     """Release the open reservations matching `conditions`, each in one statement that
     changes the rows it reads (no count read and written back): the assignment becomes
     'skipped' (the pair can come back to its annotator later, and a late answer is still
@@ -255,10 +273,10 @@ def release_answerless(
     now = now or utcnow()
     done = aliased(Assignment)
     answered = exists().where(
-        and_(done.annotator_id == Assignment.annotator_id, done.status == "done")
+        and_(col(done.annotator_id) == Assignment.annotator_id, col(done.status) == "done")
     )
     crowd = exists().where(
-        and_(Annotator.id == Assignment.annotator_id, Annotator.external_id.is_not(None))
+        and_(col(Annotator.id) == Assignment.annotator_id, col(Annotator.external_id).is_not(None))
     )
     return _release(
         _connection(s),
@@ -363,12 +381,12 @@ def ensure_assignment(s: Session, *, study_id: int, pair_id: int, annotator_id: 
     if assignment is not None:
         if assignment.status == "skipped":
             # a released reservation: taken back while the pair has room (rule 8)
-            target = s.get(Study, study_id).overlap_target
+            target = s.get_one(Study, study_id).overlap_target
             taken = s.connection().execute(_RESERVE, {"b_pair": pair_id, "b_target": target})
             if taken.rowcount != 1:
                 raise assignment_rules.GivenAway
         return assignment
-    coins = Coins(s.get(Study, study_id).coin_secret)
+    coins = Coins(s.get_one(Study, study_id).coin_secret)
     assignment = Assignment(
         study_id=study_id,
         pair_id=pair_id,
@@ -389,16 +407,16 @@ def ensure_assignment(s: Session, *, study_id: int, pair_id: int, annotator_id: 
     return assignment
 
 
-def _target_of(study: Study):
+def _target_of(study: Study) -> ColumnElement[int]:
     """A pair's target in a query of this study's pairs (see _TARGET)."""
     return func.coalesce(Pair.target, study.overlap_target)
 
 
-def _count(s: Session, statement) -> int:
+def _count(s: Session, statement: SelectOfScalar[int]) -> int:
     return int(s.exec(statement).one())
 
 
-def _pair_count(s: Session, *conditions) -> int:
+def _pair_count(s: Session, *conditions: ColumnElement[bool] | bool) -> int:
     return _count(s, select(func.count()).select_from(Pair).where(*conditions))
 
 
@@ -408,22 +426,22 @@ def progress(engine: Engine, *, annotator_id: int) -> Progress:
     quota). Gold checks count like any pair, those still to come included, so that the total
     does not change when one is shown."""
     with read_session(engine) as s:
-        annotator = s.get(Annotator, annotator_id)
-        return progress_in(s, annotator_id=annotator_id, study=s.get(Study, annotator.study_id))
+        annotator = s.get_one(Annotator, annotator_id)
+        return progress_in(s, annotator_id=annotator_id, study=s.get_one(Study, annotator.study_id))
 
 
-def _progress_counts():
+def _progress_counts() -> Any:
     """The counts of `progress_in` as one statement with bound parameters (b_annotator,
     b_study, b_target), built once: a page run pays one round trip and no statement building."""
     mine = _ASSIGNMENT.c.annotator_id == bindparam("b_annotator")
     with_room = _PAIR.c.n_assigned < _TARGET
     real = (_PAIR.c.is_gold == False, _PAIR.c.queued == True)  # noqa: E712
 
-    def count(*conditions, joined: bool):
+    def count(*conditions: Any, joined: bool) -> Any:
         source = _ASSIGNMENT.join(_PAIR, _PAIR.c.id == _ASSIGNMENT.c.pair_id) if joined else _PAIR
         return select(func.count()).select_from(source).where(*conditions).scalar_subquery()
 
-    return select(
+    return core_select(
         select(func.count())
         .select_from(_ASSIGNMENT)
         .where(mine, _ASSIGNMENT.c.status == "done")
@@ -472,8 +490,8 @@ def queue_status(engine: Engine, *, annotator_id: int) -> QueueStatus:
     """For an annotator the queue gave nothing: what they answered, and whether (until when)
     the pairs left are only reserved by other people, who may not answer them."""
     with read_session(engine) as s:
-        annotator = s.get(Annotator, annotator_id)
-        study = s.get(Study, annotator.study_id)
+        annotator = s.get_one(Annotator, annotator_id)
+        study = s.get_one(Study, annotator.study_id)
         answered = _count(
             s,
             select(func.count())
@@ -491,7 +509,7 @@ def queue_status(engine: Engine, *, annotator_id: int) -> QueueStatus:
         earliest, away = s.exec(
             select(func.min(held.assigned_at), func.min(held.away_since))
             .select_from(held)
-            .join(Pair, Pair.id == held.pair_id)
+            .join(Pair, col(Pair.id) == held.pair_id)
             .where(
                 held.study_id == study.id,
                 held.status == "active",
@@ -504,15 +522,10 @@ def queue_status(engine: Engine, *, annotator_id: int) -> QueueStatus:
         ).one()
     if earliest is None:
         return QueueStatus(answered=answered, busy_until=None)
-    busy_until = _aware(earliest) + timedelta(seconds=study.reservation_timeout)
+    busy_until = as_utc(earliest) + timedelta(seconds=study.reservation_timeout)
     if away is not None:
-        busy_until = min(busy_until, _aware(away) + timedelta(seconds=assignment_rules.AWAY_HOLD))
+        busy_until = min(busy_until, as_utc(away) + timedelta(seconds=assignment_rules.AWAY_HOLD))
     return QueueStatus(answered=answered, busy_until=busy_until)
-
-
-def _aware(moment: datetime) -> datetime:
-    """SQLite gives back naive UTC."""
-    return moment.replace(tzinfo=utcnow().tzinfo) if moment.tzinfo is None else moment
 
 
 @retrying
@@ -525,16 +538,16 @@ def history(engine: Engine, *, annotator_id: int, limit: int | None = 200) -> li
 
 def history_in(s: Session, *, annotator_id: int, limit: int | None) -> list[tuple[int, str]]:
     """`history`, inside the caller's read."""
-    return list(
-        s.exec(
-            select(Pair.id, Pair.pair_key)
-            .join(Assignment, Assignment.pair_id == Pair.id)
-            .where(
-                Assignment.annotator_id == annotator_id,
-                Assignment.status == "done",
-                Pair.is_gold == False,  # noqa: E712
-            )
-            .order_by(Assignment.completed_at.desc(), Assignment.id.desc())
-            .limit(limit)
-        ).all()
-    )
+    rows = s.exec(
+        select(Pair.id, Pair.pair_key)
+        .join(Assignment, col(Assignment.pair_id) == Pair.id)
+        .where(
+            Assignment.annotator_id == annotator_id,
+            Assignment.status == "done",
+            Pair.is_gold == False,  # noqa: E712
+        )
+        .order_by(col(Assignment.completed_at).desc(), col(Assignment.id).desc())
+        .limit(limit)
+    ).all()
+    # a stored pair's id is never None (the model's id is None only before its insert)
+    return [(pair_id, key) for pair_id, key in rows if pair_id is not None]

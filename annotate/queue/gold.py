@@ -24,11 +24,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Protocol
 
 import pandas as pd
-from sqlalchemy import update
+from sqlalchemy import ColumnElement, update
 from sqlalchemy.engine import Engine
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
 
 from analysis.vocabulary import PREFERENCES
 from annotate.errors import UserError
@@ -42,6 +43,13 @@ PASSED = "passed"
 FAILED = "failed"
 
 
+class QualifiedStudy(Protocol):
+    """What the qualification needs of a study (a Study row or the queue's StudyRules)."""
+
+    @property
+    def qualification_gold(self) -> int | None: ...
+
+
 @dataclass(frozen=True)
 class Qualification:
     state: str
@@ -49,7 +57,10 @@ class Qualification:
     needed: int  # N
 
 
-def _gold_answers(s: Session, where) -> list[tuple[int, str, str | None, bool]]:
+GoldAnswer = tuple[int, str, str | None, bool]
+
+
+def _gold_answers(s: Session, where: ColumnElement[bool]) -> list[GoldAnswer]:
     """(annotator id, given, expected, served) of the gold answers matching `where`: served
     ones (with an assignment) in the order they were served, then imported ones."""
     rows = s.exec(
@@ -57,22 +68,22 @@ def _gold_answers(s: Session, where) -> list[tuple[int, str, str | None, bool]]:
             Annotation.annotator_id,
             Annotation.preference,
             Pair.gold_answer,
-            Assignment.id.is_not(None),
+            col(Assignment.id).is_not(None),
         )
-        .join(Pair, Pair.id == Annotation.pair_id)
+        .join(Pair, col(Pair.id) == Annotation.pair_id)
         .join(
             Assignment,
-            (Assignment.pair_id == Annotation.pair_id)
-            & (Assignment.annotator_id == Annotation.annotator_id),
+            (col(Assignment.pair_id) == Annotation.pair_id)
+            & (col(Assignment.annotator_id) == Annotation.annotator_id),
             isouter=True,
         )
-        .where(where, Pair.is_gold == True)  # noqa: E712
-        .order_by(Assignment.assigned_at, Assignment.id)
+        .where(where, col(Pair.is_gold) == True)  # noqa: E712
+        .order_by(col(Assignment.assigned_at), col(Assignment.id))
     ).all()
     return sorted(rows, key=lambda row: not row[3])  # stable: served order kept
 
 
-def _served(answers) -> list[tuple[str, str | None]]:
+def _served(answers: list[GoldAnswer]) -> list[tuple[str, str | None]]:
     return [(given, expected) for _, given, expected, served in answers if served]
 
 
@@ -90,18 +101,18 @@ def _judge(answers: list[tuple[str, str | None]], needed: int) -> Qualification:
     return Qualification(PASSED, len(first), needed)
 
 
-def qualification(s: Session, *, study: Study, annotator_id: int) -> Qualification:
+def qualification(s: Session, *, study: QualifiedStudy, annotator_id: int) -> Qualification:
     needed = study.qualification_gold or 0
     if needed <= 0:
         return Qualification(NONE, 0, 0)
-    return _judge(_served(_gold_answers(s, Annotation.annotator_id == annotator_id)), needed)
+    return _judge(_served(_gold_answers(s, col(Annotation.annotator_id) == annotator_id)), needed)
 
 
 @retrying
 def qualification_of(engine: Engine, *, annotator_id: int) -> Qualification:
     with read_session(engine) as s:
-        annotator = s.get(Annotator, annotator_id)
-        study = s.get(Study, annotator.study_id)
+        annotator = s.get_one(Annotator, annotator_id)
+        study = s.get_one(Study, annotator.study_id)
         return qualification(s, study=study, annotator_id=annotator_id)
 
 
@@ -116,7 +127,7 @@ def set_gold(engine: Engine, *, study_id: int, pair_keys: Iterable[str], answer:
     with session(engine) as s:
         found = set(
             s.exec(
-                select(Pair.pair_key).where(Pair.study_id == study_id, Pair.pair_key.in_(keys))
+                select(Pair.pair_key).where(Pair.study_id == study_id, col(Pair.pair_key).in_(keys))
             ).all()
         )
         missing = [k for k in keys if k not in found]
@@ -124,7 +135,7 @@ def set_gold(engine: Engine, *, study_id: int, pair_keys: Iterable[str], answer:
             raise UserError(f"no pair with id {', '.join(map(repr, missing))} in this study")
         s.execute(
             update(Pair)
-            .where(Pair.study_id == study_id, Pair.pair_key.in_(keys))
+            .where(col(Pair.study_id) == study_id, col(Pair.pair_key).in_(keys))
             .values(is_gold=answer is not None, gold_answer=answer)
         )
     return len(keys)
@@ -136,13 +147,13 @@ def gold_pairs(engine: Engine, *, study_id: int) -> pd.DataFrame:
     with read_session(engine) as s:
         pairs = s.exec(
             select(Pair.id, Pair.pair_key, Pair.category, Pair.gold_answer)
-            .where(Pair.study_id == study_id, Pair.is_gold == True)  # noqa: E712
-            .order_by(Pair.position)
+            .where(Pair.study_id == study_id, col(Pair.is_gold) == True)  # noqa: E712
+            .order_by(col(Pair.position))
         ).all()
         answers = s.exec(
             select(Annotation.pair_id, Annotation.preference)
-            .join(Pair, Pair.id == Annotation.pair_id)
-            .where(Pair.study_id == study_id, Pair.is_gold == True)  # noqa: E712
+            .join(Pair, col(Pair.id) == Annotation.pair_id)
+            .where(Pair.study_id == study_id, col(Pair.is_gold) == True)  # noqa: E712
         ).all()
     given = pd.DataFrame(answers, columns=["pid", "preference"])
     rows = []
@@ -168,16 +179,16 @@ def gold_pairs(engine: Engine, *, study_id: int) -> pd.DataFrame:
 def gold_accuracy(engine: Engine, *, study_id: int) -> pd.DataFrame:
     """annotator, n_gold, n_correct, gold_accuracy and qualification state per annotator."""
     with read_session(engine) as s:
-        study = s.get(Study, study_id)
+        study = s.get_one(Study, study_id)
         people = s.exec(
             select(Annotator.id, Annotator.name)
             .where(Annotator.study_id == study_id, Annotator.is_admin == False)  # noqa: E712
-            .order_by(Annotator.name)
+            .order_by(col(Annotator.name))
         ).all()
         # all of the study's gold answers in one query, in served order (qualification counts
         # each annotator's first ones)
-        answers = _gold_answers(s, Pair.study_id == study_id)
-    by_person: dict[int, list] = {}
+        answers = _gold_answers(s, col(Pair.study_id) == study_id)
+    by_person: dict[int | None, list[GoldAnswer]] = {}
     for answer in answers:
         by_person.setdefault(answer[0], []).append(answer)
     rows = []

@@ -88,7 +88,7 @@ class AssignmentRow:
     draft: dict[str, Any] | None = None
 
     @classmethod
-    def of(cls, assignment) -> AssignmentRow:
+    def of(cls, assignment: object) -> AssignmentRow:
         """From an ORM Assignment (the rare paths)."""
         return cls(**{name: getattr(assignment, name) for name in ASSIGNMENT_COLUMNS})
 
@@ -143,7 +143,7 @@ GOLD_ORDER_MESSAGE = ("gold-order", "{annotator}", "{pair}")
 AGREEMENT_MESSAGE = ("agreement", "{pair}")
 
 
-def _message(parts: tuple[str, ...], **values) -> bytes:
+def _message(parts: tuple[str, ...], **values: object) -> bytes:
     return ":".join(part.format(**values) for part in parts).encode()
 
 
@@ -159,7 +159,7 @@ class Coins:
         self.inner = bytes(b ^ 0x36 for b in padded)
         self.outer = bytes(b ^ 0x5C for b in padded)
 
-    def _digest(self, parts: tuple[str, ...], **values) -> bytes:
+    def _digest(self, parts: tuple[str, ...], **values: object) -> bytes:
         return hmac.new(self._key, _message(parts, **values), hashlib.sha256).digest()
 
     def chosen_position(self, *, pair_id: int, annotator_id: int) -> str:
@@ -204,13 +204,13 @@ def coin_sql(parts: tuple[str, ...], *, inner: str, outer: str, **values: str) -
     return f"sha256({outer} || sha256({inner} || convert_to({message}, 'UTF8')))"
 
 
-def ab_coin_sql(**kw) -> str:
+def ab_coin_sql(**kw: str) -> str:
     """Coins.chosen_position in SQL: 'A' or 'B'."""
     digest = coin_sql(AB_MESSAGE, **kw)
     return f"CASE WHEN get_byte({digest}, 0) & 1 = 1 THEN 'A' ELSE 'B' END"
 
 
-def gold_coin_sql(*, every: str, **kw) -> str:
+def gold_coin_sql(*, every: str, **kw: str) -> str:
     """Coins.gold_due in SQL: a boolean."""
     digest = coin_sql(GOLD_MESSAGE, **kw)
     return (

@@ -21,14 +21,14 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
-from typing import Any, cast
+from typing import Any, NoReturn
 
-from sqlalchemy import JSON, Table
+from sqlalchemy import JSON
 from sqlalchemy.dialects import postgresql
-from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.engine import Connection, Dialect, Engine
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.pool import PoolProxiedConnection
 
@@ -45,14 +45,15 @@ from annotate.queue.rules import (
     gold_coin_sql,
 )
 from annotate.store import schema
-from annotate.store.models import Annotation
+from annotate.store.clock import naive_utc
+from annotate.store.models import Annotation, table_of
 from annotate.store.sqlite_engine import readers as sqlite_readers
 
 # An annotation row's answer: the contract's answer columns (its two keys are ids here), plus
 # where the answer came from. Every submit path derives its columns from this list.
 ANSWER_FIELDS = (*ANSWER_COLUMNS, "source")
 # SQLModel sets __table__ on table models without declaring it
-_ANNOTATION = cast(Table, Annotation.__table__)  # type: ignore[attr-defined]
+_ANNOTATION = table_of(Annotation)
 _JSON_FIELDS = frozenset(
     name for name in ANSWER_FIELDS if isinstance(_ANNOTATION.c[name].type, JSON)
 )
@@ -147,7 +148,9 @@ FUNCTION = "annotate_submit_and_next"
 
 
 def _pg_type(name: str) -> str:
-    return _ANNOTATION.c[name].type.compile(dialect=postgresql.dialect())
+    # SQLAlchemy's dialect constructors carry no annotations
+    dialect = postgresql.dialect()  # type: ignore[no-untyped-call]
+    return _ANNOTATION.c[name].type.compile(dialect=dialect)
 
 
 def _plpgsql(text: str, names: dict[str, str]) -> str:
@@ -320,7 +323,7 @@ def _translate(dialect: str, text: str) -> str:
 _SQL = {dialect: {k: _translate(dialect, v) for k, v in _TEXTS.items()} for dialect in _LOCKS}
 
 
-def _reserved(row, *, annotator_id: int, now: datetime) -> AssignmentRow:
+def _reserved(row: Sequence[Any], *, annotator_id: int, now: datetime) -> AssignmentRow:
     """The assignment a reserving statement inserted, from the (id, study_id, pair_id,
     chosen_position) it returned."""
     new_id, study_id, pair_id, chosen_position = row
@@ -338,7 +341,9 @@ def _reserved(row, *, annotator_id: int, now: datetime) -> AssignmentRow:
 class Cursor(Queue):
     """The driver's cursor on a SQLAlchemy connection, with this module's statements."""
 
-    def __init__(self, conn: Connection | PoolProxiedConnection | Any, *, dialect=None):
+    def __init__(
+        self, conn: Connection | PoolProxiedConnection | Any, *, dialect: Dialect | None = None
+    ) -> None:
         # A Connection inside a SQLAlchemy transaction, or (`autocommit`) a pooled connection
         # or one of sqlite_engine.readers' driver connections
         self._dialect = dialect or conn.dialect
@@ -379,7 +384,7 @@ class Cursor(Queue):
                 raw.autocommit = False
             pooled.close()
 
-    def _run(self, name: str, params: dict, *, fetch: bool = False):
+    def _run(self, name: str, params: dict[str, Any], *, fetch: bool = False) -> Any:
         """Execute (and fetch one row). Driver errors leave as SQLAlchemy's DBAPIError, as if
         SQLAlchemy had run the statement, so `db.retrying` and the pool treat them the same:
         a lost connection is invalidated and the transaction re-run."""
@@ -389,7 +394,8 @@ class Cursor(Queue):
         except self._dialect.loaded_dbapi.Error as exc:
             self._raise(exc, name, params, self._cursor)
 
-    def _raise(self, exc, name: str, params: dict, cursor):
+    def _raise(self, exc: Any, name: str, params: dict[str, Any], cursor: Any) -> NoReturn:
+        # exc: the driver's own Error (sqlite3's or psycopg's), as the dialect's checks take it
         dialect = self._dialect
         lost = dialect.is_disconnect(exc, self._dbapi_connection, cursor)
         if lost and hasattr(self._conn, "invalidate"):  # (a reader connection is closed)
@@ -398,13 +404,13 @@ class Cursor(Queue):
             self._sql[name], params, exc, dialect.loaded_dbapi.Error, connection_invalidated=lost
         ) from exc
 
-    def _time(self, value: datetime | None):
+    def _time(self, value: datetime | None) -> datetime | str | None:
         # SQLite stores SQLAlchemy's DateTime as this text; PostgreSQL takes the object
         if value is None or self.dialect != "sqlite":
             return value
-        return value.replace(tzinfo=None).isoformat(" ", "microseconds")  # %Y-%m-%d %H:%M:%S.%f
+        return naive_utc(value).isoformat(" ", "microseconds")  # %Y-%m-%d %H:%M:%S.%f
 
-    def _assignment(self, row) -> AssignmentRow | None:
+    def _assignment(self, row: Sequence[Any] | None) -> AssignmentRow | None:
         if row is None:
             return None
         values = dict(zip(ASSIGNMENT_COLUMNS, row, strict=True))
@@ -431,7 +437,7 @@ class Cursor(Queue):
         row = self._run("coin_secret", {"annotator": annotator_id}, fetch=True)
         return None if row is None else Coins(row[0])
 
-    def _answer_params(self, values: dict) -> dict:
+    def _answer_params(self, values: dict[str, Any]) -> dict[str, Any]:
         params = {name: values.get(name) for name in ANSWER_FIELDS}
         params["submitted_at"] = self._time(params["submitted_at"])
         for name in _JSON_FIELDS:
@@ -440,20 +446,32 @@ class Cursor(Queue):
         return params
 
     def store_answer(
-        self, *, study_id: int, pair_id: int, annotator_id: int, values: dict, now: datetime
+        self,
+        *,
+        study_id: int,
+        pair_id: int,
+        annotator_id: int,
+        values: dict[str, Any],
+        now: datetime,
     ) -> bool:
         """Upsert the answer and mark the annotator's open assignment for this pair done.
         False if there was no open assignment (the caller repairs that)."""
         params = self._answer_params(values)
         params.update(study=study_id, pair=pair_id, annotator=annotator_id, now=self._time(now))
         if self.dialect == "postgresql":
-            return self._run("close_and_upsert", params, fetch=True)[0] == 1
-        closed = self._run("close", params) == 1
+            return bool(self._run("close_and_upsert", params, fetch=True)[0] == 1)
+        closed = bool(self._run("close", params) == 1)
         self._run("upsert", params)
         return closed
 
     def submit_in_one_call(
-        self, *, pair_id: int, annotator_id: int, values: dict, now: datetime, coins: Coins
+        self,
+        *,
+        pair_id: int,
+        annotator_id: int,
+        values: dict[str, Any],
+        now: datetime,
+        coins: Coins,
     ) -> tuple[bool, AssignmentRow | None]:
         """PostgreSQL, on an autocommit connection: store the answer, close the assignment and
         reserve the next pair under the common rules, committed in one round trip (the
@@ -528,30 +546,36 @@ class Cursor(Queue):
         return self._assignment(self._run("assignment_by_id", {"id": assignment_id}, fetch=True))
 
     def has_gold(self, *, study_id: int) -> bool:
-        return self._run("has_gold", {"study": study_id}, fetch=True) is not None
+        return bool(self._run("has_gold", {"study": study_id}, fetch=True) is not None)
 
     def done_count(self, *, annotator_id: int) -> int:
-        return self._run("done_count", {"annotator": annotator_id}, fetch=True)[0]
+        return int(self._run("done_count", {"annotator": annotator_id}, fetch=True)[0])
 
     def given_count(self, *, annotator_id: int) -> int:
-        return self._run("given_count", {"annotator": annotator_id}, fetch=True)[0]
+        return int(self._run("given_count", {"annotator": annotator_id}, fetch=True)[0])
 
     # --- the rare operations: the full rules (assignment.FullQueue) ---------------------
 
-    def qualification_state(self, **_) -> str:
+    def qualification_state(self, *, study: StudyRules, annotator_id: int) -> str:
         raise NeedsFullRules
 
-    def serve_gold(self, **_) -> AssignmentRow | None:
+    def serve_gold(
+        self, *, study: StudyRules, annotator_id: int, now: datetime
+    ) -> AssignmentRow | None:
         raise NeedsFullRules
 
-    def open_candidates(self, **_) -> list[int]:
+    def open_candidates(self, *, study: StudyRules, annotator_id: int) -> list[int]:
         raise NeedsFullRules
 
-    def reserve_pair(self, **_) -> AssignmentRow | None:
+    def reserve_pair(
+        self, *, study: StudyRules, pair_id: int, annotator_id: int, now: datetime
+    ) -> AssignmentRow | None:
         raise NeedsFullRules
 
-    def reopen_skipped(self, **_) -> AssignmentRow | None:
+    def reopen_skipped(
+        self, *, study: StudyRules, annotator_id: int, now: datetime
+    ) -> AssignmentRow | None:
         raise NeedsFullRules
 
-    def release_expired(self, **_) -> int:
+    def release_expired(self, *, study: StudyRules, now: datetime) -> int:
         raise NeedsFullRules

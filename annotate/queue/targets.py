@@ -21,21 +21,22 @@ pair committed at once are counted together: the second sees the first.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from sqlalchemy import bindparam, func, select, update
-from sqlalchemy.engine import Connection
+from sqlalchemy.engine import Connection, Row
 
 from analysis.stopping import OverlapDesign, stopping_states, target_after
-from analysis.tables import PREFERENCES
+from analysis.vocabulary import PREFERENCES
 from annotate.queue.rules import coins_of
-from annotate.store.models import Annotation, Pair, Study
+from annotate.store.models import Annotation, Pair, Study, table_of
 
-_PAIR = Pair.__table__
-_ANNOTATION = Annotation.__table__
-_STUDY = Study.__table__
+_PAIR = table_of(Pair)
+_ANNOTATION = table_of(Annotation)
+_STUDY = table_of(Study)
 
 
 @dataclass(frozen=True)
@@ -51,12 +52,19 @@ class Design:
     coin_secret: str | None
 
     @classmethod
-    def of(cls, study) -> Design:
+    def of(cls, study: object) -> Design:
         return cls(**{name: getattr(study, name) for name in cls.__dataclass_fields__})
 
     @property
     def adaptive(self) -> bool:
         return self.adaptive_min is not None
+
+    @property
+    def bounds(self) -> tuple[int, int]:
+        """An adaptive study's least and most annotations a pair gets."""
+        if self.adaptive_min is None or self.adaptive_max is None:
+            raise ValueError("a fixed design has no adaptive bounds")
+        return self.adaptive_min, self.adaptive_max
 
     def in_sample(self, pair_key: str) -> bool:
         return self.adaptive and coins_of(self.coin_secret).in_agreement_sample(
@@ -65,24 +73,22 @@ class Design:
 
     def states(self, counts: np.ndarray) -> np.ndarray:
         """analysis.stopping's state of each pair from its (chosen, rejected, tie) counts."""
-        return stopping_states(
-            counts, minimum=self.adaptive_min, maximum=self.adaptive_max, ties=self.allow_ties
-        )
+        minimum, maximum = self.bounds
+        return stopping_states(counts, minimum=minimum, maximum=maximum, ties=self.allow_ties)
 
     def targets(self, keys: list[str], counts: np.ndarray) -> list[int | None]:
         """pair.target for these pairs (None: the study's overlap_target)."""
         if not self.adaptive:
             return [None] * len(keys)
         states = self.states(counts)
-        out = []
+        minimum, maximum = self.bounds
+        out: list[int | None] = []
         for key, row, state in zip(keys, counts, states, strict=True):
             if self.in_sample(key):
                 out.append(self.agreement_overlap)
             else:
                 n = int(row.sum())
-                out.append(
-                    target_after(state, n=n, minimum=self.adaptive_min, maximum=self.adaptive_max)
-                )
+                out.append(target_after(state, n=n, minimum=minimum, maximum=maximum))
         return out
 
     def report_design(self, pair_keys: Iterable[str]) -> OverlapDesign:
@@ -91,10 +97,11 @@ class Design:
         if not self.adaptive:
             k = self.overlap_target
             return OverlapDesign(adaptive=False, minimum=k, maximum=k, ties=self.allow_ties)
+        minimum, maximum = self.bounds
         return OverlapDesign(
             adaptive=True,
-            minimum=self.adaptive_min,
-            maximum=self.adaptive_max,
+            minimum=minimum,
+            maximum=maximum,
             ties=self.allow_ties,
             agreement_fraction=self.agreement_sample,
             agreement_overlap=self.agreement_overlap,
@@ -108,7 +115,9 @@ def design_of(conn: Connection, *, study_id: int) -> Design:
     return Design(*row)
 
 
-def _counts(conn: Connection, *, study_id: int, pair_ids: Iterable[int] | None) -> dict:
+def _counts(
+    conn: Connection, *, study_id: int, pair_ids: Iterable[int] | None
+) -> dict[int, list[int]]:
     """{pair id: [chosen, rejected, tie]} of the study's answers."""
     query = (
         select(_ANNOTATION.c.pair_id, _ANNOTATION.c.preference, func.count())
@@ -129,7 +138,9 @@ _SET_TARGET = (
 )
 
 
-def _refresh(conn: Connection, *, study_id: int, pairs: list, design: Design) -> int:
+def _refresh(
+    conn: Connection, *, study_id: int, pairs: Sequence[Row[*tuple[Any, ...]]], design: Design
+) -> int:
     """Write the targets of these (id, key, is_gold, target) rows that changed; how many."""
     real = [p for p in pairs if not p.is_gold]
     counts = _counts(conn, study_id=study_id, pair_ids=[p.id for p in real])

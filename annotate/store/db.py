@@ -195,6 +195,10 @@ def is_retryable(exc: BaseException) -> bool:
 def _retry_call(
     fn: Callable[..., T], *args: Any, _seconds: float | None = None, **kwargs: Any
 ) -> T:
+    # Kept by hand rather than with tenacity (#18): the part that needs care is which refusals
+    # are transient (is_retryable, ours either way); the loop around it is these few lines,
+    # which never sleep past the deadline and add nothing per call on the Submit path, and a
+    # dependency for them would be one more pin in requirements.lock to keep in step.
     deadline = time.monotonic() + (RETRY_SECONDS if _seconds is None else _seconds)
     attempt = 0
     while True:

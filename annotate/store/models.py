@@ -5,20 +5,24 @@ that annotator saw and reserves the pair against the study's overlap target."""
 from __future__ import annotations
 
 import secrets
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, Column, Index, Text, UniqueConstraint, text, true
+from sqlalchemy import JSON, Column, Index, Table, Text, UniqueConstraint, text, true
 from sqlmodel import Field, SQLModel
 
 from analysis.vocabulary import DIMENSIONS, REASONS
+from annotate.store.clock import utcnow as utcnow  # its home is clock; many read it from here
 
 DEFAULT_DIMENSIONS = list(DIMENSIONS)
 DEFAULT_REASONS = list(REASONS)
 
 
-def utcnow() -> datetime:
-    return datetime.now(UTC)
+def table_of(model: type[SQLModel]) -> Table:
+    """A table model's Core table, for statements built once (SQLModel sets `__table__` on
+    every `table=True` class, but its stubs do not declare it)."""
+    table: Table = model.__table__  # type: ignore[attr-defined]
+    return table
 
 
 class Study(SQLModel, table=True):

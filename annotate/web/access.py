@@ -1,26 +1,28 @@
-"""Who is signed in, checked on every run of every page."""
+"""Who may see a page, checked on every run of every page (who is signed in is decided by
+annotate/web/identity.py)."""
 
 from __future__ import annotations
 
 import contextlib
 
 import streamlit as st
-from sqlalchemy import func
-from sqlmodel import select
 from streamlit.errors import StreamlitAPIException
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
-from annotate import prolific
-from annotate.auth import annotator_for_token
 from annotate.database import get_engine
-from annotate.errors import UserError
-from annotate.store.db import read, resolve_url
+from annotate.store.db import resolve_url
 from annotate.store.models import Annotator
 from annotate.web import guard as web_guard
-from annotate.web.login import COOKIE
+from annotate.web.identity import (
+    COOKIE,
+    ENTRY_ERROR_KEY,
+    OIDC_COOKIE_PREFIX,
+    SESSION_KEY,
+    auth_configured,
+    current_user,
+    ended_message,
+)
 
-SESSION_KEY = "annotate_token"
-ENTRY_ERROR_KEY = "annotate_entry_error"
 LABEL_PAGE = "views/label.py"  # relative to the entry script (app.py)
 
 
@@ -35,114 +37,15 @@ def _engine_for(url: str):
     return get_engine(url)
 
 
-def _lookup(token: object) -> Annotator | None:
-    if not isinstance(token, str) or not token:
-        return None
-    return read(engine(), lambda s: annotator_for_token(s, token))  # retried, as every read
-
-
-def auth_configured() -> bool:
-    """True when `[auth]` (OIDC for st.login) is configured in .streamlit/secrets.toml."""
-    try:
-        return "auth" in st.secrets
-    except Exception:  # no secrets file at all
-        return False
-
-
-def maintainer_for_identity(s, identity: dict) -> Annotator | None:
-    """The active maintainer account whose email is the OIDC identity's (case-insensitive).
-
-    Only a completed login counts (`is_logged_in` true) and only a verified email when the
-    provider says whether it is verified."""
-    if identity.get("is_logged_in") is not True or identity.get("email_verified") is False:
-        return None
-    email = identity.get("email")
-    if not isinstance(email, str) or "@" not in email:
-        return None
-    return s.exec(
-        select(Annotator).where(
-            func.lower(Annotator.email) == email.strip().lower(),
-            Annotator.is_admin == True,  # noqa: E712
-            Annotator.active == True,  # noqa: E712
-        )
-    ).first()
-
-
-def _oidc_maintainer() -> Annotator | None:
-    if not auth_configured():
-        return None
-    try:
-        identity = st.user.to_dict()
-    except Exception:
-        return None
-    return read(engine(), lambda s: maintainer_for_identity(s, identity))
-
-
-def client_address() -> str | None:
-    """The visitor's network address as the server saw it (behind a reverse proxy listed in
-    FORWARDED_ALLOW_IPS: the address the proxy forwarded), None outside a request."""
-    try:
-        return st.context.ip_address
-    except Exception:  # no request context in a bare script run
-        return None
-
-
-def _prolific_user() -> Annotator | None:
-    """A Prolific participant arriving with ?PROLIFIC_PID=... (the parameters stay in the
-    address, so a reload signs them in again; this tab also keeps a token in its session)."""
-    params = prolific.entry_params(st.query_params)
-    if params is None:
-        return None
-    pid, study_id, session_id = params
-    user = _lookup(st.session_state.get(SESSION_KEY))
-    if user is not None and user.external_id == pid and user.external_session == session_id:
-        return user
-    try:
-        entry = prolific.enter(
-            engine(), pid=pid, study_id=study_id, session_id=session_id, client=client_address()
-        )
-    except UserError as exc:
-        st.session_state[ENTRY_ERROR_KEY] = str(exc)
-        return None
-    st.session_state[SESSION_KEY] = entry.token
-    st.session_state.pop(ENTRY_ERROR_KEY, None)
-    return _lookup(entry.token)
-
-
-def current_user() -> Annotator | None:
-    """The signed-in, active annotator or maintainer, or None.
-
-    A Prolific entry link (?PROLIFIC_PID=...) signs its participant in first. Otherwise the
-    token comes from `?token=` when a login link reaches the script directly (tests, or a
-    server without the middleware; it is then taken out of the address bar), from this tab's
-    session, or from the HttpOnly cookie that the served app sets from the login link. Last, a
-    maintainer signed in with st.login (when `[auth]` is configured) is mapped by email.
-    """
-    participant = _prolific_user()
-    if participant is not None:
-        return participant
-    candidates = []
-    if "token" in st.query_params:
-        candidates.append(st.query_params["token"])
-        del st.query_params["token"]
-    candidates.append(st.session_state.get(SESSION_KEY))
-    with contextlib.suppress(Exception):  # no request context in a bare script run
-        candidates.append(st.context.cookies.get(COOKIE))
-    for token in candidates:
-        user = _lookup(token)
-        if user is not None:
-            st.session_state[SESSION_KEY] = token
-            return user
-    st.session_state.pop(SESSION_KEY, None)
-    return _oidc_maintainer()
-
-
 def sign_in_message(*, admin: bool = False) -> None:
     what = "the maintainer console" if admin else "the labelling page"
     st.title("Please sign in")
     problem = st.session_state.get(ENTRY_ERROR_KEY)
     if problem:
         st.error(f"This link could not sign you in: {problem}.")
+    ended = ended_message()
+    if ended:
+        st.warning(ended)
     st.info(
         f"To open {what}, use the personal link you were given "
         "(it looks like `http://…/?token=…`). If your link does not work any more, "
@@ -209,7 +112,7 @@ def require_admin() -> Annotator:
             name: value
             for name, value in cookies.items()
             if (name == COOKIE and value == token)
-            or (token is None and name.startswith(web_guard.OIDC_COOKIE_PREFIX))
+            or (token is None and name.startswith(OIDC_COOKIE_PREFIX))
         }
         web_guard.register_maintainer_session(session_id, annotator_id=user.id, cookies=proof)
     return user

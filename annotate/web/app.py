@@ -8,9 +8,8 @@ from pathlib import Path
 
 import streamlit as st
 
-from annotate.web.access import current_user
+from annotate.web.identity import current_user
 from annotate.web.views.admin import admin_pages
-from annotate.web.views.common import RUN_USER_KEY
 
 HERE = Path(__file__).parent
 LABEL_SCRIPT = str(HERE / "views" / "label.py")
@@ -36,7 +35,8 @@ if user is not None and user.is_admin:
     )
     navigation = st.navigation([landing, *console, label], position="top")
 else:
+    # Only the console's front door (/admin, where it asks for a maintainer's sign-in): the
+    # navigation every visitor receives does not list the console's pages.
     label = st.Page(LABEL_SCRIPT, title="Label pairs", icon=":material/rule:", default=True)
-    navigation = st.navigation([label, *admin_pages()], position="hidden")
-st.session_state[RUN_USER_KEY] = user  # the labelling page takes it (common.signed_in_user)
+    navigation = st.navigation([label, admin_pages()[0]], position="hidden")
 navigation.run()

@@ -7,7 +7,9 @@ rendered and sent again), more CPU than a Submit. Here a draft is one small JSON
 
 - it names the assignment and carries the key the form was given with it
   (`labelling.draft_key`, an HMAC with the study's secret): only a page that was shown that pair
-  can save its draft, whichever way its annotator signed in (link cookie or Prolific);
+  can save its draft, whichever way its annotator signed in (link cookie or Prolific), and
+  only while that sign-in lasts (the key includes the account's token hash: after Sign out
+  or a new link the open tab's drafts are refused, annotate/web/identity.py);
 - it must come from this site's own pages (`Sec-Fetch-Site`, else `Origin`), at most
   MAX_DRAFT_BYTES, and its answers pass the same check as the page's (`FormState.from_browser`);
 - it is stored by `labelling.save_draft`, the one rule for drafts (an open assignment only).
@@ -67,6 +69,7 @@ class DraftFacts:
 
     annotator_id: int
     secret: str | None
+    sign_in: str | None  # the account's token hash the key was made with (labelling.draft_key)
     study: Study
     n_aspects: int
 
@@ -80,24 +83,36 @@ _MAX_FACTS = 20_000
 def _read_facts(engine: Engine, assignment_id: int) -> DraftFacts | None:
     with read_session(engine) as s:
         row = s.exec(
-            select(Assignment.annotator_id, Study, Pair.rubric_aspects)
+            select(Assignment.annotator_id, Annotator.token_hash, Study, Pair.rubric_aspects)
+            .join(Annotator, Annotator.id == Assignment.annotator_id)
             .join(Study, Study.id == Assignment.study_id)
             .join(Pair, Pair.id == Assignment.pair_id)
             .where(Assignment.id == assignment_id)
         ).first()
     if row is None:
         return None
-    annotator_id, study, aspects = row
-    return DraftFacts(annotator_id, study.coin_secret, study, len(aspects or []))
+    annotator_id, sign_in, study, aspects = row
+    return DraftFacts(annotator_id, study.coin_secret, sign_in, study, len(aspects or []))
 
 
-def draft_facts(engine: Engine, assignment_id: int) -> DraftFacts | None:
+def _key_fits(facts: DraftFacts, assignment_id: int, key: str) -> bool:
+    expected = draft_key(
+        facts.secret,
+        assignment_id=assignment_id,
+        annotator_id=facts.annotator_id,
+        sign_in=facts.sign_in,  # signed out or given a new link since: the page's key is stale
+    )
+    return hmac.compare_digest(expected, key)
+
+
+def draft_facts(engine: Engine, assignment_id: int, *, fresh: bool = False) -> DraftFacts | None:
     """DraftFacts of an assignment, read at most every FACTS_SECONDS (a page sends a draft
-    every few seconds while its annotator works)."""
+    every few seconds while its annotator works) unless `fresh`. The sign-in it holds is
+    checked again by the draft's own write (labelling.save_draft's `sign_in`)."""
     key = (engine.url.render_as_string(hide_password=False), assignment_id)
     now = time.monotonic()
     cached = _facts.get(key)
-    if cached is not None and now - cached[0] < FACTS_SECONDS:
+    if cached is not None and not fresh and now - cached[0] < FACTS_SECONDS:
         return cached[1]
     facts = _read_facts(engine, assignment_id)
     if facts is not None:
@@ -127,10 +142,9 @@ def store_draft(engine: Engine, body: dict) -> int:
     if not isinstance(key, str):
         return 400
     facts = draft_facts(engine, assignment_id)
-    if facts is None:
-        return 403
-    expected = draft_key(facts.secret, assignment_id=assignment_id, annotator_id=facts.annotator_id)
-    if not hmac.compare_digest(expected, key):
+    if facts is not None and not _key_fits(facts, assignment_id, key):
+        facts = draft_facts(engine, assignment_id, fresh=True)  # signed in anew since?
+    if facts is None or not _key_fits(facts, assignment_id, key):
         return 403
     away = body.get("away") is True
     if "form" in body and body.get("back") is not True:
@@ -138,7 +152,15 @@ def store_draft(engine: Engine, body: dict) -> int:
             body.get("form"), study=facts.study, n_aspects=facts.n_aspects
         )
         seconds = _seconds(body.get("seconds"))
-        if save_draft(engine, assignment_id=assignment_id, form=form, seconds=seconds, away=away):
+        stored = save_draft(
+            engine,
+            assignment_id=assignment_id,
+            form=form,
+            seconds=seconds,
+            away=away,
+            sign_in=facts.sign_in,
+        )
+        if stored:
             return 204
     status, active = _state(engine, assignment_id)
     if not active:

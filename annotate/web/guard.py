@@ -29,6 +29,9 @@ state it is sent (at most `server.maxWidgetStateSize` a message, which `annotate
 just above the labelling form's largest message), so a stranger's sockets cannot fill the
 server's memory. A socket past the limit is closed before Streamlit sees it (code 1008).
 
+Cookies and accounts are read as everywhere else in the app (annotate/web/identity.py, with
+Starlette's cookie parser); page sockets' frames pass annotate/web/socket_frames.py both ways.
+
 Refusals are answered before Streamlit reads anything, so they cost no memory. A refused body
 that is small enough is read and thrown away first (see `_refuse`), so that the client reads the
 answer instead of a reset connection.
@@ -43,17 +46,24 @@ import hashlib
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from http.cookies import SimpleCookie
 
 from sqlalchemy.engine import Engine
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import PlainTextResponse
 
+from annotate.web.identity import COOKIE as LOGIN_COOKIE
+from annotate.web.identity import (
+    OIDC_COOKIE_PREFIX,
+    account_for_token,
+    active_maintainer,
+    request_cookies,
+)
 from annotate.web.paths import is_under, route_path, url_prefix
+from annotate.web.socket_frames import hide_server_details, refuse_deep_values
 
 # A pairs file for the console: 200 MB holds about 2,000 records of 100 KB. Bigger files go
-# through `annotate import-pairs`, which streams them. `.streamlit/config.toml` says the same;
-# the server lowers any larger configured value to this one (server.py).
+# through `annotate import-pairs`, which streams them. The server lowers any larger
+# configured value to this one (server.py).
 UPLOAD_LIMIT_MB = 200
 # Files a console session may hold at once (the pairs file, a few model files on the Agreement
 # page), and their total: a maintainer's stolen session cannot fill the server either.
@@ -65,8 +75,6 @@ SESSION_UPLOAD_LIMIT_MB = 400
 DRAIN_STRANGER_BYTES = 64 * 1024
 DRAIN_SECONDS = 30
 
-LOGIN_COOKIE = "annotate_token"  # the same name as login.COOKIE (login imports it from here)
-OIDC_COOKIE_PREFIX = "_streamlit_user"  # st.login's signed identity cookies (maybe chunked)
 
 # Internal routes the page needs for every visitor; everything else under /_stcore/ is the
 # maintainers'.
@@ -161,27 +169,10 @@ def _live_maintainer_session(session_id: str) -> _MaintainerSession | None:
 
 
 def _is_active_maintainer(engine: Engine, *, annotator_id: int | None, token: str | None) -> bool:
-    from annotate.auth import annotator_for_token
-    from annotate.store.db import read_session
-    from annotate.store.models import Annotator
-
-    with read_session(engine) as s:
-        if token is not None:
-            user = annotator_for_token(s, token)
-        else:
-            user = s.get(Annotator, annotator_id)
-        return bool(user is not None and user.active and user.is_admin)
-
-
-def _request_cookies(scope) -> dict[str, str]:
-    jar = SimpleCookie()
-    for key, value in scope.get("headers", []):
-        if key == b"cookie":
-            try:
-                jar.load(value.decode("latin-1"))
-            except Exception:  # a malformed cookie header is simply no cookie
-                continue
-    return {name: morsel.value for name, morsel in jar.items()}
+    if token is not None:
+        user = account_for_token(engine, token)
+        return bool(user is not None and user.is_admin)
+    return annotator_id is not None and active_maintainer(engine, annotator_id=annotator_id)
 
 
 class StreamlitEndpointGuard:
@@ -210,9 +201,11 @@ class StreamlitEndpointGuard:
                 return
             await _refuse(scope, receive, send, 403, "Forbidden")
             return
-        if access is Access.MEDIA and not await self._maintainer_request(scope):
-            await self.app(scope, receive, _no_downloads(send))
-            return
+        if access is Access.MEDIA:
+            send = _no_size_in_range_errors(send)
+            if not await self._maintainer_request(scope):
+                await self.app(scope, receive, _no_downloads(send))
+                return
         await self.app(scope, receive, send)
 
     async def _socket(self, scope, receive, send) -> None:
@@ -228,7 +221,7 @@ class StreamlitEndpointGuard:
             await send({"type": "websocket.close", "code": POLICY_VIOLATION})
             return
         try:
-            await self.app(scope, receive, send)
+            await self.app(scope, _checked_messages(receive, client=client), _plain_frames(send))
         finally:
             with _lock:
                 _sockets[client] -= 1
@@ -245,7 +238,7 @@ class StreamlitEndpointGuard:
         return path
 
     async def _maintainer_request(self, scope) -> bool:
-        cookies = _request_cookies(scope)
+        cookies = request_cookies(scope)
         prints = _cookie_prints(cookies)
         if prints:
             with _lock:
@@ -275,9 +268,7 @@ class StreamlitEndpointGuard:
         # The session id appears in addresses (proxy logs): the request must also carry the
         # sign-in cookie that session was opened with, so only the maintainer's own browser
         # can upload into it.
-        if entry is not None and not (
-            _cookie_prints(_request_cookies(scope)) & entry.cookie_prints
-        ):
+        if entry is not None and not (_cookie_prints(request_cookies(scope)) & entry.cookie_prints):
             entry = None
         if entry is None or not await run_in_threadpool(
             _is_active_maintainer, self.get_engine(), annotator_id=entry.annotator_id, token=None
@@ -394,6 +385,44 @@ async def _discard_body(receive) -> None:
         message = await receive()
         if message["type"] != "http.request" or not message.get("more_body", False):
             return
+
+
+def _checked_messages(receive, *, client: str):
+    """Wrap a socket's `receive`: component values nested too deep are dropped (socket_frames)."""
+
+    async def checked():
+        message = await receive()
+        data = message.get("bytes") if message["type"] == "websocket.receive" else None
+        if data:
+            message = {**message, "bytes": refuse_deep_values(data, client=client)}
+        return message
+
+    return checked
+
+
+def _plain_frames(send):
+    """Wrap a socket's `send`: no script path or Python version in a page run's first frame."""
+
+    async def plain(message):
+        data = message.get("bytes") if message["type"] == "websocket.send" else None
+        if data:
+            message = {**message, "bytes": hide_server_details(data)}
+        await send(message)
+
+    return plain
+
+
+def _no_size_in_range_errors(send):
+    """Wrap `send` so that a refused Range (416) does not tell the file's size
+    (`Content-Range: bytes */SIZE`): a 416 without the header, as RFC 9110 allows."""
+
+    async def sizeless(message):
+        if message["type"] == "http.response.start" and message.get("status") == 416:
+            headers = [(k, v) for k, v in message.get("headers", []) if k != b"content-range"]
+            message = {**message, "headers": headers}
+        await send(message)
+
+    return sizeless
 
 
 def _no_downloads(send):

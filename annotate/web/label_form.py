@@ -91,11 +91,13 @@ def form_data(
     reset: bool = False,
     with_posts: bool = False,
     draft_url: str | None = None,
+    sign_in: str | None = None,
 ) -> dict:
     """Everything the component shows for one pair (JSON). `answered` is the number of the last
     event the server acted on (the browser leaves its sending state on it); `reset` tells the
     browser to drop what it holds for this pair and show the stored answer; `flash_tone` is
-    "info" or "warning"; the past posts are sent only `with_posts` (the browser asked)."""
+    "info" or "warning"; the past posts are sent only `with_posts` (the browser asked);
+    `sign_in` (the account's token hash) goes into the draft key (labelling.draft_key)."""
     pair = item.pair
     chosen_position = item.assignment.chosen_position
     texts = {chosen_position: pair.chosen}
@@ -128,6 +130,7 @@ def form_data(
                 study.coin_secret,
                 assignment_id=item.assignment.id,
                 annotator_id=item.assignment.annotator_id,
+                sign_in=sign_in,
             ),
             # the page had said it went away (rule 8 of annotate/queue/rules.py): it says it
             # is back as it shows the pair again

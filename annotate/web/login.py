@@ -13,6 +13,8 @@ other sites out of it (docs/security.md):
 - When the browser is already signed in as another account, a link does not switch accounts by
   itself (another site could otherwise sign a visitor in as an account of its choosing): the
   visitor gets a page saying so, and only its button, a same-origin POST to `/login`, switches.
+  A Prolific entry link (`?PROLIFIC_PID=...`) gets the same question; its switch takes the
+  login cookie off this browser (the account's link keeps working) and opens the entry.
 - The cookie's Path is the prefix (`/annotate`; `/` at the root), so other apps on the host
   never receive it.
 - The cookie is `Secure` when the request came over HTTPS, as seen through the reverse proxies
@@ -27,7 +29,7 @@ from __future__ import annotations
 
 import html
 from collections.abc import Callable
-from urllib.parse import parse_qsl, unquote, urlencode, urlsplit
+from urllib.parse import parse_qs, parse_qsl, unquote, urlencode, urlsplit
 
 from sqlalchemy.engine import Engine
 from starlette.concurrency import run_in_threadpool
@@ -36,11 +38,13 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 from annotate.auth import annotator_for_token, reissue_token
-from annotate.store.db import read_session, session
-from annotate.web.guard import LOGIN_COOKIE
+from annotate.prolific import PARAMS
+from annotate.store.db import session
+from annotate.web.identity import COOKIE, account_for_token
 from annotate.web.paths import full_path, is_under, root_path
 
-COOKIE = LOGIN_COOKIE
+PROLIFIC_PID = PARAMS[0]  # a crowd entry link (annotate/prolific.py)
+
 COOKIE_MAX_AGE = 60 * 60 * 24 * 60  # sixty days: a study can run for weeks
 MAX_FORM_BYTES = 4096  # the switch-accounts form: a token and a path
 NO_STORE = {
@@ -79,11 +83,8 @@ def app_path(path: str, *, prefix: str) -> str:
 
 
 def _account(engine: Engine, token: str | None) -> tuple[int, str] | None:
-    if not token:
-        return None
-    with read_session(engine) as s:
-        user = annotator_for_token(s, token)
-        return (user.id, user.name) if user is not None else None
+    user = account_for_token(engine, token)
+    return (user.id, user.name) if user is not None else None
 
 
 def _same_origin(headers) -> bool:
@@ -130,6 +131,13 @@ def _signed_in(target: str, token: str, *, secure: bool, prefix: str) -> Respons
     return response
 
 
+def _signed_out(response: Response, *, secure: bool, prefix: str) -> Response:
+    """`response` with the login cookie removed from this browser (the token stays valid)."""
+    for path in dict.fromkeys((_cookie_path(prefix), "/")):
+        response.delete_cookie(COOKIE, path=path, secure=secure, httponly=True)
+    return response
+
+
 def _page(title: str, body: str, *, status: int = 200) -> HTMLResponse:
     return HTMLResponse(
         "<!doctype html><html lang='en'><head><meta charset='utf-8'>"
@@ -143,16 +151,22 @@ def _page(title: str, body: str, *, status: int = 200) -> HTMLResponse:
 
 
 def _switch_page(*, current: str, token: str, target: str, prefix: str) -> HTMLResponse:
+    """The question a link for another account gets. `token` empty: a Prolific entry link
+    (`target` carries its parameters); switching then signs this browser out of `current`
+    (its link keeps working) and opens the entry."""
+    at = html.escape(prefix, quote=True)
+    stay = target if token else prefix + "/"  # without the entry's parameters
+    what = "another account" if token else "a crowd study's entry for another participant"
     return _page(
         "Switch accounts?",
         f"<p>This browser is signed in as <strong>{html.escape(current)}</strong>. "
-        "The link you opened belongs to another account. Switch only if the link was meant "
+        f"The link you opened belongs to {what}. Switch only if the link was meant "
         "for you.</p>"
-        f"<form method='post' action='{html.escape(prefix, quote=True)}/login'>"
+        f"<form method='post' action='{at}/login'>"
         f"<input type='hidden' name='token' value='{html.escape(token, quote=True)}'>"
         f"<input type='hidden' name='next' value='{html.escape(target, quote=True)}'>"
         "<button type='submit'>Switch to the link's account</button></form>"
-        f"<p><a href='{html.escape(target, quote=True)}'>Stay signed in as "
+        f"<p><a href='{html.escape(stay, quote=True)}'>Stay signed in as "
         f"{html.escape(current)}</a></p>",
     )
 
@@ -176,7 +190,27 @@ class LoginLinkMiddleware:
                 response = await self._login_link(scope, params, token)
                 await response(scope, receive, send)
                 return
+            pid = next((value for key, value in params if key == PROLIFIC_PID), None)
+            if pid is not None:
+                response = await self._crowd_link(scope, pid)
+                if response is not None:
+                    await response(scope, receive, send)
+                    return
         await self.app(scope, receive, send)
+
+    async def _crowd_link(self, scope, pid: str) -> Response | None:
+        """A Prolific entry link (`?PROLIFIC_PID=...`) in a browser signed in with a login
+        link: like another account's link, it switches nobody by itself. None: let it through
+        (nobody signed in here, or this very participant)."""
+        user = await run_in_threadpool(
+            account_for_token, self.get_engine(), Request(scope).cookies.get(COOKIE)
+        )
+        if user is None or (user.external_id is not None and user.external_id == pid.strip()):
+            return None
+        prefix = root_path(scope) + self.prefix
+        query = scope.get("query_string", b"").decode("latin-1")
+        target = app_path(full_path(scope), prefix=prefix) + (f"?{query}" if query else "")
+        return _switch_page(current=user.name, token="", target=target, prefix=prefix)
 
     async def _login_link(self, scope, params, token: str) -> Response:
         rest = urlencode([(k, v) for k, v in params if k != "token"])
@@ -208,6 +242,13 @@ def login_routes(get_engine: Callable[[], Engine], *, prefix: str = "") -> list[
         token = str(form.get("token") or "")
         here = root_path(request.scope) + prefix
         target = app_path(str(form.get("next") or "/"), prefix=here)
+        if not token and PROLIFIC_PID in parse_qs(urlsplit(target).query):
+            # a crowd entry: this browser leaves the login link's account, the entry signs in
+            return _signed_out(
+                RedirectResponse(target, status_code=303, headers=NO_STORE),
+                secure=_secure(request.scope),
+                prefix=here,
+            )
         account = await run_in_threadpool(_account, get_engine(), token)
         if account is None:
             return RedirectResponse(target, status_code=303, headers=NO_STORE)
@@ -230,9 +271,7 @@ def login_routes(get_engine: Callable[[], Engine], *, prefix: str = "") -> list[
             "maintainer for a new one.</p>",
         )
         here = root_path(request.scope) + prefix
-        for path in dict.fromkeys((_cookie_path(here), "/")):
-            response.delete_cookie(COOKIE, path=path, secure=_secure(request.scope), httponly=True)
-        return response
+        return _signed_out(response, secure=_secure(request.scope), prefix=here)
 
     return [
         Route(f"{prefix}/login", login, methods=["POST"]),

@@ -20,13 +20,14 @@ from collections import OrderedDict
 
 from markdown_it import MarkdownIt
 
+from annotate.web.inert import break_autolinks
+
 _ESCAPE = re.compile(r"([\\\[\]!$:<>*_`#&])")
 _FENCE = re.compile(r"^( {0,3})(`{3,}|~{3,})")
 _CODE_SPAN = re.compile(r"(`+)(.+?)\1", re.DOTALL)
 _HEADING = re.compile(r"^( {0,3})(#{1,6})(\s)")
 _LIST_OR_QUOTE = re.compile(r"^(\s*)((?:[-*+]|\d{1,9}[.)])\s+|>\s?)")
 MAX_HEADING = 4
-WORD_JOINER = "\u2060"  # invisible; stops links, icons and emoji shortcodes from forming
 
 
 def _escape_inline(text: str) -> str:
@@ -36,11 +37,8 @@ def _escape_inline(text: str) -> str:
     text = text.replace(r"\*", "*").replace(r"\_", "_")
     # Streamlit turns `:material/...:` into icons (before parsing) and `:emoji:` into emoji, and
     # GFM links `http://...`, `www.` and `user@host`, all in the text *after* escapes and
-    # entities are decoded: a backslash is not enough. An invisible word joiner after every
-    # colon, after `www` and after `@` breaks every one of these patterns.
-    text = text.replace("\\:", "\\:" + WORD_JOINER)
-    text = re.sub(r"(?i)\bwww\.", "www" + WORD_JOINER + ".", text)
-    return text.replace("@", "@" + WORD_JOINER)
+    # entities are decoded: a backslash is not enough (inert.break_autolinks, the one rule).
+    return break_autolinks(text)
 
 
 def _escape_line(line: str) -> str:

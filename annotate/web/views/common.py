@@ -7,8 +7,9 @@ import html
 import streamlit as st
 from sqlalchemy import update
 from sqlalchemy.engine import Engine
+from sqlmodel import col
 
-from annotate.store.db import retrying, session
+from annotate.store import db
 from annotate.store.models import Annotator, Study
 from annotate.web.paths import url_prefix
 from annotate.web.render import safe_markdown
@@ -34,19 +35,6 @@ def focus_button(key: str) -> None:
     _focus(key=f"focus_{key}", data={"key": key})
 
 
-# The signed-in user the entry script (app.py) found in this run, handed to the page it runs
-# so that the page does not look the sign-in up a second time; the page takes it (pop).
-RUN_USER_KEY = "annotate_run_user"
-
-
-def signed_in_user():
-    """The user app.py signed in for this run, else the page's own check (access.require_user:
-    the sign-in message when nobody is signed in)."""
-    from annotate.web.access import require_user
-
-    return st.session_state.pop(RUN_USER_KEY, None) or require_user()
-
-
 def app_prefix() -> str:
     """Where the app is on its host: "" or "/annotate" for server.baseUrlPath = "annotate"."""
     return url_prefix(st.get_option("server.baseUrlPath"))
@@ -69,12 +57,9 @@ def show_guidelines(study: Study) -> None:
     st.markdown(safe_markdown(study.guidelines))
 
 
-@retrying
 def mark_guidelines_seen(engine: Engine, *, annotator_id: int) -> None:
-    with session(engine) as s:
-        s.execute(
-            update(Annotator).where(Annotator.id == annotator_id).values(guidelines_seen=True)
-        )
+    seen = update(Annotator).where(col(Annotator.id) == annotator_id).values(guidelines_seen=True)
+    db.write(engine, lambda s: s.execute(seen))
 
 
 def finished_extras(user: Annotator, study: Study) -> None:

@@ -14,7 +14,8 @@ from annotate.labelling import Item, draft_seconds, label_page, save_draft, subm
 from annotate.queue.assignment import next_assignment, queue_status, skip
 from annotate.queue.rules import AccountClosed, GivenAway
 from annotate.store.models import Annotator, Study
-from annotate.web.access import engine
+from annotate.web.access import engine, require_user
+from annotate.web.identity import ended_message, still_signed_in
 from annotate.web.label_form import event_seq, event_value, form_data, label_form, page_token
 from annotate.web.views.common import (
     app_prefix,
@@ -24,7 +25,6 @@ from annotate.web.views.common import (
     show_guidelines,
     sign_out_link,
     sign_out_url,
-    signed_in_user,
 )
 
 EDIT_KEY = "edit_pair_id"
@@ -93,6 +93,8 @@ def _say(text: str, tone: str = "info") -> None:
 
 
 def _on_event(name: str, *, key: str, item: Item, study: Study, user: Annotator) -> None:
+    if not still_signed_in(user.id):
+        return  # signed out, a newer link, deactivated: nothing stored, nothing reserved
     payload = event_value(key, name)
     seq = event_seq(payload)
     if seq is not None:  # every answer, whatever it shows, ends the browser's sending state
@@ -113,6 +115,14 @@ def _on_event(name: str, *, key: str, item: Item, study: Study, user: Annotator)
             st.session_state.pop(REFUSED_KEY, None)
             return
         except StaleAnswer as stale:
+            if item.pair.is_gold:  # a check's first answer is final: nothing to change
+                _say(
+                    f"This pair was answered in another tab at {stale.submitted_at:%H:%M} UTC "
+                    "and that first answer is final: your answer here was not saved.",
+                    "warning",
+                )
+                st.session_state.pop(REFUSED_KEY, None)
+                return
             # another tab answered this pair after this one loaded it: show the answer kept
             _say(
                 f"This pair was answered in another tab at {stale.submitted_at:%H:%M} UTC; your "
@@ -152,9 +162,12 @@ def _on_event(name: str, *, key: str, item: Item, study: Study, user: Annotator)
     elif name == "open":
         wanted = payload.get("pair_id") if isinstance(payload, dict) else payload
         known = {a.pair_id for a in earlier_answers(engine(), annotator_id=user.id)}
-        if wanted in known:
+        # a pair id is a number or text; anything else (a forged list or dict) names no pair
+        if isinstance(wanted, int | str) and not isinstance(wanted, bool) and wanted in known:
             _leave(item, study, None)
             st.session_state[EDIT_KEY] = wanted
+        else:
+            _say("That pair is not one of your earlier answers, so it cannot be opened.")
     elif name == "history":
         st.session_state[HISTORY_KEY] = True
     elif name == "posts":
@@ -218,7 +231,7 @@ def _guidelines(study: Study, user: Annotator) -> None:
 
 
 def main() -> None:
-    user = signed_in_user()
+    user = require_user()
     page = label_page(
         engine(),
         annotator_id=user.id,
@@ -232,6 +245,9 @@ def main() -> None:
         _guidelines(study, user)
         return
     st.html(PAGE_CSS)
+    ended = ended_message()  # an event of another account's page, refused (identity.py)
+    if ended:
+        _say(ended, "warning")
     flash = st.session_state.pop(FLASH_KEY, None)
     tone = st.session_state.pop(TONE_KEY, "info")
     skipped = st.session_state.pop(SKIPPED_KEY, None)
@@ -261,6 +277,7 @@ def main() -> None:
         sign_out_url=sign_out_url(),
         with_posts=item.posts is not None,
         draft_url=f"{app_prefix()}/draft",
+        sign_in=user.token_hash,
     )
     label_form(
         key=key,

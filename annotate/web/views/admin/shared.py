@@ -9,8 +9,8 @@ from urllib.parse import urlsplit
 import streamlit as st
 
 from annotate import studies, study_report
-from annotate.auth import DEFAULT_BASE_URL
 from annotate.errors import UserError
+from annotate.links import DEFAULT_BASE_URL
 from annotate.store.models import Annotator, Study
 from annotate.studies import DEFAULT_STUDY
 from annotate.web.access import engine, require_admin

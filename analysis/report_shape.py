@@ -1,0 +1,85 @@
+"""The shape of report.json (contract section 4): its top-level keys, in the order written, and
+the types of their values. `build_report` makes its report with `assemble`, so a key missing,
+misspelt or of the wrong kind fails the type check (mypy --strict runs on this module).
+
+The sections' own contents are the statistics modules' (dicts of plain JSON values); they are
+typed here as such, the counts in full."""
+
+
+from typing import Any, NotRequired, TypedDict, cast
+
+Section = dict[str, Any]  # a JSON object
+Records = list[dict[str, Any]]  # one JSON object per pair or annotator
+
+
+class Counts(TypedDict):
+    pairs: int
+    annotators: int
+    annotations: int
+    gold_pairs: int
+    gold_annotations: int
+    pairs_with_annotations: int
+
+
+class Report(TypedDict):
+    counts: Counts
+    preference: Section
+    quality: Section
+    main_reason: Section
+    main_reason_by_choice: Section
+    conclusion: Section
+    aspects: NotRequired[Section]  # studies with the aspect check
+    verdicts: Section
+    design: Section
+    pairs: Records
+    annotators: Records
+    options: Section
+    methods: Section
+    models: NotRequired[Section]  # report --model (analysis.models.with_models)
+    population: NotRequired[Section]  # sampled studies (analysis.population.with_population)
+
+
+KEY_ORDER: tuple[str, ...] = tuple(Report.__annotations__)
+
+
+def assemble(
+    *,
+    counts: Counts,
+    preference: Section,
+    quality: Section,
+    main_reason: Section,
+    main_reason_by_choice: Section,
+    conclusion: Section,
+    verdicts: Section,
+    options: Section,
+    methods: Section,
+    design: Section,
+    aspects: Section | None = None,
+) -> Report:
+    """The report before its per-pair and per-annotator records (added once the rest is made
+    JSON-safe: `with_records`)."""
+    report: Report = {
+        "counts": counts,
+        "preference": preference,
+        "quality": quality,
+        "main_reason": main_reason,
+        "main_reason_by_choice": main_reason_by_choice,
+        "conclusion": conclusion,
+        "verdicts": verdicts,
+        "design": design,
+        "pairs": [],
+        "annotators": [],
+        "options": options,
+        "methods": methods,
+    }
+    if aspects is not None:
+        report["aspects"] = aspects
+    return report
+
+
+def with_records(report: Report, *, pairs: Records, annotators: Records) -> Report:
+    """The report with its records, its keys in the order report.json shows them."""
+    report["pairs"] = pairs
+    report["annotators"] = annotators
+    items: dict[str, object] = dict(report)
+    return cast(Report, {key: items[key] for key in KEY_ORDER if key in items})
