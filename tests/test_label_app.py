@@ -328,7 +328,7 @@ def test_a_submits_page_run_reads_the_page_in_one_unit_of_work(study, monkeypatc
     import annotate.labelling
     import annotate.queue.assignment
     import annotate.store.db
-    import annotate.web.access
+    import annotate.web.identity
     from annotate.queue.sql import Cursor
 
     _engine, [(_, token), _] = study
@@ -343,7 +343,9 @@ def test_a_submits_page_run_reads_the_page_in_one_unit_of_work(study, monkeypatc
         return wrapper
 
     monkeypatch.setattr(annotate.store.db, "read", counted("read", annotate.store.db.read))
-    monkeypatch.setattr(annotate.web.access, "read", counted("sign-in", annotate.web.access.read))
+    monkeypatch.setattr(
+        annotate.web.identity, "read", counted("sign-in", annotate.web.identity.read)
+    )
     for module in (annotate.labelling, annotate.queue.assignment, annotate.earlier_answers):
         monkeypatch.setattr(
             module, "read_session", counted(f"{module.__name__}.read_session", module.read_session)
