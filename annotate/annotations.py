@@ -422,9 +422,7 @@ def pairs_frame(source: Engine | Session, *, study: str, content: bool = True) -
         frame["is_gold"] = frame["is_gold"].astype(bool)
         frame["n_aspects"] = [len(aspects or []) for aspects in frame["n_aspects"]]
         return _sample_design(frame)
-    pairs = s.exec(
-        select(Pair).where(Pair.study_id == study_row.id).order_by(Pair.position)
-    ).all()
+    pairs = s.exec(select(Pair).where(Pair.study_id == study_row.id).order_by(Pair.position)).all()
     frame = pd.DataFrame.from_records(
         [
             {
@@ -509,9 +507,7 @@ def import_annotation_rows(engine: Engine, *, study_id: int, rows: list[dict]) -
 
 
 def _import_annotation_rows(s: Session, *, study_id: int, rows: list[dict]) -> int:
-    pair_ids = dict(
-        s.exec(select(Pair.pair_key, Pair.id).where(Pair.study_id == study_id)).all()
-    )
+    pair_ids = dict(s.exec(select(Pair.pair_key, Pair.id).where(Pair.study_id == study_id)).all())
     annotators = _annotator_ids(s, names=(r["annotator"] for r in rows), study_id=study_id)
     values = []
     for row in rows:

@@ -127,9 +127,7 @@ def set_gold(engine: Engine, *, study_id: int, pair_keys: Iterable[str], answer:
     with session(engine) as s:
         found = set(
             s.exec(
-                select(Pair.pair_key).where(
-                    Pair.study_id == study_id, col(Pair.pair_key).in_(keys)
-                )
+                select(Pair.pair_key).where(Pair.study_id == study_id, col(Pair.pair_key).in_(keys))
             ).all()
         )
         missing = [k for k in keys if k not in found]

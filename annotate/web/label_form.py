@@ -116,7 +116,9 @@ def form_data(
     choices = [("A", "Response A", "A"), ("B", "Response B", "B")]
     if study.allow_ties:
         choices.append((TIE, "No preference", "N"))
-    posts = list(pair.profile or []) if study.show_profile else []
+    # the past posts are read only when asked for (Item.posts); their count always
+    posts = (item.posts or []) if study.show_profile else []
+    posts_count = item.posts_count if study.show_profile else 0
     return {
         "token": page_token(item, study),
         "editing": item.editing,
@@ -139,6 +141,9 @@ def form_data(
                 annotator_id=item.assignment.annotator_id,
                 sign_in=sign_in,
             ),
+            # the page had said it went away (rule 8 of annotate/queue/rules.py): it says it
+            # is back as it shows the pair again
+            "away": item.away,
         },
         "guidelines_html": guidelines_html(study),
         "question_html": safe_html(pair.question),
@@ -151,12 +156,12 @@ def form_data(
             for a in aspects
         ],
         "narrative_html": safe_html(pair.narrative) if study.show_narrative else "",
-        "posts_count": len(posts),
+        "posts_count": posts_count,
         "posts": [
             {"category": str(p.get("category") or ""), "html": safe_html(str(p.get("text", "")))}
             for p in posts
         ]
-        if with_posts
+        if with_posts and item.posts is not None
         else None,
         "responses": {slot: safe_html(texts[slot]) for slot in SLOTS},
         "scale": list(range(study.scale_min, study.scale_max + 1)),

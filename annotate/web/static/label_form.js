@@ -602,27 +602,45 @@ function mount(data, root, parentElement, setTriggerValue) {
   }
   /** The draft of a new pair's answers so far (at most every DRAFT_MS and when the page is
    * hidden); it neither locks the form nor waits for an answer. */
-  function sendDraft() {
+  function sendDraft(away = false) {
     clearTimeout(draftTimer);
     draftTimer = null;
-    if (!dirty || !acting() || data.editing) return;
+    if (data.editing || !acting()) return;
+    if (!dirty) {
+      // nothing new to keep, but the pair's lease: a page going away says so
+      if (away) post({ away: true });
+      return;
+    }
     dirty = false;
     // A plain request (annotate/web/drafts.py), not a page run; the page's event if it fails.
     const viaPage = () => setTriggerValue("draft", { form, seconds: elapsed() });
     if (!data.draft) return viaPage();
+    post({ form, seconds: elapsed(), away }).then((r) => {
+      if (!r?.ok) viaPage();
+    });
+  }
+  /** A request to the draft address with this assignment's key (annotate/web/drafts.py);
+   * resolves to the response, or null when it could not be sent. */
+  function post(fields) {
+    if (!data.draft) return Promise.resolve(null);
     const { url, assignment, key } = data.draft;
-    const body = JSON.stringify({ assignment, key, form, seconds: elapsed() });
-    fetch(url, {
+    return fetch(url, {
       method: "POST",
-      body,
+      body: JSON.stringify({ assignment, key, ...fields }),
       headers: { "Content-Type": "application/json" },
       credentials: "same-origin",
       keepalive: true,
-    })
-      .then((r) => {
-        if (!r.ok) viaPage();
-      })
-      .catch(viaPage);
+    }).catch(() => null);
+  }
+  /** The page is shown again after it went away: the pair's lease goes on, or the server
+   * says the pair was given to someone else meanwhile (the answers stay in the form). */
+  function sayBack() {
+    if (data.editing || !acting()) return;
+    post({ back: true }).then(async (r) => {
+      if (r?.status !== 409) return;
+      const reply = await r.json().catch(() => null);
+      if (typeof reply?.message === "string") showMessage(reply.message, "warning");
+    });
   }
   function elapsed() {
     return Math.round((performance.now() - started) / 100) / 10;
@@ -832,7 +850,11 @@ function mount(data, root, parentElement, setTriggerValue) {
     }
   }
   function onHidden() {
-    if (document.visibilityState === "hidden") sendDraft();
+    if (document.visibilityState === "hidden") sendDraft(true);
+    else sayBack();
+  }
+  function onPageHide() {
+    sendDraft(true);
   }
   // The page's connection to the server (Streamlit marks it on its app element). While it is
   // down the form says so and keeps every answer; back up, an event still unanswered is sent
@@ -862,7 +884,7 @@ function mount(data, root, parentElement, setTriggerValue) {
     attached = true;
     document.addEventListener("keydown", onKey);
     document.addEventListener("visibilitychange", onHidden);
-    window.addEventListener("pagehide", sendDraft);
+    window.addEventListener("pagehide", onPageHide);
     if (app) watch.observe(app, { attributes: true, attributeFilter: ["data-test-connection-state"] });
   };
   state.detach = () => {
@@ -870,7 +892,7 @@ function mount(data, root, parentElement, setTriggerValue) {
     attached = false;
     document.removeEventListener("keydown", onKey);
     document.removeEventListener("visibilitychange", onHidden);
-    window.removeEventListener("pagehide", sendDraft);
+    window.removeEventListener("pagehide", onPageHide);
     watch.disconnect();
   };
 
@@ -878,6 +900,7 @@ function mount(data, root, parentElement, setTriggerValue) {
   paint();
   enter(IDLE);
   showMessage(data.flash, data.flash_tone);
+  if (data.draft?.away) sayBack(); // shown again after the page said it went away
   if (data.refused?.length) {
     enter(REFUSED);
     showRefused(data.refused);
