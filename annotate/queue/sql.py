@@ -32,7 +32,7 @@ from sqlalchemy.engine import Connection, Dialect, Engine
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.pool import PoolProxiedConnection
 
-from analysis.tables import ANSWER_COLUMNS
+from analysis.vocabulary import ANSWER_COLUMNS
 from annotate.queue.rules import (
     ASSIGNMENT_COLUMNS,
     GOLD_EVERY,
