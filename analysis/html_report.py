@@ -43,14 +43,20 @@ def _figure(data: list[dict], layout: dict) -> dict:
     return {"data": data, "layout": {"font": {"family": "system-ui, sans-serif"}, **layout}}
 
 
-def _dotted_line(*, x=None, y=None, label: str) -> tuple[dict, dict]:
+def _dotted_line(*, x=None, y=None, label: str, side: str = "center") -> tuple[dict, dict]:
+    """A dotted reference line with its label; `side`: where a vertical line's label sits
+    ("left" of the line, "right" of it or centred on it), so that two lines close together
+    keep their labels apart."""
     if x is not None:
         shape = {"type": "line", "x0": x, "x1": x, "yref": "paper", "y0": 0, "y1": 1}
-        note = {"x": x, "y": 1.02, "yref": "paper", "text": label, "showarrow": False}
+        anchor = {"left": "right", "right": "left", "center": "center"}[side]
+        note = {"x": x, "y": 1.0, "yref": "paper", "text": label, "showarrow": False,
+                "xanchor": anchor, "yanchor": "bottom"}  # fmt: skip
     else:
         shape = {"type": "line", "y0": y, "y1": y, "xref": "paper", "x0": 0, "x1": 1}
+        # outside the plot, right of the line's end: never over a bar or a point
         note = {"y": y, "x": 1, "xref": "paper", "text": label, "showarrow": False,
-                "xanchor": "right", "yanchor": "bottom"}  # fmt: skip
+                "xanchor": "left", "yanchor": "middle"}  # fmt: skip
     shape["line"] = {"dash": "dot", "color": "grey"}
     return shape, note
 
@@ -75,8 +81,9 @@ def _alpha_chart(report: dict) -> dict:
         plus.append(ci[1] - value if ci and value is not None else 0)
         minus.append(value - ci[0] if ci and value is not None else 0)
         notes.append(_e(estimate.get("note", "")))
-    lines = [_dotted_line(x=RELIABLE, label="reliable 0.800"),
-             _dotted_line(x=TENTATIVE, label="tentative 0.667")]  # fmt: skip
+    # 0.667 and 0.800 lie close on the axis: each label on its own side of its line
+    lines = [_dotted_line(x=RELIABLE, label="reliable 0.800", side="right"),
+             _dotted_line(x=TENTATIVE, label="tentative 0.667", side="left")]  # fmt: skip
     trace = {
         "type": "scatter",
         "x": values,
@@ -127,7 +134,8 @@ def _quality_chart(report: dict) -> dict:
                     "yaxis": f"y{suffix}",
                 }
             )
-        domain = [(col - 1) * width + 0.03, col * width - 0.03]
+        # each later subplot leaves room on its left for its own percent ticks
+        domain = [(col - 1) * width + (0.04 if col > 1 else 0), col * width - 0.02]
         layout[f"xaxis{suffix}"] = {
             "domain": domain,
             "anchor": f"y{suffix}",
@@ -143,6 +151,14 @@ def _quality_chart(report: dict) -> dict:
             },
             "barmode": "group",
             "height": 360,
+            # above the plots, not at the right edge where it crowds the last one
+            "legend": {
+                "orientation": "h",
+                "x": 1,
+                "xanchor": "right",
+                "y": 1.02,
+                "yanchor": "bottom",
+            },
             **layout,
         },
     )
@@ -169,6 +185,8 @@ def _verdict_chart(report: dict) -> dict:
         "y": list(verdicts.values()),
         "marker": {"color": [VERDICT_COLOURS.get(v, "#666666") for v in verdicts]},
         "text": list(verdicts.values()),
+        "textposition": "outside",  # above each bar, in the page's text colour
+        "cliponaxis": False,
     }
     return _figure(
         [trace],
@@ -180,15 +198,83 @@ def _verdict_chart(report: dict) -> dict:
     )
 
 
+# Names beside the annotators' points: plotly places text without avoiding other text, so each
+# name takes the first of these places (offsets in px from the point: the box's left, bottom)
+# whose box is clear of the names placed before it, on a plot assumed no larger than
+# NAME_PLOT_PX (a larger plot only spreads the boxes further apart).
+NAME_PLOT_PX = (800, 150)
+NAME_CHAR_PX, NAME_HEIGHT_PX = 6.6, 15
+_NAME_PLACES = {
+    "top right": lambda w, h: (2, 5),
+    "bottom right": lambda w, h: (2, -5 - h),
+    "top left": lambda w, h: (-2 - w, 5),
+    "bottom left": lambda w, h: (-2 - w, -5 - h),
+    "middle right": lambda w, h: (8, -h / 2),
+    "middle left": lambda w, h: (-8 - w, -h / 2),
+}
+
+
+def _name_places(points: list[tuple], *, x_range: list, y_range: list) -> list[str]:
+    """A text position for each (x, y, name, preferred place) point, so that names do not
+    overlap (greedily, in the order given; the least crowded place when every one is taken)."""
+    (x0, x1), (y0, y1) = x_range, y_range
+    width, height = NAME_PLOT_PX
+    placed: list[tuple[float, float, float, float]] = []
+    out = []
+    for x, y, name, preferred in points:
+        if x is None or y is None:
+            out.append(preferred)
+            continue
+        px, py = (x - x0) / (x1 - x0) * width, (y - y0) / (y1 - y0) * height
+        w, h = len(name) * NAME_CHAR_PX, NAME_HEIGHT_PX
+        best = None
+        for place in [preferred, *(p for p in _NAME_PLACES if p != preferred)]:
+            dx, dy = _NAME_PLACES[place](w, h)
+            box = (px + dx, py + dy, px + dx + w, py + dy + h)
+            crowd = sum(
+                max(0.0, min(box[2], o[2]) - max(box[0], o[0]))
+                * max(0.0, min(box[3], o[3]) - max(box[1], o[1]))
+                for o in placed
+            )
+            if best is None or crowd < best[0]:
+                best = (crowd, place, box)
+            if crowd == 0:
+                break
+        placed.append(best[2])
+        out.append(best[1])
+    return out
+
+
 def _annotator_chart(report: dict) -> dict:
     rows = [a for a in report["annotators"] if a.get("n")]
     names = [_e(a["annotator"]) for a in rows]
+    measures = (
+        ("label_agreement", "picks chosen (ties left out)", _CHOSEN, "top right"),
+        ("peer_agreement", "agrees with the other annotators' majority", "#2166ac", "bottom right"),
+    )
+    seconds = [a["median_seconds"] for a in rows if a.get("median_seconds") is not None]
+    # room right of the slowest annotator for the name, and above 1 and below 0
+    x_range = [0, max(seconds) * 1.3 if seconds and max(seconds) > 0 else 1]
+    y_range = [-0.2, 1.2]
+    # each point named; an annotator's two points (one a measure) and annotators of about the
+    # same speed and shares keep their names apart (_name_places)
+    places = _name_places(
+        [
+            (a["median_seconds"], a[key], name, preferred)
+            for key, _, _, preferred in measures
+            for a, name in zip(rows, names, strict=True)
+        ],
+        x_range=x_range,
+        y_range=y_range,
+    )
     traces = [
         {
             "type": "scatter",
             "x": [a["median_seconds"] for a in rows],
             "y": [a[key] for a in rows],
-            "mode": "markers",
+            "mode": "markers+text",
+            "textposition": places[i * len(rows) : (i + 1) * len(rows)],
+            "textfont": {"size": 11},
             "name": label,
             "marker": {
                 "color": colour,
@@ -199,10 +285,7 @@ def _annotator_chart(report: dict) -> dict:
             "customdata": [a["n"] for a in rows],
             "hovertemplate": "%{text}: %{y:.2f}, median %{x:.0f} s, n = %{customdata}<extra></extra>",
         }
-        for key, label, colour in (
-            ("label_agreement", "picks chosen (ties left out)", _CHOSEN),
-            ("peer_agreement", "agrees with the other annotators' majority", "#2166ac"),
-        )
+        for i, (key, label, colour, _) in enumerate(measures)
     ]
     return _figure(
         traces,
@@ -210,9 +293,10 @@ def _annotator_chart(report: dict) -> dict:
             "title": {
                 "text": "Per annotator: agreement vs median seconds per item (marker size ~ items)"
             },
-            "xaxis": {"title": {"text": "median seconds per item"}},
-            "yaxis": {"title": {"text": "share"}, "range": [-0.05, 1.05]},
-            "height": 380,
+            "xaxis": {"title": {"text": "median seconds per item"}, "range": x_range},
+            "yaxis": {"title": {"text": "share"}, "range": y_range},
+            "legend": {"orientation": "h", "x": 0, "y": -0.22, "yanchor": "top"},
+            "height": 420,
         },
     )
 
@@ -259,6 +343,14 @@ def _position_chart(report: dict) -> dict:
             "xaxis": {"type": "category"},
             "shapes": [shape],
             "annotations": [note],
+            "margin": {"r": 110},  # the line's label
+            "legend": {
+                "orientation": "h",
+                "x": 1,
+                "xanchor": "right",
+                "y": 1.02,
+                "yanchor": "bottom",
+            },
             "height": 360,
         },
     )

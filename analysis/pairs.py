@@ -30,6 +30,7 @@ import pandas as pd
 from scipy import special
 
 from analysis.frames import Coded, code
+from analysis.majority import strict_majority
 from analysis.tables import DIMENSIONS, PREFERENCES, REASONS, SIDES
 
 VERDICTS = (
@@ -58,15 +59,6 @@ class GapNoise:
     @classmethod
     def none(cls) -> GapNoise:
         return cls({d: np.nan for d in DIMENSIONS})
-
-
-def strict_majority(counts: np.ndarray) -> np.ndarray:
-    """Label held by more than half of a pair's annotations, else None (object array)."""
-    n = counts.sum(axis=1)
-    top = counts.argmax(axis=1)
-    has = counts.max(axis=1) * 2 > n
-    labels = np.array(PREFERENCES, dtype=object)[top]
-    return np.where(has, labels, None)
 
 
 def _gap_moments(coded: Coded, dimension: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

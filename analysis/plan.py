@@ -32,7 +32,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
-from analysis.pairs import strict_majority
+from analysis.majority import strict_majority
 from analysis.stopping import NEEDS_MORE, stopping_states
 from analysis.tables import COLUMNS, DIMENSIONS, PREFERENCES
 

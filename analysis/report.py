@@ -304,8 +304,9 @@ def _methods(options: ReportOptions, *, n_gold_pairs: int) -> dict:
                 "holds for annotators in general (like these, from the same pool): it adds how "
                 "much the value could change with other annotators, estimated by leaving one "
                 "annotator out at a time, beyond what shuffling annotators within pairs gives "
-                "(8 to 20 shuffles, more with fewer annotators), added to the pairs' variance "
-                "with Welch-Satterthwaite degrees of freedom and cut to the statistic's range; "
+                "on average (8 to 20 shuffles, more with fewer annotators), through a smooth "
+                "positive part (never exactly 0: a few annotators cannot show that they do not "
+                "differ), added to the pairs' variance and cut to the statistic's range; "
                 f"null below {MIN_ANNOTATORS} annotators. The headline and the label check "
                 "use it; with fewer annotators the label check is insufficient"
             ),

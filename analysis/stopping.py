@@ -3,7 +3,7 @@
 A pair is **decided** when it has at least ``minimum`` answers and no single further answer,
 whatever label it gives (``tie`` only where the study allows ties), could change the pair's
 consensus verdict: the strict majority of the report's verdict rules
-(:func:`analysis.pairs.strict_majority`), which decides between ``no_consensus``,
+(:func:`analysis.majority.strict_majority`), which decides between ``no_consensus``,
 ``preference_flip`` and the verdicts that follow. Otherwise the pair is **at_max** once it has
 ``maximum`` answers, and **needs_more** below that.
 
@@ -29,8 +29,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from analysis.pairs import strict_majority
-from analysis.tables import PREFERENCES
+from analysis.majority import strict_majority
+from analysis.vocabulary import PREFERENCES
 
 DECIDED, NEEDS_MORE, AT_MAX = "decided", "needs_more", "at_max"
 STATES = (DECIDED, NEEDS_MORE, AT_MAX)

@@ -21,7 +21,9 @@ from analysis import parquet_limits, strict_input
 from analysis.aspect_scores import AspectValueError, dumps, is_missing, parse_aspects
 from analysis.csv_cells import neutralise_frame, restore_frame
 from analysis.errors import InputError, UserError
-from analysis.vocabulary import (  # noqa: F401  (DIMENSIONS, SIDES: also read from here)
+from analysis.vocabulary import (  # noqa: F401  (DIMENSIONS, SIDES, COLUMNS: also read from here)
+    ANSWER_COLUMNS,
+    COLUMNS,
     DEFAULT_SCALE,
     DIMENSIONS,
     PREFERENCES,
@@ -31,22 +33,8 @@ from analysis.vocabulary import (  # noqa: F401  (DIMENSIONS, SIDES: also read f
 )
 from analysis.vocabulary import SLOTS as POSITIONS
 
-COLUMNS = [
-    "pair_id",
-    "annotator",
-    "preference",
-    "chosen_position",
-    *RATING_COLUMNS,
-    "main_reason",
-    "comment",
-    "seconds",
-    "submitted_at",
-    "aspects",  # aspect check only: a JSON list, one {chosen, rejected} 0-2 per rubric aspect
-]
 # Arrow's type of `aspects` in Parquet: a list of {chosen, rejected} structs (null = not scored).
 ASPECTS_TYPE = pa.list_(pa.struct([("chosen", pa.int64()), ("rejected", pa.int64())]))
-# What one annotator answered for one pair: every column but the two keys.
-ANSWER_COLUMNS = [name for name in COLUMNS if name not in ("pair_id", "annotator")]
 REQUIRED = ("pair_id", "annotator", "preference")
 SUFFIXES = (".csv", ".jsonl", ".parquet")
 MAX_COMMENT_CHARS = 20_000  # the app allows 4,000; room for comments collected elsewhere

@@ -25,3 +25,19 @@ REASONS = ("personal_fit", "general_quality", "both", "unsure")
 
 # The aspect check's match score of a response for one rubric aspect.
 ASPECT_SCORES = (0, 1, 2)
+
+# The annotations table (contract section 3), in this order in every format.
+COLUMNS = [
+    "pair_id",
+    "annotator",
+    "preference",
+    "chosen_position",
+    *RATING_COLUMNS,
+    "main_reason",
+    "comment",
+    "seconds",
+    "submitted_at",
+    "aspects",  # aspect check only: a JSON list, one {chosen, rejected} 0-2 per rubric aspect
+]
+# What one annotator answered for one pair: every column but the two keys.
+ANSWER_COLUMNS = [name for name in COLUMNS if name not in ("pair_id", "annotator")]

@@ -7,9 +7,8 @@ import weakref
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
-import pandas as pd
 from sqlalchemy import select as core_select
 from sqlalchemy import update
 from sqlalchemy.dialects import postgresql, sqlite
@@ -17,8 +16,7 @@ from sqlalchemy.engine import Connection, Engine
 from sqlmodel import Session, select
 
 from analysis.aspect_scores import parse_aspects
-from analysis.tables import ANSWER_COLUMNS, COLUMNS, RATING_COLUMNS
-from analysis.vocabulary import SIDES, SLOTS, TIE
+from analysis.vocabulary import ANSWER_COLUMNS, COLUMNS, RATING_COLUMNS, SIDES, SLOTS, TIE
 from annotate.queue import targets
 from annotate.queue.assignment import ensure_assignment, next_assignment, reserve_next
 from annotate.queue.rules import (
@@ -36,6 +34,9 @@ from annotate.store.db import retrying, transaction
 from annotate.store.models import Annotation, Annotator, Assignment, Pair, utcnow
 from annotate.store.text import nul_problem, visible_nul
 from annotate.studies import get_study
+
+if TYPE_CHECKING:  # pandas for the tables of the report and exports only: a Submit runs without it
+    import pandas as pd
 
 
 def preference_from_slot(slot: str, chosen_position: str) -> str:
@@ -369,6 +370,7 @@ def _in_read(source: Engine | Session, work: Callable[[Session], T]) -> T:
 def annotations_frame(source: Engine | Session, *, study: str) -> pd.DataFrame:
     """The study's annotations in the contract's table layout (section 3); `source` is an
     engine (one read of its own) or the session of a larger snapshot."""
+    import pandas as pd
 
     def query(s: Session) -> Sequence[tuple[str, str, Annotation]]:
         study_row = get_study(s, study)
@@ -400,6 +402,8 @@ def pairs_frame(source: Engine | Session, *, study: str, content: bool = True) -
     aspects it has: the aspect check's scores per answer) and (with `content`) the original
     record; `source` as for annotations_frame. Without content a pair costs a few bytes
     instead of its full text (about 100 KB)."""
+    import pandas as pd
+
     if not isinstance(source, Session):  # one snapshot, retried as a whole
         return db.read(source, lambda s: pairs_frame(s, study=study, content=content))
     s = source
@@ -422,9 +426,7 @@ def pairs_frame(source: Engine | Session, *, study: str, content: bool = True) -
         frame["is_gold"] = frame["is_gold"].astype(bool)
         frame["n_aspects"] = [len(aspects or []) for aspects in frame["n_aspects"]]
         return _sample_design(frame)
-    pairs = s.exec(
-        select(Pair).where(Pair.study_id == study_row.id).order_by(Pair.position)
-    ).all()
+    pairs = s.exec(select(Pair).where(Pair.study_id == study_row.id).order_by(Pair.position)).all()
     frame = pd.DataFrame.from_records(
         [
             {
@@ -449,6 +451,7 @@ SAMPLE_COLUMNS = ("queued", "inclusion_probability", "stratum")
 def _sample_design(frame: pd.DataFrame) -> pd.DataFrame:
     """The design columns as the report reads them; dropped for a study that was not sampled
     (no pair has an inclusion probability), so its report has no `population` key."""
+
     if frame["inclusion_probability"].isna().all():
         return frame.drop(columns=list(SAMPLE_COLUMNS))
     frame["queued"] = frame["queued"].astype(bool)
@@ -509,9 +512,7 @@ def import_annotation_rows(engine: Engine, *, study_id: int, rows: list[dict]) -
 
 
 def _import_annotation_rows(s: Session, *, study_id: int, rows: list[dict]) -> int:
-    pair_ids = dict(
-        s.exec(select(Pair.pair_key, Pair.id).where(Pair.study_id == study_id)).all()
-    )
+    pair_ids = dict(s.exec(select(Pair.pair_key, Pair.id).where(Pair.study_id == study_id)).all())
     annotators = _annotator_ids(s, names=(r["annotator"] for r in rows), study_id=study_id)
     values = []
     for row in rows:

@@ -7,11 +7,11 @@ from dataclasses import dataclass
 
 from sqlalchemy import and_, func
 from sqlalchemy.engine import Engine
-from sqlmodel import select
+from sqlmodel import Session, select
 
 from analysis.vocabulary import TIE
 from annotate.annotations import slot_from_preference
-from annotate.queue.assignment import history
+from annotate.queue.assignment import history, history_in
 from annotate.store.db import read_session, retrying
 from annotate.store.models import Annotation, Assignment, Pair
 
@@ -68,7 +68,14 @@ def earlier_answers(engine: Engine, *, annotator_id: int) -> list[EarlierAnswer]
 def previous_pair(engine: Engine, *, annotator_id: int, before: int | None) -> int | None:
     """The pair answered just before pair `before` (the latest answered one when None), by
     `earlier_answers`' rule (gold checks left out); None where there is none."""
-    ids = [pair_id for pair_id, _key in history(engine, annotator_id=annotator_id, limit=None)]
+    with read_session(engine) as s:
+        return previous_pair_in(s, annotator_id=annotator_id, before=before)
+
+
+def previous_pair_in(s: Session, *, annotator_id: int, before: int | None) -> int | None:
+    """`previous_pair`, inside the caller's read (for a new pair: the latest answer only)."""
+    limit = 1 if before is None else None
+    ids = [pair_id for pair_id, _key in history_in(s, annotator_id=annotator_id, limit=limit)]
     if before is None or before not in ids:
         return ids[0] if ids else None
     position = ids.index(before) + 1

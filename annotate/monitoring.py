@@ -22,7 +22,22 @@ from annotate.store import db
 from annotate.store.clock import as_utc
 from annotate.store.models import Annotation, Annotator, Assignment, Pair, Study, utcnow
 
-RECENT_DAYS = 7
+# The rate and the estimated time to finish look at the annotations of this many last hours
+# (a day: a crowd study's burst and a lab's working day alike, night included).
+RECENT_HOURS = 24
+
+# The console's progress words, each meaning one thing on every page (Progress, Agreement,
+# the studies table): label -> what it counts.
+PAIRS_ANNOTATED = "Pairs annotated"
+PAIRS_COMPLETE = "Pairs complete"
+RECENT_RATE = f"Rate, last {RECENT_HOURS} h"
+TERMS = {
+    PAIRS_ANNOTATED: "Real pairs (gold checks left out) with at least one annotation.",
+    PAIRS_COMPLETE: "Real pairs (gold checks left out) with all the annotations they are to "
+    "get: the overlap target, or in an adaptive study the count its stopping rule expects.",
+    RECENT_RATE: f"Annotations of real pairs per hour over the last {RECENT_HOURS} hours (over "
+    "the time since the first annotation, at least an hour, in a younger study).",
+}
 
 # Outlier rules for annotators (each needs enough items to mean something).
 MIN_ITEMS = 5
@@ -221,14 +236,15 @@ class StudyProgress:
     pairs: int  # real pairs (gold left out)
     gold_pairs: int
     target: int
-    complete: int  # real pairs with at least `target` annotations
+    complete: int  # real pairs with at least `target` annotations (PAIRS_COMPLETE)
+    annotated: int  # real pairs with at least one annotation (PAIRS_ANNOTATED)
     collected: int  # annotations that count towards the target (at most `target` per pair)
     needed: int  # pairs x target
     annotations: int  # every annotation of real pairs
     gold_annotations: int
     annotators: int  # annotators with at least one annotation
     per_day: pd.DataFrame  # day, annotations (real and gold)
-    rate_per_day: float | None  # recent annotations per day (real pairs)
+    rate_per_hour: float | None  # annotations of real pairs per hour (RECENT_RATE)
     remaining: int
     eta_days: float | None
     started: datetime | None
@@ -265,15 +281,15 @@ class StudyProgress:
 
 
 def recent_rate(
-    n_recent: int, first: datetime | None, *, now: datetime, days: int = RECENT_DAYS
+    n_recent: int, first: datetime | None, *, now: datetime, hours: int = RECENT_HOURS
 ) -> float | None:
-    """Annotations per day: the `n_recent` made in the last `days` days, over those days or,
-    for a younger study, since the first annotation (`first`), counting at least one day.
-    None when there were none."""
+    """Annotations per hour: the `n_recent` made in the last `hours` hours, over those hours
+    or, for a younger study, since the first annotation (`first`), counting at least one
+    hour. None when there were none."""
     if not n_recent or first is None:
         return None
-    span_start = max(now - timedelta(days=days), first)
-    return n_recent / max((now - span_start).total_seconds() / 86400, 1.0)
+    span_start = max(now - timedelta(hours=hours), first)
+    return n_recent / max((now - span_start).total_seconds() / 3600, 1.0)
 
 
 def _day(column, dialect: str):
@@ -286,7 +302,7 @@ def _day(column, dialect: str):
 def study_progress(engine: Engine, *, study_id: int, now: datetime | None = None) -> StudyProgress:
     """The study's numbers, aggregated in the database (a few rows per pair and per day)."""
     now = now or utcnow()
-    start = now - timedelta(days=RECENT_DAYS)
+    start = now - timedelta(hours=RECENT_HOURS)
 
     def read(s):
         dialect = s.get_bind().dialect.name
@@ -352,19 +368,20 @@ def study_progress(engine: Engine, *, study_id: int, now: datetime | None = None
         collected, needed, complete, target = _adaptive_progress(study, *answers)
     remaining = max(needed - collected, 0)
     rate = recent_rate(int(n_recent or 0), as_utc(first_real), now=now)
-    eta = remaining / rate if rate and remaining else (0.0 if remaining == 0 else None)
+    eta = remaining / rate / 24 if rate and remaining else (0.0 if remaining == 0 else None)
     return StudyProgress(
         pairs=len(real_n),
         gold_pairs=int(per_pair["is_gold"].sum()),
         target=target,
         complete=complete,
+        annotated=int((real_n > 0).sum()),
         collected=collected,
         needed=needed,
         annotations=int(real_n.sum()),
         gold_annotations=int(per_pair.loc[per_pair["is_gold"], "n"].sum()),
         annotators=int(annotators or 0),
         per_day=per_day,
-        rate_per_day=rate,
+        rate_per_hour=rate,
         remaining=remaining,
         eta_days=eta,
         started=as_utc(started),

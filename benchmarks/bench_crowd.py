@@ -99,6 +99,18 @@ WIDGET_PREFIX = "$$STREAMLIT_INTERNAL_KEY_"
 READ_TIMEOUT = 60.0
 
 
+TABS_PER_ADDRESS = 8  # below the server's page sockets per client (web/guard.py: 16)
+
+
+def source_address(base_url: str, index: int) -> str | None:
+    """Where annotator `index` connects from: on a loopback server, one of 127.0.0.2-254,
+    a few annotators an address, as a crowd comes from many homes (the server allows at most
+    16 page sockets per client address); elsewhere the system's choice."""
+    if urlsplit(base_url).hostname != "127.0.0.1":
+        return None
+    return f"127.0.0.{2 + (index // TABS_PER_ADDRESS) % 253}"
+
+
 # --- one simulated annotator --------------------------------------------------------------
 class ProtocolError(Exception):
     """The server said something a browser would show as an error (or said nothing)."""
@@ -130,8 +142,24 @@ class Stats:
 class Client:
     """One browser tab's websocket conversation with a replica."""
 
-    def __init__(self, base_url: str, token: str, name: str):
+    def __init__(
+        self,
+        base_url: str,
+        token: str,
+        name: str,
+        *,
+        address: str | None = None,
+        source: str | None = None,
+    ):
+        """`address`: the network address this annotator has as a proxy in front of the app
+        forwards it (`X-Forwarded-For`, believed from FORWARDED_ALLOW_IPS, by default the
+        local host); `source`: the local address the tab connects from (None: the system's
+        choice; see source_address). Either way one machine's simulated crowd is many
+        clients, as on launch day, not one client past the per-client socket limit
+        (annotate/web/guard.py)."""
         self.base = base_url.rstrip("/")
+        self.forwarded = {"X-Forwarded-For": address} if address else {}
+        self.local = None if source is None else (source, 0)
         self.token = token
         self.name = name
         self.cookie = ""
@@ -143,11 +171,14 @@ class Client:
     async def sign_in(self) -> None:
         """GET /?token=... : the app answers with a redirect and the login cookie."""
         parts = urlsplit(self.base)
-        reader, writer = await asyncio.open_connection(parts.hostname, parts.port or 80)
+        reader, writer = await asyncio.open_connection(
+            parts.hostname, parts.port or 80, local_addr=self.local
+        )
         path = (parts.path or "") + f"/?token={self.token}"
+        forwarded = "".join(f"{name}: {value}\r\n" for name, value in self.forwarded.items())
         writer.write(
             f"GET {path} HTTP/1.1\r\nHost: {parts.netloc}\r\nSec-Fetch-Site: none\r\n"
-            "Connection: close\r\n\r\n".encode()
+            f"{forwarded}Connection: close\r\n\r\n".encode()
         )
         await writer.drain()
         head = await asyncio.wait_for(reader.read(65536), READ_TIMEOUT)
@@ -166,9 +197,10 @@ class Client:
             f"{scheme}://{parts.netloc}{parts.path}/_stcore/stream",
             subprotocols=["streamlit"],
             origin=f"{parts.scheme}://{parts.netloc}",
-            additional_headers={"Cookie": self.cookie},
+            additional_headers={"Cookie": self.cookie, **self.forwarded},
             max_size=None,
             open_timeout=READ_TIMEOUT,
+            local_addr=self.local,
         )
         return await self.rerun()
 
@@ -240,7 +272,9 @@ class Client:
         parts = urlsplit(self.base)
         fields = {"assignment": where["assignment"], "key": where["key"]}
         body = json.dumps({**fields, "form": form, "seconds": seconds}).encode()
-        reader, writer = await asyncio.open_connection(parts.hostname, parts.port or 80)
+        reader, writer = await asyncio.open_connection(
+            parts.hostname, parts.port or 80, local_addr=self.local
+        )
         try:
             writer.write(
                 f"POST {where['url']} HTTP/1.1\r\nHost: {parts.netloc}\r\n"
@@ -313,10 +347,11 @@ async def annotator(
     stop_at: float,
     seed: int,
     stats: Stats,
+    index: int = 0,
 ) -> None:
     rng = random.Random(seed)
     await asyncio.sleep(max(0.0, start_at - time.monotonic()))
-    client = Client(base_url, token, name)
+    client = Client(base_url, token, name, source=source_address(base_url, index))
     try:
         began = time.monotonic()
         await client.sign_in()
@@ -617,6 +652,11 @@ def percentile(values: list[float], q: float) -> float | None:
     return round(ordered[min(len(ordered) - 1, math.ceil(q * len(ordered)) - 1)], 3)
 
 
+def crowd_address(i: int) -> str:
+    """The i-th simulated annotator's own network address (a private one: 10.x.y.z)."""
+    return f"10.{(i >> 16) & 255}.{(i >> 8) & 255}.{i & 255}"
+
+
 async def crowd(args, urls, accounts, stats: Stats, on_warm) -> float:
     began = time.monotonic()
     stop_at = began + args.minutes * 60
@@ -631,6 +671,7 @@ async def crowd(args, urls, accounts, stats: Stats, on_warm) -> float:
                 stop_at=stop_at,
                 seed=args.seed * 100003 + i,
                 stats=stats,
+                index=i,
             )
         )
         for i, (name, token) in enumerate(accounts)

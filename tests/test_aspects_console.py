@@ -68,7 +68,7 @@ def cli_report(demo, *extra: str) -> dict:
 
 def test_the_aspect_section_shows_the_reports_aspect_tables(demo, downloads):  # noqa: F811
     at = agreement_page(demo["token"], DEMO_ASPECT_STUDY)
-    assert "Aspects" in [h.value for h in at.subheader]
+    assert "Aspects" in [h.value for h in at.header]
     report = json.loads(downloads(at, "agreement_download_report.json"))
     assert report["conclusion"]["checks"]["aspects"]["n"] == 6
     # the HTML report's table, row for row
@@ -142,7 +142,7 @@ def test_a_broken_scorer_file_is_refused_by_its_line(demo):
 
 def test_a_study_without_the_aspect_check_shows_no_aspect_section(db):  # noqa: F811
     at = maintainer(db, "admin-agreement")
-    assert "Aspects" not in [h.value for h in at.subheader]
+    assert "Aspects" not in [h.value for h in at.header]
     assert not [u for u in at.get("file_uploader") if "aspect" in u.id]
 
 

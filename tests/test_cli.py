@@ -184,7 +184,16 @@ def test_add_annotator_links_follow_the_base_url_variable(tmp_path, capsys, monk
     assert capsys.readouterr().out.strip().splitlines()[-1].startswith("http://h:9000/?token=")
 
 
-HEAVY = ("pandas", "numpy", "scipy", "pyarrow", "sqlalchemy", "sqlmodel", "streamlit", "annotate.queue")
+HEAVY = (
+    "pandas",
+    "numpy",
+    "scipy",
+    "pyarrow",
+    "sqlalchemy",
+    "sqlmodel",
+    "streamlit",
+    "annotate.queue",
+)
 
 
 @pytest.mark.parametrize(

@@ -182,25 +182,27 @@ def test_progress_numbers_and_eta(db_url, tmp_path):
     (a, _), (b, _), (c, _) = people
     now = datetime(2026, 11, 20, 12, tzinfo=UTC)
     answer(engine, a, ids["p0"], submitted_at=now - timedelta(days=3))
-    answer(engine, b, ids["p0"], submitted_at=now - timedelta(days=1))
-    answer(engine, c, ids["p0"], submitted_at=now - timedelta(days=1))  # beyond the target
+    answer(engine, b, ids["p0"], submitted_at=now - timedelta(hours=20))
+    answer(engine, c, ids["p0"], submitted_at=now - timedelta(hours=20))  # beyond the target
     answer(engine, a, ids["p1"], submitted_at=now - timedelta(hours=1))
     answer(engine, a, ids["p4"], submitted_at=now - timedelta(hours=1))  # gold
     numbers = monitoring.study_progress(engine, study_id=study_id, now=now)
     assert (numbers.pairs, numbers.gold_pairs, numbers.target) == (4, 1, 2)
-    assert numbers.complete == 1
+    assert numbers.complete == 1  # p0 has its two; p1 has one
+    assert numbers.annotated == 2  # p0 and p1 (gold p4 left out)
     assert (numbers.collected, numbers.needed, numbers.remaining) == (3, 8, 5)
     assert (numbers.annotations, numbers.gold_annotations, numbers.annotators) == (4, 1, 3)
     assert numbers.fraction == pytest.approx(3 / 8)
     # per day: 17th 1, 18th 0, 19th 2, 20th 2 (gold included)
     assert numbers.per_day["annotations"].tolist() == [1, 0, 2, 2]
-    # 4 real annotations since the first, three days ago: 4/3 a day; 5 left
-    assert numbers.rate_per_day == pytest.approx(4 / 3)
-    assert numbers.eta_days == pytest.approx(5 / (4 / 3))
-    assert numbers.eta_text(now).startswith("about 3.8 days")
+    # 3 real annotations in the last 24 hours (the one three days ago is older): 3/24 an
+    # hour; 5 left: 40 hours
+    assert numbers.rate_per_hour == pytest.approx(3 / 24)
+    assert numbers.eta_days == pytest.approx(40 / 24)
+    assert numbers.eta_text(now).startswith("about 1.7 days")
 
     quiet = monitoring.study_progress(engine, study_id=study_id, now=now + timedelta(days=30))
-    assert quiet.rate_per_day is None and quiet.eta_days is None
+    assert quiet.rate_per_hour is None and quiet.eta_days is None
     assert "not enough recent activity" in quiet.eta_text()
 
     coverage = monitoring.pair_coverage(engine, study_id=study_id).set_index("pair_id")
@@ -210,14 +212,14 @@ def test_progress_numbers_and_eta(db_url, tmp_path):
     assert coverage.loc["p4", "status"] == "gold check" and coverage.loc["p4", "target"] is None
 
 
-def test_recent_rate_over_a_young_study_counts_at_least_a_day():
+def test_recent_rate_is_per_hour_over_the_last_day_or_a_younger_study():
     now = datetime(2026, 1, 10, tzinfo=UTC)
-    # two annotations in the last two hours of a study two hours old: over one day
-    assert monitoring.recent_rate(2, now - timedelta(hours=2), now=now) == 2.0
-    # 7 in the last 7 days of a study 30 days old: over the 7 days
-    assert monitoring.recent_rate(7, now - timedelta(days=30), now=now) == pytest.approx(1.0)
-    # 6 in a study 3 days old: over its 3 days
-    assert monitoring.recent_rate(6, now - timedelta(days=3), now=now) == pytest.approx(2.0)
+    # two annotations in the last 30 minutes of a study 30 minutes old: over one hour
+    assert monitoring.recent_rate(2, now - timedelta(minutes=30), now=now) == 2.0
+    # 48 in the last 24 hours of a study 30 days old: over the 24 hours
+    assert monitoring.recent_rate(48, now - timedelta(days=30), now=now) == pytest.approx(2.0)
+    # 6 in a study 3 hours old: over its 3 hours
+    assert monitoring.recent_rate(6, now - timedelta(hours=3), now=now) == pytest.approx(2.0)
     assert monitoring.recent_rate(0, None, now=now) is None
 
 

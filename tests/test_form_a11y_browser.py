@@ -11,11 +11,13 @@ skips saying so, unless ANNOTATE_TEST_JS=require, where it fails.
 from __future__ import annotations
 
 import os
+import random
 from pathlib import Path
 
 import pytest
 
 from annotate.auth import create_annotator
+from annotate.demo import GUIDELINES
 from annotate.importer import import_pairs
 from annotate.store.db import get_engine, session
 from annotate.studies import get_or_create_study
@@ -28,10 +30,14 @@ from tests.browser import (  # noqa: F401  (the fixtures `browser` and `new_page
     wait_idle,
 )
 from tests.factories import pair_record
+from tests.realistic_pairs import realistic_record
 from tests.test_label_browser import (
+    ASPECT_KEYS,
     PREFERENCE_QUESTION,
+    RATING_KEYS,
     expect_picked,
     in_viewport,
+    keys,
     next_pair,
     open_pair,
     question_box,
@@ -41,6 +47,7 @@ from tests.test_label_browser import (
 pytestmark = pytest.mark.browser
 
 STUDY = "a11y"
+ASPECT_STUDY = "a11y-aspects"  # real-layout pairs (four rubric aspects) with the aspect check
 AXE = Path(__file__).resolve().parents[1] / "node_modules" / "axe-core" / "axe.min.js"
 SHORTCUTS_OFF = "localStorage.setItem('annotate-single-key-shortcuts', 'off')"
 MAX_TAB_STOPS = 12
@@ -53,11 +60,21 @@ def site(tmp_path_factory, browser):
     engine = get_engine(db_url)
     records = [pair_record(i) for i in range(4)]
     import_pairs(engine, write_jsonl(folder / "p.jsonl", records), study_name=STUDY)
+    rng = random.Random(19)
+    real = [realistic_record(rng, i, posts=40, response_words=100) for i in range(2)]
+    import_pairs(engine, write_jsonl(folder / "real.jsonl", real), study_name=ASPECT_STUDY)
     tokens = {}
     with session(engine) as s:
         study = get_or_create_study(s, STUDY)
-        for who in ("keyboard", "axe", "digits"):
+        for who in ("keyboard", "axe", "digits", "tree"):
             annotator, tokens[who] = create_annotator(s, name=f"a11y-{who}", study_id=study.id)
+            annotator.guidelines_seen = True
+        aspects = get_or_create_study(s, ASPECT_STUDY)
+        aspects.aspect_check = True
+        aspects.guidelines = GUIDELINES
+        s.add(aspects)
+        for who in ("aspects-axe", "aspects-tree"):
+            annotator, tokens[who] = create_annotator(s, name=f"a11y-{who}", study_id=aspects.id)
             annotator.guidelines_seen = True
     with AppServer(db_url) as server:
         yield server, tokens
@@ -180,3 +197,63 @@ def test_each_digit_key_leaves_its_row_in_the_viewport(site, new_page):
         row = page.get_by_role("radiogroup", name=f"{dimension.title()} of response {slot}")
         expect(row.locator('[aria-checked="true"]')).to_have_text(key)
         assert in_viewport(page, row), f"{dimension} {slot} is off screen after key {key}"
+
+
+def test_axe_finds_nothing_moderate_or_worse_with_the_aspect_check(site, new_page):
+    """Real-layout pairs (four rubric aspects, past posts) with every aspect scored, then
+    with the guidelines, details and past posts open."""
+    server, tokens = site
+    page = new_page(viewport={"width": 1440, "height": 900})
+    open_pair(page, server.login_url(tokens["aspects-axe"]))
+    keys(page, ["b", *RATING_KEYS, *ASPECT_KEYS, "p"])
+    group = page.get_by_role("radiogroup", name="Aspect 4 in response B")
+    expect(group.locator('[aria-checked="true"]')).to_have_count(1)
+    expect_accessible(page, "the aspect check, every aspect scored")
+    for key, button in (("?", "Guidelines"), ("d", "Details")):
+        page.keyboard.press(key)
+        expect(page.get_by_role("button", name=button)).to_have_attribute("aria-expanded", "true")
+        expect_accessible(page, f"the aspect check with {button} open")
+        page.keyboard.press("Escape")
+    save_screenshot(page, "label-a11y-aspects.png")
+
+
+def test_the_accessibility_tree_names_every_part_of_the_form(site, new_page):
+    """What a screen reader is given (Playwright's ARIA snapshot of the page): the two
+    responses as named regions, every question a named radio group with its options, the
+    shortcuts setting, the panel toggles and Submit."""
+    server, tokens = site
+    page = new_page(viewport={"width": 1440, "height": 900})
+    open_pair(page, server.login_url(tokens["aspects-tree"]))
+    tree = page.locator("body").aria_snapshot()
+    for slot in ("A", "B"):
+        assert f'region "Response {slot}"' in tree, tree
+        for dimension in ("Correctness", "Relevance", "Helpfulness"):
+            assert f'radiogroup "{dimension} of response {slot}"' in tree, tree
+        for aspect in range(1, 5):
+            assert f'radiogroup "Aspect {aspect} in response {slot}"' in tree, tree
+    assert f'radiogroup "{PREFERENCE_QUESTION}"' in tree, tree
+    assert 'radiogroup "What mainly decided your choice?"' in tree, tree
+    assert 'checkbox "single-key shortcuts"' in tree, tree
+    assert 'button "Guidelines' in tree and 'button "Details' in tree, tree
+    assert 'button "Submit' in tree, tree
+    # each radio group holds named radios (the ratings' digits, the choices' words)
+    correctness = page.get_by_role("radiogroup", name="Correctness of response A")
+    expect(correctness).to_match_aria_snapshot(
+        """
+        - radiogroup "Correctness of response A":
+          - radio /1/
+          - radio /2/
+          - radio /3/
+          - radio /4/
+          - radio /5/
+        """
+    )
+    choice = page.get_by_role("radiogroup", name=PREFERENCE_QUESTION)
+    expect(choice.get_by_role("radio", name="Response A")).to_have_count(1)
+    expect(choice.get_by_role("radio", name="Response B")).to_have_count(1)
+    # the shortcuts setting is a real checkbox: turning it off is kept for the next page
+    shortcuts = page.get_by_role("checkbox", name="single-key shortcuts")
+    expect(shortcuts).to_be_checked()
+    shortcuts.uncheck()
+    stored = page.evaluate("() => localStorage.getItem('annotate-single-key-shortcuts')")
+    assert stored == "off"

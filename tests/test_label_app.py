@@ -318,3 +318,42 @@ def test_a_finished_annotator_and_one_reading_the_guidelines_can_sign_out(study)
     # The saved toast's icon is one of Streamlit's bundled symbols: an emoji showed as an empty
     # box in browsers without an emoji font (Debian's Chromium among them).
     assert [t.icon for t in at.toast] == [":material/check_circle:"]
+
+
+def test_a_submits_page_run_reads_the_page_in_one_unit_of_work(study, monkeypatch):
+    """The page run after a Submit: the sign-in looked up once (app.py hands it to the page)
+    and everything the page shows read in one db.read; no other read (the next pair was
+    reserved by the Submit's own commit)."""
+    import annotate.earlier_answers
+    import annotate.labelling
+    import annotate.queue.assignment
+    import annotate.store.db
+    import annotate.web.identity
+    from annotate.queue.sql import Cursor
+
+    _engine, [(_, token), _] = study
+    at = signed_in(token)
+    calls: list[str] = []
+
+    def counted(name, original):
+        def wrapper(*args, **kwargs):
+            calls.append(name)
+            return original(*args, **kwargs)
+
+        return wrapper
+
+    monkeypatch.setattr(annotate.store.db, "read", counted("read", annotate.store.db.read))
+    monkeypatch.setattr(
+        annotate.web.identity, "read", counted("sign-in", annotate.web.identity.read)
+    )
+    for module in (annotate.labelling, annotate.queue.assignment, annotate.earlier_answers):
+        monkeypatch.setattr(
+            module, "read_session", counted(f"{module.__name__}.read_session", module.read_session)
+        )
+    autocommit = Cursor.autocommit.__func__
+    monkeypatch.setattr(Cursor, "autocommit", classmethod(counted("autocommit", autocommit)))
+    shown = data(at)["token"]
+    at = submit_form(at, full_form("A"))
+    assert not at.exception
+    assert data(at)["token"] != shown  # the next pair is on screen
+    assert calls == ["sign-in", "read"]

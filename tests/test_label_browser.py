@@ -365,6 +365,11 @@ def stored_draft(site: Site, assignment_id: int) -> dict:
         return s.get(Assignment, assignment_id).draft or {}
 
 
+def away_since(site: Site, assignment_id: int):
+    with session(site.engine()) as s:
+        return s.get(Assignment, assignment_id).away_since
+
+
 def draft_once(page, site: Site, assignment_id: int, ready, *, timeout_s: float = 60) -> dict:
     """The stored draft once `ready(draft)` holds: the server stores a draft in the script run
     its message starts, which a busy machine may take a while to finish. Waits on the page
@@ -526,6 +531,8 @@ def test_reload_or_a_closed_tab_keeps_every_answer_and_typing_fires_no_key(site,
     assert draft["slot"] == "B" and draft["reason"] == "general_quality"
     assert draft["ratings"]["correctness_A"] == 3 and draft["ratings"]["correctness_B"] == 4
     assert draft["comment"] == "a b s k 5 Backspace"
+    # ... and says the page went away: the pair's lease (annotate/queue/rules.py, rule 8)
+    assert away_since(site, assignment.id) is not None
     page.evaluate("() => { delete document.visibilityState; }")
     hold_timers(page)
     page.keyboard.press("5")  # after Esc, keys act again: the cursor's next rating
@@ -539,6 +546,7 @@ def test_reload_or_a_closed_tab_keeps_every_answer_and_typing_fires_no_key(site,
     draft = draft_once(page, site, assignment.id, lambda d: d["ratings"].get("relevance_A"))
     assert draft["ratings"]["relevance_A"] == 5
     assert count_sent(page, sent, at_least=before + 2) == before + 2
+    assert away_since(site, assignment.id) is None  # a draft from a shown page: not away
 
     def expect_everything(p):
         expect_picked(p, "Response B")

@@ -14,10 +14,12 @@ from annotate.answers import (
     form_questions,
     missing_answers,
 )
+from annotate.demo import GUIDELINES
 from annotate.earlier_answers import earlier_answers, previous_pair
 from annotate.labelling import current_item, submit
 from annotate.store.db import get_engine
 from annotate.store.models import Study
+from annotate.web.label_form import guidelines_html
 from annotate.web.render import MAX_STRUCTURED_LINES, safe_html
 from tests.factories import make_study
 
@@ -42,6 +44,20 @@ def test_model_text_becomes_escaped_html_with_a_small_fixed_set_of_tags():
         "<pre><code>&lt;b&gt;fenced&lt;/b&gt;</code></pre>"
         "<p>| a | b |<br>|---|---|</p>"
     )
+
+
+def test_hard_wrapped_guidelines_show_as_whole_paragraphs_model_text_keeps_its_lines():
+    """The guidelines panel broke lines mid-sentence (issue 19): every newline of the
+    hard-wrapped source was drawn as a line break. A chat's newlines still are."""
+    shown = guidelines_html(study_row(guidelines=GUIDELINES))
+    assert "<br>" not in shown
+    assert "Put yourself in <em>this</em> user's shoes: the one\n   that fits" not in shown
+    assert "<em>this</em> user&#x27;s shoes: the one\nthat fits their stated preferences" in shown
+    assert shown.startswith("<p>You will see a question a real person asked, what we know")
+    assert "Keys: <strong>A</strong> or <strong>B</strong>" in shown
+    assert guidelines_html(study_row(guidelines="  \n")) == ""
+    assert safe_html("Dear Sam,\nthanks") == "<p>Dear Sam,<br>thanks</p>"
+    assert safe_html("Dear Sam,\nthanks", newline="space") == "<p>Dear Sam,\nthanks</p>"
 
 
 def test_no_invisible_characters_and_no_markup_from_emphasis_markers():

@@ -59,7 +59,7 @@ def test_the_fourth_visitor_of_a_three_pair_study_gets_no_completion_code(engine
     shown = page_text(fourth)
     assert CODE not in shown
     assert "labelled every pair" not in shown
-    assert "come back after" in shown
+    assert "come back by" in shown and "looks again every" in shown
 
 
 def test_an_open_tab_of_a_deactivated_annotator_saves_nothing(engine):

@@ -54,7 +54,9 @@ def test_the_nul_rule():
 def test_times_are_read_as_utc_and_written_as_naive_utc():
     paris = timezone(timedelta(hours=1))
     assert as_utc("2026-01-02T03:04:05") == datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
-    assert as_utc(datetime(2026, 1, 2, 4, 4, tzinfo=paris)) == datetime(2026, 1, 2, 3, 4, tzinfo=UTC)
+    assert as_utc(datetime(2026, 1, 2, 4, 4, tzinfo=paris)) == datetime(
+        2026, 1, 2, 3, 4, tzinfo=UTC
+    )
     assert as_utc(datetime(2026, 1, 2, 4, 4, tzinfo=paris)).tzinfo is UTC
     assert as_utc(None) is None
     assert naive_utc(datetime(2026, 1, 2, 4, 4, tzinfo=paris)) == datetime(2026, 1, 2, 3, 4)

@@ -99,3 +99,51 @@ def test_idle_pool_reconnects_after_all_connections_were_dropped(pg_url, tmp_pat
     _terminate_all(pg_url)
     stored = get_answer(engine, annotator_id=annotator, pair_id=assignment.pair_id)
     assert stored.comment == answer.comment and stored.preference == answer.preference
+
+
+def test_a_submit_during_a_database_restart_waits_and_is_stored_once(pg_url, tmp_path):
+    """PostgreSQL away (tests/tcp_relay.py: connections dropped, new ones closed at once):
+    the pool's pre-ping finds its connection dead and the reconnect fails with psycopg's own
+    OperationalError, unwrapped. The Submit waits (retried) and is stored once it is back."""
+    from annotate.annotations import Loaded, submit_and_next
+    from annotate.queue.assignment import next_assignment
+    from annotate.store.models import Annotation
+    from tests.scale_helpers import make_answer
+    from tests.tcp_relay import TcpRelay, relay_url, target_of
+
+    _, [annotator] = make_study(get_engine(pg_url), tmp_path, n_pairs=3, n_annotators=1, overlap=1)
+    with TcpRelay(target_of(pg_url)) as relay:
+        engine = get_engine(relay_url(pg_url, relay))
+        shown = next_assignment(engine, annotator_id=annotator)
+        answer = make_answer(annotator, shown.pair_id, 1, shown.chosen_position)
+        outcome: list = []
+
+        def submit():
+            try:
+                outcome.append(
+                    submit_and_next(
+                        engine,
+                        annotator_id=annotator,
+                        pair_id=shown.pair_id,
+                        answer=answer,
+                        loaded=Loaded(submitted_at=None),
+                    )
+                )
+            except BaseException as exc:
+                outcome.append(exc)
+
+        relay.cut()
+        worker = threading.Thread(target=submit)
+        worker.start()
+        relay.wait_for_refused(3, timeout=30)  # the Submit met the outage and tried again
+        assert not outcome, f"the Submit ended while the database was away: {outcome}"
+        relay.restore()
+        worker.join(timeout=60)
+    [following] = outcome
+    assert not isinstance(following, BaseException), repr(following)
+    assert following is not None and following.pair_id != shown.pair_id
+    from sqlmodel import Session, select
+
+    with Session(get_engine(pg_url)) as s:
+        stored = s.exec(select(Annotation).where(Annotation.annotator_id == annotator)).all()
+    assert [(a.pair_id, a.comment) for a in stored] == [(shown.pair_id, answer.comment)]

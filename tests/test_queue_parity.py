@@ -4,9 +4,10 @@ driver's connection and PostgreSQL's generated submit function. Every path, on b
 must serve the same sequence of (pair, A/B order).
 
 The scenario meets every rule: gold due mid-queue (after a Submit), a skipped pair coming back
-last, a stale tab, a deactivation (its open tab refused), a reservation that expires and goes
-to someone else while its holder's late answer is kept, the quota, and qualification (passed,
-and failed with a second tab that cannot replace the first answer).
+last, a stale tab, a deactivation (its open tab refused), a reservation whose page went away
+goes to someone else (its holder's late answer stored only while the pair has room), the
+quota, and qualification (passed, and failed with a second tab that cannot replace the first
+answer).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from annotate.annotations import (
 )
 from annotate.queue import gold
 from annotate.queue.assignment import next_assignment, skip
-from annotate.queue.rules import AccountClosed, Coins
+from annotate.queue.rules import AWAY_HOLD, AccountClosed, Coins, GivenAway
 from annotate.store.db import get_engine, session
 from annotate.store.models import Annotation, Assignment, Pair, Study, utcnow
 from tests.db_backends import require_postgres
@@ -149,6 +150,10 @@ class Script:
         except AccountClosed:
             self.log.append(("submit", who, "refused: account closed"))
             return
+        except GivenAway:  # the page shows the next pair (serve)
+            self.log.append(("submit", who, "refused: given away"))
+            self.current.pop(who, None)
+            return
         self._record("submit", who, row)
 
     def skip(self, who: str) -> None:
@@ -182,7 +187,8 @@ def run_scenario(engine, tmp_path, *, fast: bool) -> tuple[list[tuple], list[str
     accounts.set_active(engine, annotator_id=people["m1"], active=False)
     run.submit("m1")
     run.serve("m1")
-    # m2's reservation expires; m3 gets that pair once nothing else is left
+    # m2's page went away (closed) more than AWAY_HOLD ago: m3 gets that pair once nothing
+    # else is left (an expired reservation takes the same path: tests/test_reservations.py)
     run.serve("m2")
     held_by_m2 = run.current["m2"]
     with session(engine) as s:
@@ -191,11 +197,12 @@ def run_scenario(engine, tmp_path, *, fast: bool) -> tuple[list[tuple], list[str
                 Assignment.annotator_id == people["m2"], Assignment.status == "active"
             )
         ).all():
-            assignment.assigned_at = utcnow() - timedelta(seconds=601)
+            assignment.away_since = utcnow() - timedelta(seconds=AWAY_HOLD + 1)
             s.add(assignment)
     run.serve("m3")
     run.until_done("m3")
-    run.submit("m2", pair=held_by_m2)  # the late answer is kept
+    run.submit("m2", pair=held_by_m2)  # the late answer: stored only while the pair has room
+    run.serve("m2")
     run.until_done("m2")
     # qualification study: q0 passes and meets the quota; q1 fails, a second tab changes nothing
     run.serve("q0")
@@ -271,9 +278,11 @@ def test_every_path_serves_the_same_sequence(make_db_url, tmp_path):
     assert [k for k in m0 if k not in ("p6", "p7", "p8")][-1] == facts["m0 skipped"]
     assert ("submit", "m1", "refused: account closed") in reference
     assert ("serve", "m1", None) in reference
-    # m3 was served m2's expired reservation; m2's late answer was kept
+    # m3 was served m2's released reservation; m2's late answer, refused once m3 filled the
+    # pair (overlap 2 with m0's answer), was not stored beyond the target
     assert facts["m2 held"] in [entry[2] for entry in served if entry[1] == "m3"]
-    assert facts["m2's late answer kept"] is True
+    refused = ("submit", "m2", "refused: given away") in reference
+    assert facts["m2's late answer kept"] is not refused
     assert facts["q1 gold answer"] == "rejected" and facts["q1"] == "failed"
     q0 = [entry for entry in served if entry[1] == "q0"]
     assert q0[0][2] == "p4" and len(q0) == 3  # the qualification check first, then the quota

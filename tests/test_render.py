@@ -107,7 +107,7 @@ def test_a_text_is_rendered_once_then_served_from_the_cache():
 def test_the_cache_is_bounded(monkeypatch):
     cache = render._Cache(budget=1_000)
     for n in range(100):
-        cache.get_or_render(f"text number {n} " * 5)
+        cache.get_or_render(f"text number {n} " * 5, soft_break="<br>")
     assert cache._size <= 1_000 and len(cache._items) < 100
 
 

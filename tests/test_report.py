@@ -628,3 +628,21 @@ def test_the_reading_never_calls_constant_ratings_from_one_annotator_equivalent(
     assert " check not enough evidence" not in text
     assert "check found not enough evidence" in text
     assert "has a enough" not in json.dumps(report)
+
+
+def test_annotator_names_beside_their_points_keep_apart():
+    """The Agreement chart's names overlapped where two annotators worked at about the same
+    speed with about the same share, or one annotator's two shares were equal (issue 19)."""
+    from analysis.html_report import _name_places
+
+    points = [
+        (47, 1.0, "ann-alice", "top right"),
+        (44, 0.9, "ann-bob", "top right"),
+        (4, 0.0, "ann-chen", "top right"),
+        (4, 0.0, "ann-chen", "bottom right"),  # the same point: the other measure
+    ]
+    places = _name_places(points, x_range=[0, 61], y_range=[-0.2, 1.2])
+    assert places[0] == "top right" and places[1] != "top right"
+    assert places[2] != places[3]
+    far = [(5, 0.1, "a", "top right"), (50, 0.9, "b", "top right")]
+    assert _name_places(far, x_range=[0, 61], y_range=[-0.2, 1.2]) == ["top right"] * 2

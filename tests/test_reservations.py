@@ -20,7 +20,8 @@ from annotate import accounts
 from annotate.annotations import Answer, submit_and_next, submit_answer
 from annotate.errors import UserError
 from annotate.queue import gold
-from annotate.queue.assignment import next_assignment, progress
+from annotate.queue.assignment import next_assignment, progress, skip
+from annotate.queue.rules import GivenAway
 from annotate.store.db import get_engine, session
 from annotate.store.models import Annotation, Assignment, Pair, Study, utcnow
 from tests.factories import make_study
@@ -201,7 +202,9 @@ def age(engine, *, annotator_id: int, seconds: int) -> None:
             s.add(a)
 
 
-def test_an_expired_reservation_goes_back_and_its_late_answer_is_kept(engine, tmp_path):
+def test_an_expired_reservation_goes_back_and_its_late_answer_is_kept_only_with_room(
+    engine, tmp_path
+):
     _, people = make_study(
         engine, tmp_path, n_pairs=3, annotators=4, overlap_target=1, reservation_timeout=600
     )
@@ -214,13 +217,21 @@ def test_an_expired_reservation_goes_back_and_its_late_answer_is_kept(engine, tm
     age(engine, annotator_id=a, seconds=601)
     taken = next_assignment(engine, annotator_id=d)
     assert taken is not None and taken.pair_id == held[0]
-    # a's tab was still open: the answer is kept, one row per pair and annotator
-    submit_answer(engine, annotator_id=a, pair_id=held[0], answer=answer("tie"))
-    submit_answer(engine, annotator_id=a, pair_id=held[0], answer=answer("rejected"))
+    # a's tab was still open, but d holds the pair now (overlap 1): a's late answer would be
+    # one beyond the target, so it is refused (rules.py, rule 8), d's is stored
+    with pytest.raises(GivenAway):
+        submit_answer(engine, annotator_id=a, pair_id=held[0], answer=answer("tie"))
     submit_answer(engine, annotator_id=d, pair_id=held[0], answer=answer())
+    # b's reservation expires too and goes to d, who skips it: the pair has room again, so
+    # b's late answer is kept (the pair reserved for b again), one row per pair and annotator
+    age(engine, annotator_id=b, seconds=601)
+    assert next_assignment(engine, annotator_id=d).pair_id == held[1]
+    skip(engine, annotator_id=d, pair_id=held[1])
+    submit_answer(engine, annotator_id=b, pair_id=held[1], answer=answer("tie"))
+    submit_answer(engine, annotator_id=b, pair_id=held[1], answer=answer("rejected"))
     with session(engine) as s:
         rows = s.exec(select(Annotation.annotator_id, Annotation.preference)).all()
-    assert sorted(rows) == sorted([(a, "rejected"), (d, "chosen")])
+    assert sorted(rows) == sorted([(b, "rejected"), (d, "chosen")])
     assert counters_match_reservations(engine) == []
 
 

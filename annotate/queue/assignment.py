@@ -24,6 +24,7 @@ from sqlalchemy import (
     func,
     update,
 )
+from sqlalchemy import select as core_select
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import aliased
@@ -192,9 +193,13 @@ class FullQueue(Cursor):
         return None
 
     def release_expired(self, *, study: StudyRules, now: datetime) -> int:
-        return release_expired(
-            self.conn, study_id=study.id, timeout=study.reservation_timeout, now=now
-        ) + release_answerless(self.conn, study_id=study.id, now=now)
+        return (
+            release_expired(
+                self.conn, study_id=study.id, timeout=study.reservation_timeout, now=now
+            )
+            + release_answerless(self.conn, study_id=study.id, now=now)
+            + release_away(self.conn, study_id=study.id, now=now)
+        )
 
     def _reopen(self, assignment_id: int, *, now: datetime) -> AssignmentRow:
         self.conn.execute(
@@ -283,6 +288,36 @@ def release_answerless(
     )
 
 
+def release_away(s: Session | Connection, *, study_id: int, now: datetime | None = None) -> int:
+    """Inside the caller's write transaction: the study's reservations whose page went away
+    (closed or hidden) more than AWAY_HOLD seconds ago (rules.py, rule 8). Their drafts stay."""
+    now = now or utcnow()
+    return _release(
+        _connection(s),
+        _ASSIGNMENT.c.study_id == study_id,
+        _ASSIGNMENT.c.away_since < now - timedelta(seconds=assignment_rules.AWAY_HOLD),
+        now=now,
+    )
+
+
+@retrying
+def mark_away(engine: Engine, *, assignment_id: int, away: bool) -> str | None:
+    """The page showing this assignment went away (closed or hidden) or is back: the lease of
+    rule 8 starts or ends. Returns the assignment's status (None: no such assignment); a
+    released one ("skipped") is not taken back here."""
+    with transaction(engine, durable=False) as conn:
+        status = conn.execute(
+            select(_ASSIGNMENT.c.status).where(_ASSIGNMENT.c.id == assignment_id)
+        ).scalar()
+        if status == "active":
+            conn.execute(
+                update(_ASSIGNMENT)
+                .where(_ASSIGNMENT.c.id == assignment_id, _ASSIGNMENT.c.status == "active")
+                .values(away_since=utcnow() if away else None)
+            )
+        return status
+
+
 # --- the labelling step ---------------------------------------------------------------------
 
 
@@ -336,7 +371,8 @@ def skip(engine: Engine, *, annotator_id: int, pair_id: int) -> None:
 
 def ensure_assignment(s: Session, *, study_id: int, pair_id: int, annotator_id: int) -> Assignment:
     """The assignment row for a submission that arrives without an open one (a stale tab, a
-    skipped pair, an expired reservation, an import): the pair is counted again."""
+    skipped pair, an expired reservation, an import): the pair is counted again. A released
+    (skipped) one is taken back only while its pair has room, else GivenAway (rule 8)."""
     assignment = s.exec(
         select(Assignment).where(
             Assignment.annotator_id == annotator_id, Assignment.pair_id == pair_id
@@ -344,7 +380,11 @@ def ensure_assignment(s: Session, *, study_id: int, pair_id: int, annotator_id: 
     ).first()
     if assignment is not None:
         if assignment.status == "skipped":
-            s.connection().execute(_RAISE, {"b_pair": pair_id})
+            # a released reservation: taken back while the pair has room (rule 8)
+            target = s.get_one(Study, study_id).overlap_target
+            taken = s.connection().execute(_RESERVE, {"b_pair": pair_id, "b_target": target})
+            if taken.rowcount != 1:
+                raise assignment_rules.GivenAway
         return assignment
     coins = Coins(s.get_one(Study, study_id).coin_secret)
     assignment = Assignment(
@@ -387,59 +427,62 @@ def progress(engine: Engine, *, annotator_id: int) -> Progress:
     does not change when one is shown."""
     with read_session(engine) as s:
         annotator = s.get_one(Annotator, annotator_id)
-        study = s.get_one(Study, annotator.study_id)
-        by_status = dict(
-            s.exec(
-                select(Assignment.status, func.count())
-                .where(Assignment.annotator_id == annotator_id)
-                .group_by(Assignment.status)
-            ).all()
-        )
-        # "Pairs with room that this annotator has not touched", counted as two index range
-        # counts: a NOT EXISTS per pair would grow with the study (49 ms at 10,000 pairs).
-        with_room = _pair_count(
-            s,
-            Pair.study_id == study.id,
-            Pair.is_gold == False,  # noqa: E712
-            Pair.queued == True,  # noqa: E712
-            Pair.n_assigned < _target_of(study),
-        )
-        mine_with_room = _count(
-            s,
-            select(func.count())
-            .select_from(Assignment)
-            .join(Pair, col(Pair.id) == Assignment.pair_id)
-            .where(
-                Assignment.annotator_id == annotator_id,
-                Pair.is_gold == False,  # noqa: E712
-                Pair.queued == True,  # noqa: E712
-                Pair.n_assigned < _target_of(study),
-            ),
-        )
-        available = with_room - mine_with_room
-        skipped_with_room = _count(
-            s,
-            select(func.count())
-            .select_from(Assignment)
-            .join(Pair, col(Pair.id) == Assignment.pair_id)
-            .where(
-                Assignment.annotator_id == annotator_id,
-                Assignment.status == "skipped",
-                Pair.n_assigned < _target_of(study),
-            ),
-        )
-        gold_unseen = _pair_count(
-            s,
-            Pair.study_id == study.id,
-            Pair.is_gold == True,  # noqa: E712
-            ~_mine(annotator_id),
-        )
-        done = by_status.get("done", 0)
-        # every gold pair not met yet comes before the queue ends (assignment_rules, rule 7)
-        total = done + by_status.get("active", 0) + skipped_with_room + available + gold_unseen
-        if study.items_per_annotator is not None:
-            total = min(total, study.items_per_annotator)
-        return Progress(done=done, total=max(total, done))
+        return progress_in(s, annotator_id=annotator_id, study=s.get_one(Study, annotator.study_id))
+
+
+def _progress_counts() -> Any:
+    """The counts of `progress_in` as one statement with bound parameters (b_annotator,
+    b_study, b_target), built once: a page run pays one round trip and no statement building."""
+    mine = _ASSIGNMENT.c.annotator_id == bindparam("b_annotator")
+    with_room = _PAIR.c.n_assigned < _TARGET
+    real = (_PAIR.c.is_gold == False, _PAIR.c.queued == True)  # noqa: E712
+
+    def count(*conditions: Any, joined: bool) -> Any:
+        source = _ASSIGNMENT.join(_PAIR, _PAIR.c.id == _ASSIGNMENT.c.pair_id) if joined else _PAIR
+        return select(func.count()).select_from(source).where(*conditions).scalar_subquery()
+
+    return core_select(
+        select(func.count())
+        .select_from(_ASSIGNMENT)
+        .where(mine, _ASSIGNMENT.c.status == "done")
+        .scalar_subquery()
+        .label("done"),
+        select(func.count())
+        .select_from(_ASSIGNMENT)
+        .where(mine, _ASSIGNMENT.c.status == "active")
+        .scalar_subquery()
+        .label("active"),
+        # "pairs with room that this annotator has not touched" as two index range counts: a
+        # NOT EXISTS per pair would grow with the study (49 ms at 10,000 pairs)
+        count(_PAIR.c.study_id == bindparam("b_study"), *real, with_room, joined=False).label(
+            "with_room"
+        ),
+        count(mine, *real, with_room, joined=True).label("mine_with_room"),
+        count(mine, _ASSIGNMENT.c.status == "skipped", with_room, joined=True).label(
+            "skipped_with_room"
+        ),
+        count(
+            _PAIR.c.study_id == bindparam("b_study"),
+            _PAIR.c.is_gold == True,  # noqa: E712
+            ~_mine(bindparam("b_annotator")),
+            joined=False,
+        ).label("gold_unseen"),
+    )
+
+
+_PROGRESS = _progress_counts()
+
+
+def progress_in(s: Session, *, annotator_id: int, study: Study) -> Progress:
+    """`progress`, inside the caller's read (the labelling page's one unit of work)."""
+    keys = {"b_annotator": annotator_id, "b_study": study.id, "b_target": study.overlap_target}
+    row = s.connection().execute(_PROGRESS, keys).one()
+    available = row.with_room - row.mine_with_room
+    # every gold pair not met yet comes before the queue ends (assignment_rules, rule 7)
+    total = row.done + row.active + row.skipped_with_room + available + row.gold_unseen
+    if study.items_per_annotator is not None:
+        total = min(total, study.items_per_annotator)
+    return Progress(done=row.done, total=max(total, row.done))
 
 
 @retrying
@@ -461,9 +504,10 @@ def queue_status(engine: Engine, *, annotator_id: int) -> QueueStatus:
         if gold.qualification(s, study=study, annotator_id=annotator_id).state == gold.FAILED:
             return QueueStatus(answered=answered, busy_until=None, screened_out=True)
         held = aliased(Assignment)
-        # from the study's open reservations (index ix_assignment_open), a few per annotator
-        earliest = s.exec(
-            select(func.min(held.assigned_at))
+        # from the study's open reservations (index ix_assignment_open), a few per annotator:
+        # the earliest held since, and the earliest whose page went away (rule 8)
+        earliest, away = s.exec(
+            select(func.min(held.assigned_at), func.min(held.away_since))
             .select_from(held)
             .join(Pair, col(Pair.id) == held.pair_id)
             .where(
@@ -478,29 +522,32 @@ def queue_status(engine: Engine, *, annotator_id: int) -> QueueStatus:
         ).one()
     if earliest is None:
         return QueueStatus(answered=answered, busy_until=None)
-    return QueueStatus(
-        answered=answered,
-        busy_until=as_utc(earliest) + timedelta(seconds=study.reservation_timeout),
-    )
+    busy_until = as_utc(earliest) + timedelta(seconds=study.reservation_timeout)
+    if away is not None:
+        busy_until = min(busy_until, as_utc(away) + timedelta(seconds=assignment_rules.AWAY_HOLD))
+    return QueueStatus(answered=answered, busy_until=busy_until)
 
 
 @retrying
-def history(
-    engine: Engine, *, annotator_id: int, limit: int | None = 200
-) -> list[tuple[int, str]]:
+def history(engine: Engine, *, annotator_id: int, limit: int | None = 200) -> list[tuple[int, str]]:
     """(pair id, pair key) of this annotator's completed pairs, most recent first. Gold checks
     are left out: their first answer is what counts (accuracy, qualification)."""
     with read_session(engine) as s:
-        rows = s.exec(
-            select(Pair.id, Pair.pair_key)
-            .join(Assignment, col(Assignment.pair_id) == Pair.id)
-            .where(
-                Assignment.annotator_id == annotator_id,
-                Assignment.status == "done",
-                Pair.is_gold == False,  # noqa: E712
-            )
-            .order_by(col(Assignment.completed_at).desc(), col(Assignment.id).desc())
-            .limit(limit)
-        ).all()
+        return history_in(s, annotator_id=annotator_id, limit=limit)
+
+
+def history_in(s: Session, *, annotator_id: int, limit: int | None) -> list[tuple[int, str]]:
+    """`history`, inside the caller's read."""
+    rows = s.exec(
+        select(Pair.id, Pair.pair_key)
+        .join(Assignment, col(Assignment.pair_id) == Pair.id)
+        .where(
+            Assignment.annotator_id == annotator_id,
+            Assignment.status == "done",
+            Pair.is_gold == False,  # noqa: E712
+        )
+        .order_by(col(Assignment.completed_at).desc(), col(Assignment.id).desc())
+        .limit(limit)
+    ).all()
     # a stored pair's id is never None (the model's id is None only before its insert)
     return [(pair_id, key) for pair_id, key in rows if pair_id is not None]

@@ -24,9 +24,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-import pandas as pd
 from sqlalchemy import ColumnElement, update
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
@@ -36,6 +35,9 @@ from annotate.errors import UserError
 from annotate.queue.rules import GOLD_EVERY  # noqa: F401  (the console shows the rate)
 from annotate.store.db import read_session, retrying, session
 from annotate.store.models import Annotation, Annotator, Assignment, Pair, Study
+
+if TYPE_CHECKING:  # pandas only for the console's tables: the labelling step runs without it
+    import pandas as pd
 
 NONE = "none"  # the study asks for no qualification
 PENDING = "pending"
@@ -127,9 +129,7 @@ def set_gold(engine: Engine, *, study_id: int, pair_keys: Iterable[str], answer:
     with session(engine) as s:
         found = set(
             s.exec(
-                select(Pair.pair_key).where(
-                    Pair.study_id == study_id, col(Pair.pair_key).in_(keys)
-                )
+                select(Pair.pair_key).where(Pair.study_id == study_id, col(Pair.pair_key).in_(keys))
             ).all()
         )
         missing = [k for k in keys if k not in found]
@@ -146,6 +146,8 @@ def set_gold(engine: Engine, *, study_id: int, pair_keys: Iterable[str], answer:
 @retrying
 def gold_pairs(engine: Engine, *, study_id: int) -> pd.DataFrame:
     """pair_id, category, expected answer, answers, correct, accuracy for each gold pair."""
+    import pandas as pd
+
     with read_session(engine) as s:
         pairs = s.exec(
             select(Pair.id, Pair.pair_key, Pair.category, Pair.gold_answer)
@@ -180,6 +182,8 @@ def gold_pairs(engine: Engine, *, study_id: int) -> pd.DataFrame:
 @retrying
 def gold_accuracy(engine: Engine, *, study_id: int) -> pd.DataFrame:
     """annotator, n_gold, n_correct, gold_accuracy and qualification state per annotator."""
+    import pandas as pd
+
     with read_session(engine) as s:
         study = s.get_one(Study, study_id)
         people = s.exec(

@@ -22,10 +22,14 @@ order, and when a gold check comes first.
    coin only spreads them out; every annotator meets every gold pair before their queue
    ends, as the progress count promises);
 8. nothing new: the pairs this annotator skipped (or whose reservation expired), while they
-   still have room; then reservations held past study.reservation_timeout, and those held
+   still have room; then reservations held past study.reservation_timeout, those held
    past ANSWERLESS_HOLD seconds by a crowd participant who has answered nothing yet (a
-   throwaway id must not hold a pair for the study's timeout), are released and the queue
-   is tried again. A released pair's late answer is still stored.
+   throwaway id must not hold a pair for the study's timeout), and those whose page went
+   away (closed or hidden: the page says so with its draft, assignment.away_since) more
+   than AWAY_HOLD seconds ago, are released and the queue is tried again. A released
+   reservation keeps its draft. A released pair's late answer is stored while the pair has
+   room (it is reserved again); once others filled it, the answer is refused (GivenAway)
+   and kept as the draft, so that no pair gets answers beyond its target.
 
 Every path applies these rules: the full rules on a SQLAlchemy connection
 (annotate/queue/assignment.py), the SQLite common Submit on the driver's connection (the same
@@ -51,6 +55,10 @@ from annotate.errors import UserError
 GOLD_EVERY = 10
 # Seconds a pair stays reserved, when others need it, for an annotator with no answer yet.
 ANSWERLESS_HOLD = 30
+# Seconds a pair stays reserved, when others need it, once the page showing it went away
+# (closed or hidden): a tab left behind gives its pair back well before the study's
+# reservation timeout, and a short look at another tab costs nothing.
+AWAY_HOLD = 60
 ASSIGNMENT_COLUMNS = (
     "id",
     "study_id",
@@ -106,6 +114,17 @@ class StudyRules(NamedTuple):
 
 class NeedsFullRules(Exception):
     """A fast path met a rule it does not implement: roll back, the full rules decide."""
+
+
+class GivenAway(UserError):
+    """A late answer for a released reservation whose pair others have filled meanwhile
+    (rule 8): not stored, kept as the draft."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "this pair was given to another annotator while your page was away, and they have "
+            "answered it; your answer was not needed and is kept as your draft"
+        )
 
 
 class AccountClosed(UserError):

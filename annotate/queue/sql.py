@@ -32,7 +32,7 @@ from sqlalchemy.engine import Connection, Dialect, Engine
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.pool import PoolProxiedConnection
 
-from analysis.tables import ANSWER_COLUMNS
+from analysis.vocabulary import ANSWER_COLUMNS
 from annotate.queue.rules import (
     ASSIGNMENT_COLUMNS,
     GOLD_EVERY,
@@ -446,7 +446,13 @@ class Cursor(Queue):
         return params
 
     def store_answer(
-        self, *, study_id: int, pair_id: int, annotator_id: int, values: dict[str, Any], now: datetime
+        self,
+        *,
+        study_id: int,
+        pair_id: int,
+        annotator_id: int,
+        values: dict[str, Any],
+        now: datetime,
     ) -> bool:
         """Upsert the answer and mark the annotator's open assignment for this pair done.
         False if there was no open assignment (the caller repairs that)."""
@@ -459,7 +465,13 @@ class Cursor(Queue):
         return closed
 
     def submit_in_one_call(
-        self, *, pair_id: int, annotator_id: int, values: dict[str, Any], now: datetime, coins: Coins
+        self,
+        *,
+        pair_id: int,
+        annotator_id: int,
+        values: dict[str, Any],
+        now: datetime,
+        coins: Coins,
     ) -> tuple[bool, AssignmentRow | None]:
         """PostgreSQL, on an autocommit connection: store the answer, close the assignment and
         reserve the next pair under the common rules, committed in one round trip (the

@@ -174,8 +174,20 @@ _RETRY_SQLSTATES = {
 }
 
 
+def _is_psycopg_operational(exc: BaseException) -> bool:
+    """psycopg's OperationalError (named, not imported: SQLite installs need no psycopg)."""
+    return any(
+        cls.__name__ == "OperationalError" and cls.__module__.startswith("psycopg")
+        for cls in type(exc).__mro__
+    )
+
+
 def is_retryable(exc: BaseException) -> bool:
     """True when the database refused for a transient reason and the same work may be re-run."""
+    if _is_psycopg_operational(exc):
+        # Raised unwrapped by the pool when a pre-ping found the connection dead and the
+        # reconnect failed too (the server is restarting: refused, or closed while starting).
+        return True
     if not isinstance(exc, DBAPIError):
         return False
     if exc.connection_invalidated:
@@ -204,7 +216,7 @@ def _retry_call(
     while True:
         try:
             return fn(*args, **kwargs)
-        except DBAPIError as exc:
+        except Exception as exc:  # is_retryable says which: DBAPIError, or the driver's own
             if not is_retryable(exc) or time.monotonic() >= deadline:
                 raise
         delay = min(0.02 * 2**attempt, 1.0) * (0.5 + random.random())

@@ -25,8 +25,6 @@ def table_of(model: type[SQLModel]) -> Table:
     return table
 
 
-
-
 class Study(SQLModel, table=True):
     id: int | None = Field(default=None, primary_key=True)
     name: str = Field(index=True, unique=True)
@@ -157,6 +155,9 @@ class Assignment(SQLModel, table=True):
     completed_at: datetime | None = None
     # Answers given so far but not yet submitted, so a reload restores them.
     draft: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON))
+    # When the page showing this open reservation went away (closed or hidden), None while it
+    # is shown: the reservation is released AWAY_HOLD seconds later (annotate/queue/rules.py).
+    away_since: datetime | None = None
 
 
 class Annotation(SQLModel, table=True):

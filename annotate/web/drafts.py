@@ -16,6 +16,12 @@ rendered and sent again), more CPU than a Submit. Here a draft is one small JSON
 
 Answers 204 when stored or when the assignment is no longer open (nothing to keep), 4xx
 otherwise; the form falls back to the websocket event when the request fails.
+
+The same request carries the page's lease (annotate/queue/rules.py, rule 8): `"away": true`
+when the page is hidden or closed (with the form when it changed since the last draft, else
+without one), which releases the pair AWAY_HOLD seconds later if others need it; any later
+draft, or `"back": true` when the page is shown again, ends that. `back` answers 409 with a
+message when the pair was released meanwhile (the page shows it; the answers stay).
 """
 
 from __future__ import annotations
@@ -23,21 +29,29 @@ from __future__ import annotations
 import hmac
 import json
 import math
+import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from sqlalchemy.engine import Engine
 from sqlmodel import select
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from annotate.answers import FormState
 from annotate.labelling import draft_key, save_draft
+from annotate.queue.assignment import mark_away
 from annotate.store.db import read_session, retrying
 from annotate.store.models import Annotator, Assignment, Pair, Study
 from annotate.web.login import _same_origin
 
+GONE = 409  # the pair was given to another annotator while the page was away (rules.py, 8)
+GONE_MESSAGE = (
+    "While this page was away, this pair was given to another annotator. Your answers so far "
+    "are kept: submit them if the pair still needs them, else you get your next pair."
+)
 MAX_DRAFT_BYTES = 32_768  # a comment of 4,000 characters, escaped, and the ratings
 MAX_SECONDS = 24 * 3600.0
 
@@ -48,49 +62,118 @@ def _seconds(value: object) -> float | None:
     return None
 
 
+@dataclass(frozen=True)
+class DraftFacts:
+    """What checking an assignment's draft needs that its drafts do not change: whose it is,
+    the study's secret (the key) and options (the answers' check), the pair's aspects."""
+
+    annotator_id: int
+    secret: str | None
+    sign_in: str | None  # the account's token hash the key was made with (labelling.draft_key)
+    study: Study
+    n_aspects: int
+
+
+FACTS_SECONDS = 30.0  # a study's options changed in the console apply to drafts within this
+_facts: dict[tuple[str, int], tuple[float, DraftFacts]] = {}
+_MAX_FACTS = 20_000
+
+
 @retrying
-def store_draft(engine: Engine, body: dict) -> int:
-    """Check and store one draft request's body; the HTTP status."""
-    assignment_id, key = body.get("assignment"), body.get("key")
-    if not isinstance(assignment_id, int) or isinstance(assignment_id, bool):
-        return 400
-    if not isinstance(key, str):
-        return 400
+def _read_facts(engine: Engine, assignment_id: int) -> DraftFacts | None:
     with read_session(engine) as s:
         row = s.exec(
-            select(
-                Assignment.annotator_id,
-                Assignment.status,
-                Annotator.active,
-                Annotator.token_hash,
-                Study,
-                Pair.rubric_aspects,
-            )
+            select(Assignment.annotator_id, Annotator.token_hash, Study, Pair.rubric_aspects)
             .join(Annotator, Annotator.id == Assignment.annotator_id)
             .join(Study, Study.id == Assignment.study_id)
             .join(Pair, Pair.id == Assignment.pair_id)
             .where(Assignment.id == assignment_id)
         ).first()
-        if row is None:
-            return 403
-        annotator_id, status, active, sign_in, study, aspects = row
-        expected = draft_key(
-            study.coin_secret,
-            assignment_id=assignment_id,
-            annotator_id=annotator_id,
-            sign_in=sign_in,  # signed out or given a new link since: the page's key is stale
-        )
-        if not hmac.compare_digest(expected, key):
-            return 403
-        if not active:
-            return 403  # a deactivated account keeps nothing, also from a tab still open
-        if status != "active":
-            return 204  # answered or released meanwhile: nothing to keep
-        form = FormState.from_browser(body.get("form"), study=study, n_aspects=len(aspects or []))
-    save_draft(
-        engine, assignment_id=assignment_id, form=form, seconds=_seconds(body.get("seconds"))
+    if row is None:
+        return None
+    annotator_id, sign_in, study, aspects = row
+    return DraftFacts(annotator_id, study.coin_secret, sign_in, study, len(aspects or []))
+
+
+def _key_fits(facts: DraftFacts, assignment_id: int, key: str) -> bool:
+    expected = draft_key(
+        facts.secret,
+        assignment_id=assignment_id,
+        annotator_id=facts.annotator_id,
+        sign_in=facts.sign_in,  # signed out or given a new link since: the page's key is stale
     )
-    return 204
+    return hmac.compare_digest(expected, key)
+
+
+def draft_facts(engine: Engine, assignment_id: int, *, fresh: bool = False) -> DraftFacts | None:
+    """DraftFacts of an assignment, read at most every FACTS_SECONDS (a page sends a draft
+    every few seconds while its annotator works) unless `fresh`. The sign-in it holds is
+    checked again by the draft's own write (labelling.save_draft's `sign_in`)."""
+    key = (engine.url.render_as_string(hide_password=False), assignment_id)
+    now = time.monotonic()
+    cached = _facts.get(key)
+    if cached is not None and not fresh and now - cached[0] < FACTS_SECONDS:
+        return cached[1]
+    facts = _read_facts(engine, assignment_id)
+    if facts is not None:
+        if len(_facts) >= _MAX_FACTS:
+            _facts.clear()
+        _facts[key] = (now, facts)
+    return facts
+
+
+@retrying
+def _state(engine: Engine, assignment_id: int) -> tuple[str, bool]:
+    """The assignment's status and whether its annotator's account is active."""
+    with read_session(engine) as s:
+        return s.exec(
+            select(Assignment.status, Annotator.active)
+            .join(Annotator, Annotator.id == Assignment.annotator_id)
+            .where(Assignment.id == assignment_id)
+        ).one()
+
+
+def store_draft(engine: Engine, body: dict) -> int:
+    """Check and store one draft request's body; the HTTP status. The common draft is one
+    write (labelling.save_draft); the rest reads the assignment's state first."""
+    assignment_id, key = body.get("assignment"), body.get("key")
+    if not isinstance(assignment_id, int) or isinstance(assignment_id, bool):
+        return 400
+    if not isinstance(key, str):
+        return 400
+    facts = draft_facts(engine, assignment_id)
+    if facts is not None and not _key_fits(facts, assignment_id, key):
+        facts = draft_facts(engine, assignment_id, fresh=True)  # signed in anew since?
+    if facts is None or not _key_fits(facts, assignment_id, key):
+        return 403
+    away = body.get("away") is True
+    if "form" in body and body.get("back") is not True:
+        form = FormState.from_browser(
+            body.get("form"), study=facts.study, n_aspects=facts.n_aspects
+        )
+        seconds = _seconds(body.get("seconds"))
+        stored = save_draft(
+            engine,
+            assignment_id=assignment_id,
+            form=form,
+            seconds=seconds,
+            away=away,
+            sign_in=facts.sign_in,
+        )
+        if stored:
+            return 204
+    status, active = _state(engine, assignment_id)
+    if not active:
+        return 403  # a deactivated account keeps nothing, also from a tab still open
+    if body.get("back") is True:  # the page is shown again: is the pair still its own?
+        if status == "skipped":
+            return GONE
+        if status == "active":
+            mark_away(engine, assignment_id=assignment_id, away=False)
+        return 204
+    if status == "active" and away and "form" not in body:  # went away, nothing new to keep
+        mark_away(engine, assignment_id=assignment_id, away=True)
+    return 204  # stored, or answered or released meanwhile: nothing to keep
 
 
 def draft_routes(get_engine: Callable[[], Engine], *, prefix: str = "") -> list[Route]:
@@ -110,6 +193,9 @@ def draft_routes(get_engine: Callable[[], Engine], *, prefix: str = "") -> list[
         if not isinstance(body, dict):
             return Response(status_code=400)
         status = await run_in_threadpool(store_draft, get_engine(), body)
-        return Response(status_code=status, headers={"Cache-Control": "no-store"})
+        headers = {"Cache-Control": "no-store"}
+        if status == GONE:
+            return JSONResponse({"message": GONE_MESSAGE}, status_code=status, headers=headers)
+        return Response(status_code=status, headers=headers)
 
     return [Route(f"{prefix}/draft", draft, methods=["POST"])]

@@ -34,6 +34,7 @@ from annotate.store.models import Annotator
 COOKIE = "annotate_token"  # the login cookie: HttpOnly, set by annotate/web/login.py
 OIDC_COOKIE_PREFIX = "_streamlit_user"  # st.login's signed identity cookies (maybe chunked)
 SESSION_KEY = "annotate_token"  # a page session's proof: the token it signed in with
+PROLIFIC_KEY = "annotate_prolific_entry"  # a page session's proof: its Prolific entry
 ENDED_KEY = "annotate_sign_in_ended"  # why this tab's last event was not acted on
 ENTRY_ERROR_KEY = "annotate_entry_error"
 _RUN_KEY = "annotate_identity_run"  # (this run's marker, the identity resolved in it)
@@ -161,9 +162,16 @@ def _resolve() -> Identity | None:
     from annotate import prolific
 
     params = prolific.entry_params(st.query_params)
+    if params is None and "token" not in st.query_params:
+        # the session keeps its entry address when the parameters leave it (a rerun, a page)
+        params = st.session_state.get(PROLIFIC_KEY)
     if params is not None:
         user = _participant(params)
-        return Identity(user, "prolific") if user is not None else None
+        if user is None:
+            st.session_state.pop(PROLIFIC_KEY, None)
+            return None
+        st.session_state[PROLIFIC_KEY] = params
+        return Identity(user, "prolific")
     candidates = []
     if "token" in st.query_params:
         candidates.append(st.query_params["token"])

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import secrets
 from collections.abc import Callable
 from pathlib import Path
 
@@ -21,12 +22,14 @@ import streamlit as st
 from analysis.vocabulary import SLOTS, TIE
 from annotate.answers import FormState, Question, form_questions
 from annotate.labelling import draft_key
+from annotate.store.models import Study
 from annotate.web.render import safe_html
 from annotate.wording import DIMENSION_HELP, PREFERENCE_QUESTION, REASON_LABELS, REASON_QUESTION
 
 STATIC = Path(__file__).parent / "static"
 EVENTS = ("submit", "draft", "skip", "back", "cancel", "open", "history", "posts")
 REASON_KEYS = {"personal_fit": "P", "general_quality": "G", "both": "O", "unsure": "U"}
+SESSION_KEY = "form_session"  # session_mark()
 ASPECT_TITLES = {0: "0 = not covered", 1: "1 = somewhat", 2: "2 = very well"}
 
 _component = st.components.v2.component(
@@ -74,6 +77,12 @@ def _cell(question: Question, study) -> dict:
     return cell
 
 
+def guidelines_html(study: Study) -> str:
+    """The study's guidelines for the form's panel: a markdown document, often hard-wrapped in
+    its source (annotate.demo.GUIDELINES), so a single newline joins the lines of a paragraph."""
+    return safe_html(study.guidelines, newline="space") if study.guidelines.strip() else ""
+
+
 def form_data(
     *,
     item,
@@ -107,7 +116,9 @@ def form_data(
     choices = [("A", "Response A", "A"), ("B", "Response B", "B")]
     if study.allow_ties:
         choices.append((TIE, "No preference", "N"))
-    posts = list(pair.profile or []) if study.show_profile else []
+    # the past posts are read only when asked for (Item.posts); their count always
+    posts = (item.posts or []) if study.show_profile else []
+    posts_count = item.posts_count if study.show_profile else 0
     return {
         "token": page_token(item, study),
         "editing": item.editing,
@@ -130,8 +141,11 @@ def form_data(
                 annotator_id=item.assignment.annotator_id,
                 sign_in=sign_in,
             ),
+            # the page had said it went away (rule 8 of annotate/queue/rules.py): it says it
+            # is back as it shows the pair again
+            "away": item.away,
         },
-        "guidelines_html": safe_html(study.guidelines) if study.guidelines.strip() else "",
+        "guidelines_html": guidelines_html(study),
         "question_html": safe_html(pair.question),
         "aspects": [
             {
@@ -142,12 +156,12 @@ def form_data(
             for a in aspects
         ],
         "narrative_html": safe_html(pair.narrative) if study.show_narrative else "",
-        "posts_count": len(posts),
+        "posts_count": posts_count,
         "posts": [
             {"category": str(p.get("category") or ""), "html": safe_html(str(p.get("text", "")))}
             for p in posts
         ]
-        if with_posts
+        if with_posts and item.posts is not None
         else None,
         "responses": {slot: safe_html(texts[slot]) for slot in SLOTS},
         "scale": list(range(study.scale_min, study.scale_max + 1)),
@@ -180,11 +194,21 @@ def form_data(
     }
 
 
+def session_mark() -> str:
+    """A random name for this Streamlit session (this tab on this replica), made on its first
+    run. The form compares it across runs: a new one means the page reconnected to another
+    session, which never received an event the form still waits for, so it sends it again."""
+    mark = st.session_state.get(SESSION_KEY)
+    if mark is None:
+        mark = st.session_state[SESSION_KEY] = secrets.token_hex(8)
+    return mark
+
+
 def label_form(*, key: str, data: dict, on_event: Callable[[str], None]) -> None:
     """Mount the form; `on_event(name)` runs (as a callback, before the next script run) when
     the browser sends one of EVENTS; `event_value(key, name)` reads what it sent."""
     callbacks = {f"on_{name}_change": (lambda name=name: on_event(name)) for name in EVENTS}
-    _component(key=key, data=data, **callbacks)
+    _component(key=key, data={**data, "session": session_mark()}, **callbacks)
 
 
 def event_seq(payload: object) -> int | None:

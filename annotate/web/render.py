@@ -139,16 +139,20 @@ _INLINE_TAGS = {
     "strong_close": "</strong>",
     "em_open": "<em>",
     "em_close": "</em>",
-    "softbreak": "<br>",
     "hardbreak": "<br>",
 }
+# A single newline inside a paragraph (CommonMark's soft break). Text written in a chat (the
+# pairs' questions, responses, posts) means its newlines: a line break. A document written as
+# markdown (a study's guidelines) is often hard-wrapped at a fixed width in its source: there a
+# soft break is a space, as CommonMark says, or every source line shows as a line of its own.
+SOFT_BREAKS = {"line": "<br>", "space": "\n"}
 
 
 def _escape(text: str) -> str:
     return html.escape(text, quote=True)
 
 
-def _inline(children, *, task_item: bool) -> str:
+def _inline(children, *, task_item: bool, soft_break: str) -> str:
     out = []
     for i, token in enumerate(children or ()):
         if token.type == "text":
@@ -158,6 +162,8 @@ def _inline(children, *, task_item: bool) -> str:
             out.append(_escape(text))
         elif token.type == "code_inline":
             out.append(f"<code>{_escape(token.content)}</code>")
+        elif token.type == "softbreak":
+            out.append(soft_break)
         elif token.type in _INLINE_TAGS:
             out.append(_INLINE_TAGS[token.type])
         else:  # anything else the parser might make: its text, escaped
@@ -165,13 +171,13 @@ def _inline(children, *, task_item: bool) -> str:
     return "".join(out)
 
 
-def _html(tokens) -> str:
+def _html(tokens, *, soft_break: str) -> str:
     out = []
     item_start = False
     for token in tokens:
         kind = token.type
         if kind == "inline":
-            out.append(_inline(token.children, task_item=item_start))
+            out.append(_inline(token.children, task_item=item_start, soft_break=soft_break))
         elif kind in ("fence", "code_block"):
             out.append(f"<pre><code>{_escape(token.content.rstrip(chr(10)))}</code></pre>")
         elif kind == "ordered_list_open":
@@ -191,7 +197,7 @@ def _plain(text: str) -> str:
     return '<div class="plain">' + _escape(text) + "</div>" if text else ""
 
 
-def _render(text: str) -> str:
+def _render(text: str, *, soft_break: str) -> str:
     lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
     count, size, markup = 0, 0, 0
     for line in lines[:MAX_STRUCTURED_LINES]:
@@ -204,7 +210,7 @@ def _render(text: str) -> str:
     tokens = _PARSER.parse(structured)
     if any(token.level >= MAX_NESTING - 1 for token in tokens):
         return _plain("\n".join(lines))  # nested past the limit: plain, nothing dropped
-    return _html(tokens) + _plain(rest)
+    return _html(tokens, soft_break=soft_break) + _plain(rest)
 
 
 class _Cache:
@@ -217,14 +223,16 @@ class _Cache:
         self._items: OrderedDict[bytes, str] = OrderedDict()
         self._lock = threading.Lock()
 
-    def get_or_render(self, text: str) -> str:
-        key = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+    def get_or_render(self, text: str, *, soft_break: str) -> str:
+        key = hashlib.blake2b(
+            text.encode("utf-8", "surrogatepass"), digest_size=16, person=soft_break.encode()
+        ).digest()
         with self._lock:
             shown = self._items.get(key)
             if shown is not None:
                 self._items.move_to_end(key)
                 return shown
-        shown = _render(text)
+        shown = _render(text, soft_break=soft_break)
         with self._lock:
             if key not in self._items and len(shown) <= self._budget:
                 self._items[key] = shown
@@ -243,8 +251,10 @@ class _Cache:
 _CACHE = _Cache(CACHE_CHARS)
 
 
-def safe_html(text: str | None) -> str:
-    """`text` as inert HTML (see above): safe to set as innerHTML inside the component."""
+def safe_html(text: str | None, *, newline: str = "line") -> str:
+    """`text` as inert HTML (see above): safe to set as innerHTML inside the component.
+    `newline`: what a single newline inside a paragraph shows as, "line" (a line break: text
+    from a chat) or "space" (a hard-wrapped markdown document: the guidelines)."""
     if not text:
         return ""
-    return _CACHE.get_or_render(text)
+    return _CACHE.get_or_render(text, soft_break=SOFT_BREAKS[newline])

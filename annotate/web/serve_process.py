@@ -15,6 +15,11 @@ import signal
 import sys
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+# Streamlit polls its config.toml files (and secrets) every 0.2 s whatever
+# server.fileWatcherType says: 10 checks a second, about 0.4 % of a core per idle replica and
+# a tenth of a replica's CPU at 40 annotators (benchmarks/bench_crowd.py). Every 5 s is enough
+# to notice an edited config file.
+CONFIG_POLL_SECONDS = 5.0
 
 
 def _stopped(signum, _frame) -> None:
@@ -30,7 +35,12 @@ def main() -> None:
     for signum in STOP_SIGNALS:
         if signal.getsignal(signum) is not signal.SIG_IGN:  # nohup's SIGHUP stays ignored
             signal.signal(signum, _stopped)
+    from streamlit.watcher import polling_path_watcher
     from streamlit.web.cli import main as streamlit_main
+
+    if not hasattr(polling_path_watcher, "_POLLING_PERIOD_SECS"):  # moved: say so loudly
+        raise SystemExit("streamlit's polling_path_watcher changed; see CONFIG_POLL_SECONDS")
+    polling_path_watcher._POLLING_PERIOD_SECS = CONFIG_POLL_SECONDS
 
     sys.argv = ["streamlit", *sys.argv[1:]]
     streamlit_main()

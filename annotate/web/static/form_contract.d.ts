@@ -58,12 +58,16 @@ export interface FormData {
   flash_tone: "info" | "warning";
   /** The number (`seq`) of the last event the server acted on; null before any. */
   answered: number | null;
+  /** One server session (set by `label_form`): another value means the page reconnected to a
+   * new session, on another replica, which never saw an event the form still waits for. */
+  session?: string;
   /** Drop what the browser holds for this pair and show `initial` (saved in another tab). */
   reset: boolean;
   sign_out_url: string;
   /** Where drafts are posted without a page run (annotate/web/drafts.py), with this
-   * assignment's key; null when editing an earlier answer (or no draft route). */
-  draft: { url: string; assignment: number; key: string } | null;
+   * assignment's key; null when editing an earlier answer (or no draft route). `away`: the
+   * page had said it went away (hidden or closed), so it says it is back. */
+  draft: { url: string; assignment: number; key: string; away: boolean } | null;
   guidelines_html: string;
   question_html: string;
   aspects: Aspect[];

@@ -17,6 +17,15 @@ const DONE = "done";
 // Every event the form sends carries the next number; the server echoes the last one it acted
 // on as `data.answered`, so a rerun that answers the event (whatever it shows) ends `sending`.
 let lastSent = 0;
+// Streamlit's value of `data-test-connection-state` on its app element while connected.
+const CONNECTED = "CONNECTED";
+// A Submit (or skip, back...) unanswered this long says so: the server may be waiting for its
+// database (a restart), which it retries for up to 30 s.
+const SLOW_MS = 3000;
+const SLOW =
+  "Still saving: the server is taking longer than usual (it may be reconnecting to its database). Your answers are kept; this page carries on by itself.";
+const RECONNECTING =
+  "Connection to the server lost: reconnecting… Your answers on this page are kept; it carries on by itself.";
 /** @type {{ finish: () => void } | null} */
 let live = null; // the state of the form that takes keys now
 
@@ -126,7 +135,17 @@ function mount(data, root, parentElement, setTriggerValue) {
   if (cells.every((c) => value(c) !== null && value(c) !== undefined)) cursor = -1;
   let dirty = false,
     draftTimer = null;
-  const state = { token: data.token, data, box: null, phase: IDLE, waitingFor: 0, answered: data.answered };
+  const state = {
+    token: data.token,
+    data,
+    box: null,
+    phase: IDLE,
+    waitingFor: 0,
+    answered: data.answered,
+    session: data.session,
+    /** @type {{ event: keyof import("./form_contract").Events, value: any } | null} sent, not yet answered */
+    pending: null,
+  };
 
   function value(cell) {
     if (cell.kind === "rating") return form.ratings[cell.field] ?? null;
@@ -519,8 +538,13 @@ function mount(data, root, parentElement, setTriggerValue) {
     draftTimer = null;
     lastSent += 1;
     state.waitingFor = lastSent;
+    state.pending = { event, value: { ...value, seq: lastSent } };
     enter(SENDING);
-    setTriggerValue(event, { ...value, seq: lastSent });
+    setTriggerValue(event, state.pending.value);
+    const waiting = lastSent;
+    setTimeout(() => {
+      if (state.phase === SENDING && state.waitingFor === waiting && !offline) showMessage(SLOW, "warning");
+    }, SLOW_MS);
   }
 
   /** A rerun for this same pair. Returns true when the server's stored answer must replace
@@ -530,6 +554,17 @@ function mount(data, root, parentElement, setTriggerValue) {
     state.data = next;
     renderHistory();
     renderPosts();
+    if (next.session !== state.session) {
+      // Another server session draws the form: the replica that held the page stopped (or
+      // forgot it) and the page reconnected to another. That session never saw the event
+      // still unanswered, if any: send it again (a Submit is stored once whatever happens,
+      // and a pair already stored would not be shown again).
+      state.session = next.session;
+      state.answered = next.answered;
+      const lost = state.phase === SENDING ? state.pending : null;
+      if (lost) setTimeout(() => setTriggerValue(lost.event, lost.value), 0);
+      return false;
+    }
     const answered = next.answered;
     if (answered === null || answered === undefined || answered === state.answered) return false;
     state.answered = answered;
@@ -540,6 +575,7 @@ function mount(data, root, parentElement, setTriggerValue) {
       showRefused(next.refused);
       remember();
     } else if (state.phase === SENDING && answered >= state.waitingFor) {
+      state.pending = null;
       enter(IDLE);
     }
     return false;
@@ -566,27 +602,45 @@ function mount(data, root, parentElement, setTriggerValue) {
   }
   /** The draft of a new pair's answers so far (at most every DRAFT_MS and when the page is
    * hidden); it neither locks the form nor waits for an answer. */
-  function sendDraft() {
+  function sendDraft(away = false) {
     clearTimeout(draftTimer);
     draftTimer = null;
-    if (!dirty || !acting() || data.editing) return;
+    if (data.editing || !acting()) return;
+    if (!dirty) {
+      // nothing new to keep, but the pair's lease: a page going away says so
+      if (away) post({ away: true });
+      return;
+    }
     dirty = false;
     // A plain request (annotate/web/drafts.py), not a page run; the page's event if it fails.
     const viaPage = () => setTriggerValue("draft", { form, seconds: elapsed() });
     if (!data.draft) return viaPage();
+    post({ form, seconds: elapsed(), away }).then((r) => {
+      if (!r?.ok) viaPage();
+    });
+  }
+  /** A request to the draft address with this assignment's key (annotate/web/drafts.py);
+   * resolves to the response, or null when it could not be sent. */
+  function post(fields) {
+    if (!data.draft) return Promise.resolve(null);
     const { url, assignment, key } = data.draft;
-    const body = JSON.stringify({ assignment, key, form, seconds: elapsed() });
-    fetch(url, {
+    return fetch(url, {
       method: "POST",
-      body,
+      body: JSON.stringify({ assignment, key, ...fields }),
       headers: { "Content-Type": "application/json" },
       credentials: "same-origin",
       keepalive: true,
-    })
-      .then((r) => {
-        if (!r.ok) viaPage();
-      })
-      .catch(viaPage);
+    }).catch(() => null);
+  }
+  /** The page is shown again after it went away: the pair's lease goes on, or the server
+   * says the pair was given to someone else meanwhile (the answers stay in the form). */
+  function sayBack() {
+    if (data.editing || !acting()) return;
+    post({ back: true }).then(async (r) => {
+      if (r?.status !== 409) return;
+      const reply = await r.json().catch(() => null);
+      if (typeof reply?.message === "string") showMessage(reply.message, "warning");
+    });
   }
   function elapsed() {
     return Math.round((performance.now() - started) / 100) / 10;
@@ -796,8 +850,33 @@ function mount(data, root, parentElement, setTriggerValue) {
     }
   }
   function onHidden() {
-    if (document.visibilityState === "hidden") sendDraft();
+    if (document.visibilityState === "hidden") sendDraft(true);
+    else sayBack();
   }
+  function onPageHide() {
+    sendDraft(true);
+  }
+  // The page's connection to the server (Streamlit marks it on its app element). While it is
+  // down the form says so and keeps every answer; back up, an event still unanswered is sent
+  // again: Streamlit drops what is sent while disconnected, and after a reconnect to another
+  // replica it does not rerun the page by itself. The server acts on one number once.
+  const app = document.querySelector('[data-testid="stApp"]');
+  let offline = false;
+  function onConnection() {
+    const connected = (app?.getAttribute("data-test-connection-state") || CONNECTED) === CONNECTED;
+    if (!connected && !offline) {
+      offline = true;
+      showMessage(RECONNECTING, "warning");
+    } else if (connected && offline) {
+      offline = false;
+      showMessage(state.data.flash, state.data.flash_tone);
+      if (state.phase === SENDING && state.pending) {
+        const { event, value } = state.pending;
+        setTriggerValue(event, value);
+      }
+    }
+  }
+  const watch = new MutationObserver(onConnection);
   // Listeners live while the component is mounted; a rerun with the same pair keeps the state.
   let attached = false;
   state.attach = () => {
@@ -805,20 +884,23 @@ function mount(data, root, parentElement, setTriggerValue) {
     attached = true;
     document.addEventListener("keydown", onKey);
     document.addEventListener("visibilitychange", onHidden);
-    window.addEventListener("pagehide", sendDraft);
+    window.addEventListener("pagehide", onPageHide);
+    if (app) watch.observe(app, { attributes: true, attributeFilter: ["data-test-connection-state"] });
   };
   state.detach = () => {
     if (!attached) return;
     attached = false;
     document.removeEventListener("keydown", onKey);
     document.removeEventListener("visibilitychange", onHidden);
-    window.removeEventListener("pagehide", sendDraft);
+    window.removeEventListener("pagehide", onPageHide);
+    watch.disconnect();
   };
 
   renderHistory();
   paint();
   enter(IDLE);
   showMessage(data.flash, data.flash_tone);
+  if (data.draft?.away) sayBack(); // shown again after the page said it went away
   if (data.refused?.length) {
     enter(REFUSED);
     showRefused(data.refused);

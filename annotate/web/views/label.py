@@ -10,9 +10,9 @@ import streamlit as st
 from annotate.annotations import StaleAnswer
 from annotate.answers import FormState, missing_questions
 from annotate.earlier_answers import EarlierAnswer, earlier_answers, previous_pair
-from annotate.labelling import Item, current_item, draft_seconds, load_study, save_draft, submit
-from annotate.queue.assignment import progress, queue_status, skip
-from annotate.queue.rules import AccountClosed
+from annotate.labelling import Item, draft_seconds, label_page, save_draft, submit
+from annotate.queue.assignment import next_assignment, queue_status, skip
+from annotate.queue.rules import AccountClosed, GivenAway
 from annotate.store.models import Annotator, Study
 from annotate.web.access import engine, require_user
 from annotate.web.identity import ended_message, still_signed_in
@@ -39,6 +39,7 @@ LAST_PAIR_LEFT = (
     "This is the last pair left for you, so it is shown again: answer it, or skip it later."
 )
 MAX_SECONDS = 24 * 3600.0
+RECHECK_SECONDS = 20  # how often a page waiting for pairs held by others looks again
 # Our own constant CSS (never data): the form starts right under Streamlit's thin header, and
 # the previous pair's form, which Streamlit retains until the run that replaced it is over, is
 # not shown next to the new one.
@@ -96,6 +97,8 @@ def _on_event(name: str, *, key: str, item: Item, study: Study, user: Annotator)
         return  # signed out, a newer link, deactivated: nothing stored, nothing reserved
     payload = event_value(key, name)
     seq = event_seq(payload)
+    if seq is not None and seq <= st.session_state.get(ANSWERED_KEY, -1):
+        return  # sent again after a reconnect, but already acted on: the rerun shows the result
     if seq is not None:  # every answer, whatever it shows, ends the browser's sending state
         st.session_state[ANSWERED_KEY] = seq
     if name == "submit":
@@ -108,6 +111,11 @@ def _on_event(name: str, *, key: str, item: Item, study: Study, user: Annotator)
             submit(engine(), item=item, form=form, seconds=_seconds(payload))
         except AccountClosed:
             return  # nothing saved; the rerun's sign-in check shows the page for a closed account
+        except GivenAway as given:
+            # released while the page was away and answered by others: the next pair shows
+            _say(f"{str(given)[0].upper()}{str(given)[1:]}.", "warning")
+            st.session_state.pop(REFUSED_KEY, None)
+            return
         except StaleAnswer as stale:
             if item.pair.is_gold:  # a check's first answer is final: nothing to change
                 _say(
@@ -172,9 +180,11 @@ def _finished(user: Annotator, study: Study) -> None:
     status = queue_status(engine(), annotator_id=user.id)
     if status.busy_until is not None:  # no completion code while pairs may come back
         st.info(
-            "Every pair left is being labelled by someone else right now. Please come back "
-            f"after {status.busy_until:%H:%M} UTC: pairs nobody answers come back then."
+            "Every pair left is being labelled by someone else right now. Pairs nobody answers "
+            f"come back by {status.busy_until:%H:%M} UTC; this page looks again every "
+            f"{RECHECK_SECONDS} seconds and shows the next pair as soon as there is one."
         )
+        _recheck(user)
     elif status.answered == 0:
         st.info("There is no pair for you to label in this study.")
     elif status.screened_out:  # no thanks for work done and no completion code: see prolific
@@ -186,6 +196,14 @@ def _finished(user: Annotator, study: Study) -> None:
     if done:
         _earlier_answers_picker(done)
     sign_out_link()
+
+
+@st.fragment(run_every=RECHECK_SECONDS)
+def _recheck(user: Annotator) -> None:
+    """While every pair left is held by others: look again now and then (a pair whose page
+    went away comes back within AWAY_HOLD, annotate/queue/rules.py), and show it."""
+    if next_assignment(engine(), annotator_id=user.id) is not None:
+        st.rerun()
 
 
 def _earlier_answers_picker(done: list[EarlierAnswer]) -> None:
@@ -205,16 +223,28 @@ def _earlier_answers_picker(done: list[EarlierAnswer]) -> None:
             st.rerun()
 
 
+def _guidelines(study: Study, user: Annotator) -> None:
+    show_guidelines(study)
+    if st.button("Start labelling", type="primary", key="start_labelling"):
+        mark_guidelines_seen(engine(), annotator_id=user.id)
+        st.rerun()
+    focus_button("start_labelling")  # Enter starts, no Tab first
+    sign_out_link()
+
+
 def main() -> None:
     user = require_user()
-    study = load_study(engine(), study_id=user.study_id)
-    if study.guidelines.strip() and not user.guidelines_seen:
-        show_guidelines(study)
-        if st.button("Start labelling", type="primary", key="start_labelling"):
-            mark_guidelines_seen(engine(), annotator_id=user.id)
-            st.rerun()
-        focus_button("start_labelling")  # Enter starts, no Tab first
-        sign_out_link()
+    page = label_page(
+        engine(),
+        annotator_id=user.id,
+        study_id=user.study_id,
+        pair_id=st.session_state.get(EDIT_KEY),
+        posts_for=st.session_state.get(POSTS_KEY),
+        guidelines_seen=user.guidelines_seen,
+    )
+    study, item = page.study, page.item
+    if page.guidelines_first:
+        _guidelines(study, user)
         return
     st.html(PAGE_CSS)
     ended = ended_message()  # an event of another account's page, refused (identity.py)
@@ -223,7 +253,6 @@ def main() -> None:
     flash = st.session_state.pop(FLASH_KEY, None)
     tone = st.session_state.pop(TONE_KEY, "info")
     skipped = st.session_state.pop(SKIPPED_KEY, None)
-    item = current_item(engine(), annotator_id=user.id, pair_id=st.session_state.get(EDIT_KEY))
     if item is None:
         st.session_state.pop(EDIT_KEY, None)
         if flash:
@@ -232,17 +261,15 @@ def main() -> None:
         return
     if skipped is not None and skipped == item.pair.id and not item.editing:
         flash, tone = LAST_PAIR_LEFT, "info"
-    done_total = progress(engine(), annotator_id=user.id)
-    before = item.pair.id if item.editing else None
     key = _form_key(item, study)
     show_history = st.session_state.get(HISTORY_KEY)
     data = form_data(
         item=item,
         study=study,
         form=item.initial_form(),
-        progress=(done_total.done, done_total.total),
+        progress=(page.progress.done, page.progress.total),
         seconds_before=0.0 if item.editing else draft_seconds(item.assignment.draft),
-        can_go_back=previous_pair(engine(), annotator_id=user.id, before=before) is not None,
+        can_go_back=page.can_go_back,
         history=earlier_answers(engine(), annotator_id=user.id) if show_history else None,
         refused=st.session_state.get(REFUSED_KEY),
         flash=flash,
@@ -250,7 +277,7 @@ def main() -> None:
         answered=st.session_state.get(ANSWERED_KEY),
         reset=bool(st.session_state.pop(RESET_KEY, False)),
         sign_out_url=sign_out_url(),
-        with_posts=st.session_state.get(POSTS_KEY) == item.pair.id,
+        with_posts=item.posts is not None,
         draft_url=f"{app_prefix()}/draft",
         sign_in=user.token_hash,
     )

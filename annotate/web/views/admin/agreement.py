@@ -42,6 +42,15 @@ selection = {"categories": tuple(categories), "annotators": tuple(annotators)}
 report, _annotations, _pairs = study_report_data(study, **selection, bootstrap=bootstrap)
 counts = report["counts"]
 
+PAIR_COLUMNS = {
+    "pair_id": st.column_config.TextColumn("pair"),
+    "category": st.column_config.TextColumn("category"),
+    "verdict": st.column_config.TextColumn("verdict"),
+    "n_annotations": st.column_config.NumberColumn("annotations"),
+    "majority": st.column_config.TextColumn("majority"),
+    "flags": st.column_config.TextColumn("flags", width="large"),
+}
+
 # The conclusion's three outcomes (analysis/conclusion.py): too few data is not evidence against.
 HEADLINES = {
     "supported": (st.success, "Personal preference **is** the main factor"),
@@ -68,7 +77,9 @@ def show_report() -> None:
     pref = report["preference"]
     cells = st.columns(5)
     cells[0].metric(
-        "Pairs annotated", f"{counts['pairs_with_annotations']:,} / {counts['pairs']:,}"
+        monitoring.PAIRS_ANNOTATED,
+        f"{counts['pairs_with_annotations']:,} / {counts['pairs']:,}",
+        help=monitoring.TERMS[monitoring.PAIRS_ANNOTATED] + " In this selection.",
     )
     cells[1].metric("Annotations", f"{counts['annotations']:,}")
     cells[2].metric("Percent agreement", fmt(pref["percent_agreement"]))
@@ -78,10 +89,10 @@ def show_report() -> None:
     for paragraph in study_report.report_reading(report):
         st.markdown(paragraph.replace("$", r"\$"))
 
-    st.subheader("Headline numbers")
+    st.header("Headline numbers")
     st.dataframe(study_report.headline_table(report), hide_index=True)
 
-    st.subheader("Charts")
+    st.header("Charts")
     for title, figure in study_report.report_figures(report):  # each chart carries its own title
         st.plotly_chart(figure, config={"displaylogo": False}, key=f"chart_{title}")
 
@@ -93,15 +104,26 @@ def show_report() -> None:
         ),
     )
 
-    st.subheader("Pairs")
+    st.header("Pairs")
     verdicts = report["verdicts"]
     st.caption(", ".join(f"{name.replace('_', ' ')}: {n:,}" for name, n in verdicts.items()))
     pair_rows = pd.DataFrame(report["pairs"])
     if len(pair_rows):
         pair_rows["flags"] = pair_rows["flags"].map(", ".join)
-        st.dataframe(pair_rows, hide_index=True)
+        # the columns a maintainer reads to decide on a pair, so the table fits the page; the
+        # numbers behind each verdict are in pairs.csv (Report files, below)
+        st.dataframe(
+            pair_rows,
+            hide_index=True,
+            column_order=[c for c in PAIR_COLUMNS if c in pair_rows.columns],
+            column_config=PAIR_COLUMNS,
+        )
+        st.caption(
+            "Every column of the pairs table, with the numbers behind each verdict, is "
+            "in pairs.csv below."
+        )
 
-    st.subheader("Report files for this selection")
+    st.header("Report files for this selection")
     with st.container(horizontal=True):
         files = {**study_report.REPORT_FILES, "valid_pairs.jsonl": "application/jsonl"}
         for name, mime in files.items():
@@ -123,7 +145,7 @@ else:
         "the constructed label already; what needs human answers stays undefined until then."
     )
 
-st.subheader("Models against the humans")
+st.header("Models against the humans")
 st.caption(
     "Upload a reward model's or judge's output to compare it with the annotators on these "
     "pairs: the benchmark's pairwise judgements (id, prediction, pos_in_a or correct_answer, "

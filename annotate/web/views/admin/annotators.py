@@ -114,7 +114,7 @@ st.dataframe(
 )
 st.caption(f"Figures from the report (gold checks left out). Flags: {monitoring.FLAG_RULES}")
 
-st.subheader("Manage an account")
+st.header("Manage an account")
 names = table["annotator"].tolist()
 chosen = st.selectbox(
     "Annotator", names, index=None, placeholder="Choose an account", key="manage_annotator"

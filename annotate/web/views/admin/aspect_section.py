@@ -48,12 +48,12 @@ def show_aspects(
     ``compare(name, data)``: the report with an uploaded scorer file compared."""
     if "aspects" not in report:
         if aspect_check:
-            st.subheader("Aspects")
+            st.header("Aspects")
             st.caption(
                 "The study asks for aspect scores; no annotation in this selection has them yet."
             )
         return
-    st.subheader("Aspects")
+    st.header("Aspects")
     st.markdown(f"**{TITLE}**")
     st.markdown(SCALE_SENTENCE + " " + verdict_sentence(report, verdict="`rubric_not_reflected`"))
     # The fourth conclusion check, from the same row as report.html's table of checks (its

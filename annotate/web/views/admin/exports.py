@@ -15,7 +15,7 @@ if study is None:
 db = engine()
 name = study.name
 
-st.subheader("Annotations")
+st.header("Annotations")
 st.caption(
     "One row per pair and annotator (contract section 3), gold checks included; the same "
     "columns in every format."
@@ -30,7 +30,7 @@ with st.container(horizontal=True):
             key=f"export_annotations_{fmt}",
         )
 
-st.subheader("Report")
+st.header("Report")
 st.caption(
     "The whole study's report with the command line's default options (1,000 bootstrap "
     "resamples, seed 0). For a part of the study, use the **Agreement** page."
@@ -52,7 +52,7 @@ with st.container(horizontal=True):
             key=f"export_report_{file_name}",
         )
 
-st.subheader("Pairs")
+st.header("Pairs")
 st.caption(
     "In the import format (JSON Lines), every original field kept. Validated pairs: those "
     "whose report verdict is `valid` (gold checks left out)."

@@ -1,4 +1,4 @@
-"""Console: progress of a study (pairs complete to the overlap target, per day, ETA)."""
+"""Console: progress of a study (pairs annotated and complete, per day, the rate, ETA)."""
 
 import plotly.graph_objects as go
 import streamlit as st
@@ -12,19 +12,19 @@ if study is None:
     st.stop()
 
 progress = monitoring.study_progress(engine(), study_id=study.id)
-cells = st.columns(4)
+TERMS = monitoring.TERMS
+cells = st.columns(5)
 cells[0].metric(
-    "Pairs complete",
-    f"{progress.complete:,} / {progress.pairs:,}",
-    help=(
-        "Pairs with the annotations they are expected to end with (adaptive overlap: the "
-        "stopping rule has stopped them, or the agreement sample's K). "
-        if progress.adaptive
-        else f"Pairs with at least {progress.target} annotations (the overlap target). "
-    )
-    + "Gold checks are not counted.",
+    monitoring.PAIRS_ANNOTATED,
+    f"{progress.annotated:,} / {progress.pairs:,}",
+    help=TERMS[monitoring.PAIRS_ANNOTATED],
 )
 cells[1].metric(
+    monitoring.PAIRS_COMPLETE,
+    f"{progress.complete:,} / {progress.pairs:,}",
+    help=TERMS[monitoring.PAIRS_COMPLETE],
+)
+cells[2].metric(
     "Annotations towards the target",
     f"{progress.collected:,} / {progress.needed:,}",
     help=(
@@ -34,15 +34,19 @@ cells[1].metric(
         else "At most the overlap target counts per pair."
     ),
 )
-cells[2].metric(
-    "Recent rate",
-    "–" if progress.rate_per_day is None else f"{progress.rate_per_day:,.1f} / day",
-    help=f"Annotations of real pairs per day over the last {monitoring.RECENT_DAYS} days.",
-)
 cells[3].metric(
+    monitoring.RECENT_RATE,
+    "–"
+    if progress.rate_per_hour is None
+    else f"{progress.rate_per_hour:,.1f} / hour"
+    if progress.rate_per_hour >= 1
+    else f"{progress.rate_per_hour:.2g} / hour",
+    help=TERMS[monitoring.RECENT_RATE],
+)
+cells[4].metric(
     "Estimated time to finish",
     progress.eta_short(),
-    help=f"At the recent rate: {progress.eta_text()}.",
+    help=f"At the rate of the last {monitoring.RECENT_HOURS} hours: {progress.eta_text()}.",
 )
 st.progress(min(progress.fraction, 1.0), text=f"{progress.fraction:.0%} of the target collected")
 st.caption(
@@ -50,7 +54,7 @@ st.caption(
     f"real pairs; {progress.gold_annotations:,} answers to the {progress.gold_pairs} gold checks."
 )
 
-st.subheader("Annotations per day")
+st.header("Annotations per day")
 if len(progress.per_day):
     figure = go.Figure(
         go.Bar(x=progress.per_day["day"], y=progress.per_day["annotations"], name="annotations")
@@ -63,7 +67,7 @@ if len(progress.per_day):
 else:
     st.info("No annotations yet.")
 
-st.subheader("All studies")
+st.header("All studies")
 rows = []
 for other in studies.studies(engine()):
     numbers = (
@@ -75,7 +79,8 @@ for other in studies.studies(engine()):
             "pairs": numbers.pairs,
             "gold checks": numbers.gold_pairs,
             "overlap target": numbers.target,
-            "pairs complete": numbers.complete,
+            monitoring.PAIRS_ANNOTATED.lower(): numbers.annotated,
+            monitoring.PAIRS_COMPLETE.lower(): numbers.complete,
             "collected": numbers.fraction,
             "annotations": numbers.annotations,
             "annotators": numbers.annotators,

@@ -53,7 +53,7 @@ with st.expander("Upload pairs", expanded=False):
             )
 
 coverage = monitoring.pair_coverage(engine(), study_id=study.id)
-st.subheader(f"{len(coverage):,} pairs")
+st.header(f"{len(coverage):,} pairs")
 if coverage.empty:
     st.info("No pairs yet: upload a file above, or use `annotate import-pairs`.")
     st.stop()

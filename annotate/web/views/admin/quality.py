@@ -86,7 +86,7 @@ if flash:
 
 left, right = st.columns(2)
 with left:
-    st.subheader("Accuracy per annotator")
+    st.header("Accuracy per annotator")
     accuracy = gold.gold_accuracy(engine(), study_id=study.id)
     if accuracy.empty:
         st.info("No annotators yet.")
@@ -103,7 +103,7 @@ with left:
             },
         )
 with right:
-    st.subheader(f"Gold pairs ({n_gold})")
+    st.header(f"Gold pairs ({n_gold})")
     pairs = gold.gold_pairs(engine(), study_id=study.id)
     if pairs.empty:
         st.info("No gold checks yet: mark some pairs above.")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable
+from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 import streamlit as st
@@ -94,90 +95,81 @@ def db_key() -> str:
     return engine().url.render_as_string(hide_password=True)
 
 
-# st.cache_resource, not st.cache_data: cache_data pickles a copy of the value on every call,
-# and a report's frames are large. Callers only read what they get. The pairs frame holds
-# ids, categories and gold flags, not the pairs' text (read only for the valid pairs' file).
-@st.cache_resource(ttl=REPORT_TTL, max_entries=16, show_spinner=False)
-def cached_report(
-    db: str,
-    study: str,
-    version: tuple,
-    categories: tuple[str, ...],
-    annotators: tuple[str, ...],
-    bootstrap: int,
-):
-    """(report, annotations, pairs), cached per database, study, data version and filter."""
-    del db, version  # only part of the cache key
-    return study_report.build_study_report(
-        engine(),
-        study=study,
-        categories=list(categories) or None,
-        annotators=list(annotators) or None,
+@dataclass(frozen=True)
+class ReportKey:
+    """What a cached report depends on: the database, the study, its data version (so new
+    answers show at once) and the selection. Hashable: Streamlit's cache key."""
+
+    db: str
+    study: str
+    version: tuple
+    categories: tuple[str, ...]
+    annotators: tuple[str, ...]
+    bootstrap: int
+
+
+def report_key(
+    study: Study,
+    *,
+    categories: tuple[str, ...] = (),
+    annotators: tuple[str, ...] = (),
+    bootstrap: int = 1000,
+) -> ReportKey:
+    """The key of the study's report (or a selection's) as its data stand now."""
+    return ReportKey(
+        db=db_key(),
+        study=study.name,
+        version=study_report.data_version(engine(), study_id=study.id),
+        categories=tuple(categories),
+        annotators=tuple(annotators),
         bootstrap=bootstrap,
     )
 
 
-def study_report_data(
-    study: Study,
-    *,
-    categories: tuple[str, ...] = (),
-    annotators: tuple[str, ...] = (),
-    bootstrap: int = 1000,
-):
-    """The (possibly cached) report for the study, computed under a status box if needed."""
-    version = study_report.data_version(engine(), study_id=study.id)
+# st.cache_resource, not st.cache_data: cache_data pickles a copy of the value on every call,
+# and a report's frames are large. Callers only read what they get. The pairs frame holds
+# ids, categories and gold flags, not the pairs' text (read only for the valid pairs' file).
+@st.cache_resource(ttl=REPORT_TTL, max_entries=16, show_spinner=False)
+def cached_report(key: ReportKey):
+    """(report, annotations, pairs) of the key's study and selection."""
+    return study_report.build_study_report(
+        engine(),
+        study=key.study,
+        categories=list(key.categories) or None,
+        annotators=list(key.annotators) or None,
+        bootstrap=key.bootstrap,
+    )
+
+
+def study_report_data(study: Study, **selection):
+    """The (possibly cached) report for the study (`selection`: report_key's options),
+    computed under a spinner if needed."""
     with st.spinner("Computing the report…", show_time=True):
-        return cached_report(
-            db_key(), study.name, version, tuple(categories), tuple(annotators), bootstrap
-        )
+        return cached_report(report_key(study, **selection))
 
 
 @st.cache_resource(ttl=REPORT_TTL, max_entries=8, show_spinner=False)
-def cached_report_files(
-    db: str, study: str, version: tuple, categories, annotators, bootstrap: int
-) -> dict[str, bytes]:
-    report, _annotations, _pairs = cached_report(
-        db, study, version, categories, annotators, bootstrap
-    )
-    return study_report.report_files(report, engine=engine(), study=study)
+def cached_report_files(key: ReportKey) -> dict[str, bytes]:
+    report, _annotations, _pairs = cached_report(key)
+    return study_report.report_files(report, engine=engine(), study=key.study)
 
 
-def study_report_files(
-    study: Study,
-    *,
-    categories: tuple[str, ...] = (),
-    annotators: tuple[str, ...] = (),
-    bootstrap: int = 1000,
-) -> dict[str, bytes]:
+def study_report_files(study: Study, **selection) -> dict[str, bytes]:
     """The report files of the study (or of a selection), computed once per data version and
     selection, shared by all download buttons."""
-    version = study_report.data_version(engine(), study_id=study.id)
-    return cached_report_files(
-        db_key(), study.name, version, tuple(categories), tuple(annotators), bootstrap
-    )
+    return cached_report_files(report_key(study, **selection))
 
 
 @st.cache_resource(ttl=REPORT_TTL, max_entries=8, show_spinner=False)
-def cached_scorer_report(
-    db: str,
-    study: str,
-    version: tuple,
-    categories: tuple[str, ...],
-    annotators: tuple[str, ...],
-    bootstrap: int,
-    digest: str,
-    _name: str,
-    _data: bytes,
-) -> dict:
+def cached_scorer_report(key: ReportKey, digest: str, _name: str, _data: bytes) -> dict:
     """The report of the selection with an uploaded scorer file compared (the file is keyed
     by its name and digest, not hashed by Streamlit on every run). A broken file raises (and
     is not cached)."""
-    report, annotations, pairs = cached_report(
-        db, study, version, categories, annotators, bootstrap
-    )
+    del digest  # only part of the cache key
+    report, annotations, pairs = cached_report(key)
     return study_report.scorer_report(
         engine(),
-        study=study,
+        study=key.study,
         report=report,
         annotations=annotations,
         pairs=pairs,
@@ -186,31 +178,12 @@ def cached_scorer_report(
     )
 
 
-def study_scorer_report(
-    study: Study,
-    *,
-    name: str,
-    data: bytes,
-    categories: tuple[str, ...] = (),
-    annotators: tuple[str, ...] = (),
-    bootstrap: int = 1000,
-) -> dict:
+def study_scorer_report(study: Study, *, name: str, data: bytes, **selection) -> dict:
     """The study's report (or a selection's) with the uploaded automatic aspect scores
     compared with the annotators; raises UserError (InputError for a broken file)."""
-    version = study_report.data_version(engine(), study_id=study.id)
     digest = f"{name}:{hashlib.sha256(data).hexdigest()}"
     with st.spinner("Comparing the scorer with the annotators…", show_time=True):
-        return cached_scorer_report(
-            db_key(),
-            study.name,
-            version,
-            tuple(categories),
-            tuple(annotators),
-            bootstrap,
-            digest,
-            name,
-            data,
-        )
+        return cached_scorer_report(report_key(study, **selection), digest, name, data)
 
 
 def download_when_clicked(

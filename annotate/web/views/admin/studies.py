@@ -19,6 +19,17 @@ LOCK_REASON = (
 def option_widgets(study: Study, *, prefix: str, locked: set[str]) -> dict:
     """The options form's widgets; returns the values entered."""
     out = {}
+
+    def lockable(option: str, *, help: str | None = None) -> dict:
+        """The widget options of a study option that is locked once there are answers:
+        greyed out saying why when locked, else with its own help."""
+        is_locked = option in locked
+        return {
+            "disabled": is_locked,
+            "help": LOCK_REASON if is_locked else help,
+            "key": f"{prefix}_{option}",
+        }
+
     st.markdown("**Coverage**")
     cols = st.columns(2)
     out["overlap_target"] = cols[0].number_input(
@@ -74,9 +85,7 @@ def option_widgets(study: Study, *, prefix: str, locked: set[str]) -> dict:
             max_value=1.0,
             step=0.05,
             value=float(study.agreement_sample),
-            disabled="agreement_sample" in locked,
-            help=LOCK_REASON if "agreement_sample" in locked else sample_help,
-            key=f"{prefix}_agreement_sample",
+            **lockable("agreement_sample", help=sample_help),
         )
     )
     out["agreement_overlap"] = int(
@@ -85,9 +94,7 @@ def option_widgets(study: Study, *, prefix: str, locked: set[str]) -> dict:
             min_value=2,
             max_value=50,
             value=study.agreement_overlap,
-            disabled="agreement_overlap" in locked,
-            help=LOCK_REASON if "agreement_overlap" in locked else sample_help,
-            key=f"{prefix}_agreement_overlap",
+            **lockable("agreement_overlap", help=sample_help),
         )
     )
     if adaptive:
@@ -104,48 +111,37 @@ def option_widgets(study: Study, *, prefix: str, locked: set[str]) -> dict:
     )
 
     st.markdown("**What annotators are asked**")
-    lock_help = LOCK_REASON if locked else None
     out["allow_ties"] = st.checkbox(
         "Allow “no preference” (ties)",
         value=study.allow_ties,
-        disabled="allow_ties" in locked,
-        help=lock_help,
-        key=f"{prefix}_allow_ties",
+        **lockable("allow_ties"),
     )
     out["dimensions"] = st.multiselect(
         "General-quality dimensions rated for each response",
         DEFAULT_DIMENSIONS,
         default=[d for d in study.dimensions if d in DEFAULT_DIMENSIONS],
         format_func=lambda d: DIMENSION_HELP[d][0],
-        disabled="dimensions" in locked,
-        help=lock_help,
-        key=f"{prefix}_dimensions",
+        **lockable("dimensions"),
     )
     out["reasons"] = st.multiselect(
         "Main-reason answers offered (none = the question is not asked)",
         DEFAULT_REASONS,
         default=[r for r in study.reasons if r in DEFAULT_REASONS],
         format_func=lambda r: REASON_LABELS.get(r, r),
-        disabled="reasons" in locked,
-        help=lock_help,
-        key=f"{prefix}_reasons",
+        **lockable("reasons"),
     )
     out["aspect_check"] = st.checkbox(
         "Aspect check: a 0-2 score for how well each response covers each of the user's "
         "rubric aspects",
         value=study.aspect_check,
-        disabled="aspect_check" in locked,
-        help=lock_help,
-        key=f"{prefix}_aspect_check",
+        **lockable("aspect_check"),
     )
     cols = st.columns(4)
     out["scale_min"] = cols[0].number_input(
         "Scale from",
         value=study.scale_min,
         step=1,
-        disabled="scale_min" in locked,
-        help=lock_help,
-        key=f"{prefix}_scale_min",
+        **lockable("scale_min"),
     )
     out["scale_min_label"] = cols[1].text_input(
         "meaning", value=study.scale_min_label, key=f"{prefix}_scale_min_label"
@@ -154,9 +150,7 @@ def option_widgets(study: Study, *, prefix: str, locked: set[str]) -> dict:
         "to",
         value=study.scale_max,
         step=1,
-        disabled="scale_max" in locked,
-        help=lock_help,
-        key=f"{prefix}_scale_max",
+        **lockable("scale_max"),
     )
     out["scale_max_label"] = cols[3].text_input(
         "meaning", value=study.scale_max_label, key=f"{prefix}_scale_max_label"
@@ -238,7 +232,7 @@ if saved:
 
 if study is not None:
     locked = set(studies.locked_options(engine(), study.id))
-    st.subheader(f"Options of “{md_literal(study.name)}”")
+    st.header(f"Options of “{md_literal(study.name)}”")
     if locked:
         st.info(
             "This study already has annotations, so the options that define what an answer "
