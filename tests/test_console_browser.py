@@ -9,13 +9,17 @@ playwright (see tests/browser.py).
 
 from __future__ import annotations
 
+import io
+import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from playwright.sync_api import expect
 from sqlmodel import select
 
+from annotate import study_report
 from annotate.annotations import Answer, submit_answer
 from annotate.auth import create_annotator
 from annotate.demo import GUIDELINES, sample_pairs_path
@@ -23,7 +27,7 @@ from annotate.importer import import_pairs
 from annotate.queue import gold
 from annotate.queue.assignment import next_assignment
 from annotate.store.db import get_engine, session
-from annotate.store.models import Pair
+from annotate.store.models import Annotation, Annotator, Pair, Study
 from annotate.studies import get_or_create_study, update_study_options
 from annotate.web.views.admin import PAGES
 from tests.browser import (  # noqa: F401  (the fixtures `browser` and `new_page`)
@@ -32,6 +36,7 @@ from tests.browser import (  # noqa: F401  (the fixtures `browser` and `new_page
     goto,
     new_page_fixture,
     require_browser,
+    rerun,
     save_screenshot,
 )
 
@@ -231,16 +236,188 @@ def test_screenshots_of_every_console_page(site, new_page):
         assert shot.stat().st_size > 10_000, script
 
 
-def test_a_maintainer_downloads_the_annotations(site, new_page):
+# --- downloads: the bytes a console download button gives, as the browser saves them -------
+
+
+def download(page, label: str) -> tuple[str, bytes]:
+    """Click the download button named `label`; the file's suggested name and its bytes."""
+    with page.expect_download() as caught:
+        page.get_by_role("button", name=label, exact=True).click()
+    saved = caught.value
+    return saved.suggested_filename, Path(saved.path()).read_bytes()
+
+
+def stored_answers(db_url: str) -> pd.DataFrame:
+    """Every annotation of _build's study, read from its database: one row per pair and
+    annotator, with the pair's gold flag."""
+    with session(get_engine(db_url)) as s:
+        rows = s.exec(
+            select(Pair.pair_key, Pair.is_gold, Annotator.name, Annotation)
+            .join(Annotation, Annotation.pair_id == Pair.id)
+            .join(Annotator, Annotator.id == Annotation.annotator_id)
+            .join(Study, Study.id == Pair.study_id)
+            .where(Study.name == STUDY)
+        ).all()
+    return pd.DataFrame(
+        [
+            {
+                "pair_id": key,
+                "annotator": name,
+                "is_gold": bool(is_gold),
+                "preference": a.preference,
+                "correctness_chosen": a.correctness_chosen,
+                "seconds": a.seconds,
+            }
+            for key, is_gold, name, a in rows
+        ]
+    )
+
+
+def stored_pairs(db_url: str) -> dict[str, bool]:
+    """_build's pairs in the study's order: whether each is a gold check, by key."""
+    with session(get_engine(db_url)) as s:
+        return dict(
+            s.exec(
+                select(Pair.pair_key, Pair.is_gold)
+                .join(Study, Study.id == Pair.study_id)
+                .where(Study.name == STUDY)
+                .order_by(Pair.position)
+            ).all()
+        )
+
+
+def metrics(page) -> dict[str, str]:
+    """The page's metrics, value by label, as shown."""
+    shown = {}
+    for metric in page.locator('[data-testid="stMetric"]').all():
+        label = metric.locator('[data-testid="stMetricLabel"]').inner_text().strip()
+        shown[label] = metric.locator('[data-testid="stMetricValue"]').inner_text().strip()
+    return shown
+
+
+def test_every_export_downloads_the_studys_annotations_report_and_pairs(site, new_page):
     server, tokens = site
+    stored = stored_answers(server.db_url)
+    assert len(stored) == 26  # 10 + 9 + 7 answers made in _build
     page = new_page(viewport=VIEW, accept_downloads=True)
     goto(page, server.login_url(tokens["maintainer"]))
     goto(page, f"{server.url}/admin-exports")
-    with page.expect_download() as caught:
-        page.get_by_role("button", name="CSV", exact=True).click()
-    download = caught.value
-    assert download.suggested_filename == f"{STUDY}-annotations.csv"
-    lines = Path(download.path()).read_text(encoding="utf-8").splitlines()
-    assert lines[0].startswith("pair_id,annotator,preference,chosen_position")
-    assert len(lines) == 1 + 26  # header + every annotation made in _build (10 + 9 + 7)
-    assert any(",ann-chen,rejected," in line for line in lines)
+
+    expected = stored.set_index(["pair_id", "annotator"]).sort_index()
+    readers = {
+        "CSV": lambda data: pd.read_csv(io.BytesIO(data)),
+        "JSONL": lambda data: pd.read_json(io.BytesIO(data), lines=True),
+        "PARQUET": lambda data: pd.read_parquet(io.BytesIO(data)),
+    }
+    for label, read in readers.items():
+        name, data = download(page, label)
+        assert name == f"{STUDY}-annotations.{label.lower()}"
+        frame = read(data)
+        assert list(frame.columns)[:4] == ["pair_id", "annotator", "preference", "chosen_position"]
+        rows = frame.set_index(["pair_id", "annotator"]).sort_index()
+        assert list(rows.index) == list(expected.index), label  # every answer, once
+        assert list(rows["preference"]) == list(expected["preference"]), label
+        assert [int(v) for v in rows["correctness_chosen"]] == list(
+            expected["correctness_chosen"]
+        ), label
+        assert [float(v) for v in rows["seconds"]] == list(expected["seconds"]), label
+
+    files = {}
+    for file_name in study_report.REPORT_FILES:
+        name, files[file_name] = download(page, file_name)
+        assert name == f"{STUDY}-{file_name}"
+    report = json.loads(files["report.json"])
+    real = stored[~stored["is_gold"]]  # the report leaves the gold check out
+    pairs = stored_pairs(server.db_url)
+    keys = list(pairs)
+    assert report["counts"]["annotations"] == len(real)
+    verdicts = {p["pair_id"]: p["verdict"] for p in report["pairs"]}
+    assert_verdicts_follow_the_answers(verdicts, real)
+    assert "<html" in files["report.html"].decode()[:200].lower()
+    pair_rows = pd.read_csv(io.BytesIO(files["pairs.csv"]))
+    assert "pair_id" in pair_rows.columns
+    assert sorted(pair_rows["pair_id"]) == sorted(verdicts)
+    annotator_rows = files["annotators.csv"].decode()
+    for person in ANNOTATORS:
+        assert person in annotator_rows, person
+    assert "alpha" in files["summary.md"].decode().lower()
+
+    name, data = download(page, "Validated pairs")
+    assert name == f"{STUDY}-valid-pairs.jsonl"
+    valid = [json.loads(line) for line in data.splitlines()]
+    valid_keys = [k for k, is_gold in pairs.items() if verdicts.get(k) == "valid" and not is_gold]
+    assert 0 < len(valid_keys) < len(keys)  # so the valid pairs differ from all of them
+    assert [r["id"] for r in valid] == valid_keys
+    name, data = download(page, "All pairs")
+    assert name == f"{STUDY}-pairs.jsonl"
+    every = [json.loads(line) for line in data.splitlines()]
+    sample = [json.loads(line) for line in sample_pairs_path().read_text().splitlines() if line]
+    assert [r["id"] for r in every] == keys == [r["id"] for r in sample]
+    assert every == sample  # every original field kept
+
+
+def assert_verdicts_follow_the_answers(verdicts: dict[str, str], answers: pd.DataFrame) -> None:
+    """The verdict rules that the answers alone decide (analysis/pairs.py): under two answers
+    (the overlap target) a pair is insufficient_annotations; with two or more and no strict
+    majority preference, no_consensus. Both outcomes occur in _build's data."""
+    seen = set()
+    for key, group in answers.groupby("pair_id"):
+        counts = group["preference"].value_counts()
+        if len(group) < 2:
+            expected = "insufficient_annotations"
+        elif counts.iloc[0] * 2 <= len(group):
+            expected = "no_consensus"
+        else:
+            assert verdicts[key] not in ("insufficient_annotations", "no_consensus"), key
+            continue
+        assert verdicts[key] == expected, key
+        seen.add(expected)
+    assert seen == {"insufficient_annotations", "no_consensus"}, seen
+
+
+HEADLINES = {  # annotate/web/views/admin/agreement.py, as the browser shows them
+    "supported": "Personal preference is the main factor",
+    "not_supported": "The data speak against personal preference as the main factor",
+    "insufficient_evidence": "The data are too few to say whether personal preference",
+}
+
+
+def test_the_agreement_page_downloads_the_report_of_its_selection(site, new_page):
+    server, tokens = site
+    stored = stored_answers(server.db_url)
+    real = stored[~stored["is_gold"]]
+    page = new_page(viewport=VIEW, accept_downloads=True)
+    goto(page, server.login_url(tokens["maintainer"]))
+    goto(page, f"{server.url}/admin-agreement")
+
+    name, data = download(page, "report.json")
+    assert name == "report.json"
+    report = json.loads(data)
+    assert report["counts"]["annotations"] == len(real)
+    assert report["counts"]["annotators"] == len(ANNOTATORS)
+    shown = metrics(page)
+    assert shown["Annotations"] == str(len(real))
+    annotated = real["pair_id"].nunique()
+    assert shown["Pairs annotated"] == f"{annotated} / {report['counts']['pairs']}"
+    assert shown["Percent agreement"] == f"{report['preference']['percent_agreement']:.3f}"
+    # the headline tells the report's conclusion, and only that one
+    status = report["conclusion"]["status"]
+    text = body_text(page)
+    for other, headline in HEADLINES.items():
+        assert (headline in text) == (other == status), (status, other)
+
+    # one annotator: the page and its report file follow the selection
+    chooser = page.locator(".st-key-agreement_annotators")
+    # typed: after a download the window had lost focus, and a first click only focused the box
+    chooser.get_by_role("combobox").press_sequentially("ann-alice")
+    with rerun(page):
+        page.get_by_role("option", name="ann-alice", exact=True).click()
+    page.keyboard.press("Escape")
+    expect(chooser.get_by_text("ann-alice")).to_be_visible()
+    alice = real[real["annotator"] == "ann-alice"]
+    expect(page.get_by_text("in this selection")).to_be_visible()
+    assert metrics(page)["Annotations"] == str(len(alice))
+    name, data = download(page, "report.json")
+    report = json.loads(data)
+    assert report["counts"]["annotators"] == 1
+    assert report["counts"]["annotations"] == len(alice)
