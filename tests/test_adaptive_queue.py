@@ -1,7 +1,7 @@
 """Adaptive overlap through the real labelling step (annotate.annotations.submit_and_next and
 the queue), on SQLite and PostgreSQL: a pair whose annotators agree stops at MIN, a split pair
 gets more but never more than MAX (also with 10 annotators submitting at once), a pair of the
-agreement sample gets exactly K, and a late answer is kept and counted."""
+agreement sample gets exactly K, and a late answer the decided pair no longer needs is refused."""
 
 from __future__ import annotations
 
@@ -9,13 +9,14 @@ import threading
 from datetime import timedelta
 
 import numpy as np
+import pytest
 from sqlalchemy import update
 from sqlmodel import select
 
 from analysis.stopping import AT_MAX, DECIDED, stopping_state
 from annotate.annotations import Answer, submit_and_next
 from annotate.queue.assignment import next_assignment
-from annotate.queue.rules import Coins
+from annotate.queue.rules import Coins, GivenAway
 from annotate.queue.targets import Design
 from annotate.store.db import get_engine, session
 from annotate.store.models import Annotation, Assignment, Pair, Study, utcnow
@@ -200,7 +201,10 @@ def test_ten_annotators_submitting_at_once_never_take_a_pair_past_max(db_url, tm
         assert all(s not in (DECIDED, AT_MAX) for s in states[low - 1 : -1]), (key, got)
 
 
-def test_a_late_answer_is_kept_and_counted(db_url, tmp_path):
+def test_a_late_answer_after_the_pair_is_decided_is_refused(db_url, tmp_path):
+    """Rule 8 (queue/rules.py): a released reservation's late answer is stored only while the
+    pair has room. Here the two others' answers decided the pair at 2 (its target fell to 2),
+    so the late third answer is refused: nothing beyond the target, nobody else served."""
     engine = get_engine(db_url)
     study_id, people = make_study(
         engine,
@@ -229,10 +233,11 @@ def test_a_late_answer_is_kept_and_counted(db_url, tmp_path):
     second = next_assignment(engine, annotator_id=c)  # expiry frees the late one's seat
     assert second is not None and second.pair_id == held.pair_id
     submit_and_next(engine, annotator_id=c, pair_id=second.pair_id, answer=_answer("chosen"))
-    # decided at 2; the late answer still arrives
-    submit_and_next(engine, annotator_id=late, pair_id=held.pair_id, answer=_answer("rejected"))
+    # decided at 2; the late answer arrives and is not needed
+    with pytest.raises(GivenAway):
+        submit_and_next(engine, annotator_id=late, pair_id=held.pair_id, answer=_answer("rejected"))
     answers = _answers(engine, study_id)
-    assert answers[held.pair_id] == ["chosen", "chosen", "rejected"]
+    assert answers[held.pair_id] == ["chosen", "chosen"]
     with session(engine) as s:
         pair = s.get(Pair, held.pair_id)
-        assert (pair.n_assigned, pair.target) == (3, 3)  # counted; nobody else is served
+        assert (pair.n_assigned, pair.target) == (2, 2)  # decided; nobody else is served

@@ -122,8 +122,9 @@ class GivenAway(UserError):
 
     def __init__(self) -> None:
         super().__init__(
-            "this pair was given to another annotator while your page was away, and they have "
-            "answered it; your answer was not needed and is kept as your draft"
+            "this pair was given to another annotator while your page was away (or after its "
+            "reservation ran out), and it has all the answers it needs; yours was not needed "
+            "and is kept as your draft"
         )
 
 
