@@ -49,6 +49,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.components import require_component
+
 try:
     from playwright.sync_api import Error as PlaywrightError
     from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
@@ -110,11 +112,7 @@ def browser_unavailable_reason() -> str | None:
 def require_browser() -> None:
     """Skip (or fail, with ANNOTATE_TEST_BROWSER=require) when the browser cannot run."""
     reason = browser_unavailable_reason()
-    if reason is None:
-        return
-    if BROWSER_MODE == "require":
-        pytest.fail(f"{reason}, and ANNOTATE_TEST_BROWSER=require", pytrace=False)
-    pytest.skip(reason)
+    require_component(reason, switch="ANNOTATE_TEST_BROWSER", mode=BROWSER_MODE)
 
 
 def free_port() -> int:

@@ -18,6 +18,7 @@ import pytest
 from sqlalchemy.engine import make_url
 
 from annotate.store.db import dispose_engines
+from tests.components import require_component
 
 PG_ADMIN_URL = os.environ.get(
     "ANNOTATE_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
@@ -49,11 +50,7 @@ def postgres_unavailable_reason() -> str | None:
 def require_postgres() -> None:
     """Skip (or fail, with ANNOTATE_TEST_POSTGRES=require) when PostgreSQL is missing."""
     reason = postgres_unavailable_reason()
-    if reason is None:
-        return
-    if PG_MODE == "require":
-        pytest.fail(f"{reason}, and ANNOTATE_TEST_POSTGRES=require", pytrace=False)
-    pytest.skip(reason)
+    require_component(reason, switch="ANNOTATE_TEST_POSTGRES", mode=PG_MODE)
 
 
 def _admin(sql: str) -> None:

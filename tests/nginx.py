@@ -33,9 +33,8 @@ import urllib.request
 from collections.abc import Sequence
 from pathlib import Path
 
-import pytest
-
 from tests.browser import free_port
+from tests.components import require_component
 
 NGINX_MODE = os.environ.get("ANNOTATE_TEST_NGINX", "auto").lower()  # auto | require | off
 NGINX = os.environ.get("ANNOTATE_TEST_NGINX_BINARY", "/usr/sbin/nginx")
@@ -66,11 +65,7 @@ def nginx_unavailable_reason() -> str | None:
 def require_nginx() -> None:
     """Skip (or fail, with ANNOTATE_TEST_NGINX=require) when nginx is missing."""
     reason = nginx_unavailable_reason()
-    if reason is None:
-        return
-    if NGINX_MODE == "require":
-        pytest.fail(f"{reason}, and ANNOTATE_TEST_NGINX=require", pytrace=False)
-    pytest.skip(reason)
+    require_component(reason, switch="ANNOTATE_TEST_NGINX", mode=NGINX_MODE)
 
 
 def documented_config() -> str:
