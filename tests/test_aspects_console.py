@@ -16,10 +16,9 @@ from annotate.cli import main
 from annotate.demo import DEMO_ASPECT_STUDY, DEMO_MAINTAINER, aspect_pair_records, build_demo
 from annotate.demo_simulation import BROKEN_PAIR, write_simulation
 from annotate.store.db import ENV_VAR, get_engine
-from tests.test_console_app import (  # noqa: F401 (db and downloads are fixtures)
+from tests.test_console_app import (  # noqa: F401 (db is a fixture)
     as_token,
     db,
-    downloads,
     maintainer,
     open_page,
     texts,
@@ -66,10 +65,11 @@ def cli_report(demo, *extra: str) -> dict:
     return json.loads((out / "report.json").read_text(encoding="utf-8"))
 
 
-def test_the_aspect_section_shows_the_reports_aspect_tables(demo, downloads):  # noqa: F811
+def test_the_aspect_section_shows_the_reports_aspect_tables(demo):
     at = agreement_page(demo["token"], DEMO_ASPECT_STUDY)
     assert "Aspects" in [h.value for h in at.header]
-    report = json.loads(downloads(at, "agreement_download_report.json"))
+    # the command line's report with the page's defaults: the page shows the same numbers
+    report = cli_report(demo)
     assert report["conclusion"]["checks"]["aspects"]["n"] == 6
     # the HTML report's table, row for row
     shown = table_with(at, "statistic", "Coverage of the rubric aspects, chosen (0-2)")
