@@ -395,19 +395,34 @@ def annotator_interval(
     # pairs' variance).
     floor = float(np.nanmean([variance(codes) for codes in panel.shuffled]))
     traits = panel.traits if panel.traits is not None else own
+    main_effects = main_effect_ratio(panel, traits)
     component = annotator_component(
-        observed=observed,
-        floor=floor,
-        annotators=panel.n_annotators,
-        main_effects=main_effect_ratio(panel, traits),
+        observed=observed, floor=floor, annotators=panel.n_annotators, main_effects=main_effects
     )
     ci, note = combined_interval(point, pair.ci95, annotator_variance=component, bounds=bounds)
-    if np.isfinite(floor) and observed <= floor and note is None:
-        note = (
-            "annotators differ no more than pair-to-pair noise explains; the interval keeps "
-            "the difference between annotators that these data cannot rule out"
-        )
+    if note is None:
+        note = _component_note(below_floor=observed <= floor, leaning=main_effects > 1)
     return ci, note
+
+
+def _component_note(*, below_floor: bool, leaning: bool) -> str | None:
+    """Why the annotators' part is small, when it is (None when it is not)."""
+    if below_floor and leaning:
+        return (
+            "annotators differ no more than pair-to-pair noise explains; their own annotations "
+            "show a lean beyond chance, so the interval keeps a part for them"
+        )
+    if below_floor:
+        return (
+            "annotators differ no more than pair-to-pair noise explains, nor do their own "
+            "annotations show a lean beyond chance: this is the pairs' interval"
+        )
+    if not leaning:
+        return (
+            "the annotators' own annotations show no lean beyond chance: this is the pairs' "
+            "interval"
+        )
+    return None
 
 
 def main_effect_ratio(panel: Panel, traits: np.ndarray) -> float:

@@ -240,6 +240,21 @@ def test_main_effects_tell_a_panel_that_leans_from_alike_annotators():
     assert np.median(hidden) < 1.5
 
 
+def test_a_pairs_only_interval_says_why():
+    # Alike annotators whose own labels lean no more than chance gives: the weight is 0, the
+    # interval is the pairs' own, and the note says so (not that a part was kept for them).
+    statistic = alpha_statistic(level="nominal", domain=[0, 1])
+    for seed in range(50):
+        counts, own, panel = _labels(np.random.default_rng(seed), lean=[0, 0, 0], n_pairs=60)
+        if main_effect_ratio(panel, own) <= 1:
+            break
+    point = statistic.value(counts)
+    pair = PairInterval(ci95=(point - 0.1, point + 0.15), note=None)
+    ci, note = annotator_interval(statistic, counts, own, panel=panel, point=point, pair=pair)
+    assert ci == pytest.approx(pair.ci95, abs=1e-12)
+    assert "pairs' interval" in note and "keeps a part" not in note
+
+
 def test_alike_annotators_keep_about_the_pairs_interval():
     # Three alike annotators at 100 pairs: the old rule (the jackknife's excess smoothed at its
     # null sd, never weighted down) made ci95_annotators 2.1x the pair interval on average
