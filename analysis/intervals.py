@@ -84,6 +84,11 @@ class SumStatistic:
 
     features: Callable[[np.ndarray], np.ndarray]
     finish: Callable[[np.ndarray], np.ndarray]
+    # A majority-type statistic (a unit's features depend on how many annotations it has, not
+    # only on their shares): leaving an annotator out changes the functional (a majority of
+    # three becomes agreement of two), so its annotators' part comes from a bootstrap over
+    # annotators (:func:`annotator_bootstrap_variance`) instead of the jackknife.
+    majority: bool = False
 
     def value(self, counts: np.ndarray) -> float:
         return float(self.finish(self.features(counts).sum(axis=0)[None, :])[0])
@@ -380,7 +385,13 @@ def annotator_interval(
             return per_annotator @ delta
         return panel.group_sum(codes, delta_rows)
 
+    draws = annotator_draws(panel.n_annotators) if statistic.majority else None
+
     def variance(codes: np.ndarray) -> float:
+        if draws is not None:
+            return annotator_bootstrap_variance(
+                statistic, counts, own, unit=panel.unit, codes=codes, draws=draws
+            )
         left_out = statistic.finish(total[None, :] - removed(codes))
         return _jackknife_variance(left_out) if np.isfinite(left_out).all() else np.nan
 
@@ -403,6 +414,72 @@ def annotator_interval(
     if note is None:
         note = _component_note(below_floor=observed <= floor, leaning=main_effects > 1)
     return ci, note
+
+
+# Up to this many ordered draws of K annotators from K (K^K: 27 with three, 256 with four)
+# the bootstrap over annotators enumerates them all (exact); above, RANDOM_DRAWS at random.
+EXACT_DRAWS = 300
+RANDOM_DRAWS = 500
+
+
+def annotator_draws(annotators: int) -> np.ndarray:
+    """Draws x K: which annotator stands in for each annotator in each bootstrap draw (with
+    replacement); every ordered draw when there are at most EXACT_DRAWS, otherwise
+    RANDOM_DRAWS of them (seeded by K, so the same for every statistic and shuffle)."""
+    k = annotators
+    if k**k <= EXACT_DRAWS:
+        grid = np.meshgrid(*[np.arange(k)] * k, indexing="ij")
+        return np.stack(grid).reshape(k, -1).T
+    rng = np.random.Generator(np.random.PCG64([k, 2]))
+    return rng.integers(0, k, size=(RANDOM_DRAWS, k))
+
+
+def annotator_bootstrap_variance(
+    statistic: SumStatistic,
+    counts: np.ndarray,
+    own: np.ndarray,
+    *,
+    unit: np.ndarray,
+    codes: np.ndarray,
+    draws: np.ndarray,
+) -> float:
+    """Bootstrap variance over annotators of a majority-type statistic, times K / (K - 1).
+
+    A draw names, for each of the K annotators, the annotator whose answers take its place
+    (with replacement); every annotation is re-labelled with its stand-in's answer on the
+    same unit, so a unit keeps its number of annotations and a majority of three stays a
+    majority of three (brief: with a panel of three who all rate every pair, the 27 ordered
+    draws are enumerated). Where the stand-in did not answer that unit, the annotation is left
+    out, as the jackknife leaves an annotator out. K / (K - 1) is the usual bias correction of
+    a bootstrap variance over K. An annotator drawn twice agrees with its copy, which moves
+    such draws towards a single annotator's answers; with the labels shuffled within pairs
+    the same happens, so the noise floor (this bootstrap on the panel's shuffles) takes that
+    shift out. ``codes`` gives each annotation's annotator (the panel's or a shuffle).
+    """
+    k = draws.shape[1]
+    n_units = counts.shape[0]
+    # which annotation holds each annotator's answer on each unit (-1: none)
+    holder = np.full((k, n_units), -1, dtype=np.int64)
+    holder[codes, unit] = np.arange(unit.size)
+    indicator = sparse.csr_matrix(
+        (np.ones(unit.size), (unit, np.arange(unit.size))), shape=(n_units, unit.size)
+    )
+    rows = max(1, _BATCH_CELLS // max(unit.size * own.shape[1], 1))
+    values = []
+    for start in range(0, len(draws), rows):
+        chunk = draws[start : start + rows]
+        stand_in = holder[chunk[:, codes], unit[None, :]]  # chunk x annotations
+        answers = own[stand_in] * (stand_in >= 0)[:, :, None]  # chunk x annotations x C
+        resampled = np.stack(
+            [np.asarray(indicator @ answers[:, :, c].T).T for c in range(own.shape[1])],
+            axis=2,
+        ).astype(counts.dtype)
+        sums = statistic.features(resampled.reshape(-1, counts.shape[1]))
+        values.append(statistic.finish(sums.reshape(len(chunk), n_units, -1).sum(axis=1)))
+    value = np.concatenate(values)
+    if not np.isfinite(value).all():
+        return np.nan
+    return float(k / (k - 1) * value.var())
 
 
 def _component_note(*, below_floor: bool, leaning: bool) -> str | None:

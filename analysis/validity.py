@@ -82,7 +82,7 @@ def label_statistic(*, min_annotations: int, decided_only: bool) -> SumStatistic
         share[~(sums[:, 1] > 0)] = np.nan
         return share
 
-    return SumStatistic(features=features, finish=finish)
+    return SumStatistic(features=features, finish=finish, majority=True)
 
 
 def label_share(
