@@ -42,6 +42,7 @@ from analysis.intervals import (
     pair_bootstrap,
     resample_weights,
 )
+from analysis.report_shape import Section
 
 Level = Literal["nominal", "ordinal", "interval"]
 
@@ -65,8 +66,8 @@ class Estimate:
     annotators_note: str | None = None
     with_annotators: bool = False
 
-    def as_dict(self) -> dict:
-        out: dict = {"value": _json_float(self.value), "ci95": _json_interval(self.ci95)}
+    def as_dict(self) -> Section:
+        out: Section = {"value": _json_float(self.value), "ci95": _json_interval(self.ci95)}
         if self.note is not None:
             out["note"] = self.note
         if self.with_annotators:

@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 
 from analysis.distributions import binom_half_two_sided
-from analysis.frames import Coded, first_slot_picked
-from analysis.tables import DIMENSIONS, PREFERENCES, RATING_COLUMNS
+from analysis.frames import Coded, first_slot_picked, objects
+from analysis.vocabulary import DIMENSIONS, PREFERENCES, RATING_COLUMNS
 
 STRAIGHT_LINING_MIN_ITEMS = 5
 
@@ -99,7 +99,7 @@ def annotator_table(coded: Coded, *, gold_counts: pd.Series) -> pd.DataFrame:
 def _constant_ratings(ann: pd.DataFrame) -> pd.Series:
     """Per annotator: no rating column varies over their rated items, read as chosen/rejected
     (the columns as stored) or as the slots A/B (rows with a known slot only)."""
-    position = ann["chosen_position"].to_numpy(dtype=object, na_value=None)
+    position = objects(ann["chosen_position"])
     chosen_first = position == "A"
     known = chosen_first | (position == "B")
     by_side = pd.DataFrame(

@@ -31,7 +31,8 @@ from scipy import special
 
 from analysis.frames import Coded, code
 from analysis.majority import strict_majority
-from analysis.tables import DIMENSIONS, PREFERENCES, REASONS, SIDES
+from analysis.report_shape import Section
+from analysis.vocabulary import DIMENSIONS, PREFERENCES, REASONS, SIDES
 
 VERDICTS = (
     "insufficient_annotations",
@@ -201,7 +202,7 @@ def pair_verdict(
     quality_threshold: float,
     pair_gap: float,
     noise: GapNoise | None = None,
-) -> dict:
+) -> Section:
     """The verdict of one pair from its answers (rows of the annotations table, contract
     section 3, as ``analysis.tables`` normalises them; all with the same ``pair_id``), by the
     rules of :func:`pair_table`: its row as a dict, ``flags`` a list. ``noise``: the study's
@@ -218,7 +219,7 @@ def pair_verdict(
         pair_gap=pair_gap,
         noise=noise,
     )
-    row = table.iloc[0].to_dict()
+    row: Section = {str(column): value for column, value in table.iloc[0].items()}
     row["flags"] = row["flags"].split(";") if row["flags"] else []
     return row
 

@@ -28,13 +28,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from analysis.majority import strict_majority
+from analysis.report_shape import Section
 from analysis.stopping import NEEDS_MORE, stopping_states
-from analysis.tables import COLUMNS, DIMENSIONS, PREFERENCES
+from analysis.vocabulary import COLUMNS, DIMENSIONS, PREFERENCES
+
+if TYPE_CHECKING:  # for the annotations only: power() imports the report where it runs one
+    from analysis.report import ReportOptions
 
 RATING_NOISE = 0.7
 CHECKS = ("label", "quality", "reason")
@@ -51,7 +56,7 @@ class Effects:
     general_rate: float = 0.25
     pair_mix: tuple[tuple[float, float], ...] | None = None  # (share, chosen rate) classes
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.pair_mix is not None:
             shares = [share for share, _ in self.pair_mix]
             if any(not 0 < share <= 1 for share in shares) or abs(sum(shares) - 1) > 1e-9:
@@ -197,7 +202,7 @@ def power(
     per_pair: int | Adaptive,
     annotators: int | None = None,
     effects: Effects,
-    options,
+    options: ReportOptions,
     simulations: int,
     seed: int = 0,
 ) -> dict[str, float]:
@@ -207,7 +212,7 @@ def power(
 
     options = replace(options, bootstrap=0)
     adaptive = per_pair if isinstance(per_pair, Adaptive) else None
-    drawn = adaptive.most if adaptive else per_pair
+    drawn = per_pair.most if isinstance(per_pair, Adaptive) else per_pair
     # Common random numbers: every design that draws as many annotations a pair (fixed 5 and
     # adaptive 2-5) sees the same simulated answers, so their difference is the designs', not
     # simulation noise; the agreement sample's coin has a stream of its own.
@@ -259,16 +264,16 @@ def plan(
     per_pair: Sequence[int | Adaptive],
     annotators: int | None,
     effects: Effects,
-    options,
+    options: ReportOptions,
     simulations: int,
     target: float,
     seed: int = 0,
-) -> dict:
+) -> Section:
     """Power of every design (pairs x annotations per pair, fixed or adaptive), and for each
     design the fewest pairs (of those tried) whose power of passing every check reaches
     ``target``."""
     rows = []
-    smallest = {}
+    smallest: Section = {}
     for k in per_pair:
         name = k.name if isinstance(k, Adaptive) else f"fixed-{k}"
         smallest[name] = None

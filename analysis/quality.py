@@ -12,6 +12,7 @@ import numpy as np
 from analysis.agreement import alpha_statistic, estimate
 from analysis.frames import Coded
 from analysis.intervals import Panel
+from analysis.report_shape import Section
 from analysis.validity import proportion, tost_paired
 
 
@@ -35,7 +36,7 @@ def quality_alpha(
     seed: int,
     panel: Panel | None = None,
     own: np.ndarray | None = None,
-) -> dict:
+) -> Section:
     """Ordinal alpha over (pair, response) units; the bootstrap resamples whole pairs.
 
     ``counts`` is (2 * pairs) x len(domain) as :func:`response_counts` builds it. Internally a
@@ -67,7 +68,7 @@ def dimension_summary(
     threshold: float,
     chosen_counts: np.ndarray | None = None,
     rejected_counts: np.ndarray | None = None,
-) -> dict:
+) -> Section:
     """Mean quality of each side, the paired difference and its TOST, both-high share.
 
     Over the pairs where both responses have at least one rating on this dimension; each pair

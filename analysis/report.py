@@ -35,10 +35,10 @@ from analysis.frames import Coded, code, first_slot_picked
 from analysis.intervals import MIN_ANNOTATORS, MIN_INTERVAL_UNITS, MIN_UNITS, Panel
 from analysis.pairs import gap_noise, pair_table, verdict_counts
 from analysis.quality import dimension_summary, quality_alpha, response_counts
-from analysis.report_shape import Counts, Report, assemble, with_records
+from analysis.report_shape import Counts, Report, Section, assemble, with_records
 from analysis.stopping import OverlapDesign
-from analysis.tables import DIMENSIONS, PREFERENCES, REASONS
 from analysis.validity import exact_proportion, label_share, position_bias
+from analysis.vocabulary import DIMENSIONS, PREFERENCES, REASONS
 
 # The default margin is half a point on the default 1-5 scale; other scales keep the same
 # share of their range.
@@ -111,8 +111,8 @@ def _pair_index(annotations: pd.DataFrame, pairs: pd.DataFrame | None) -> pd.Dat
 # --- sections ------------------------------------------------------------------------------
 
 
-def _bare(value: float | None, note: str | None, name: str) -> dict:
-    out = {name: value}
+def _bare(value: float | None, note: str | None, name: str) -> Section:
+    out: Section = {name: value}
     if value is None and note:
         out[f"{name}_note"] = note
     return out
@@ -126,7 +126,7 @@ def _one_hot(codes: np.ndarray, width: int, *, offset: int = 0, out=None) -> np.
     return own
 
 
-def _preference(stats: Coded, options: ReportOptions, panel: Panel) -> dict:
+def _preference(stats: Coded, options: ReportOptions, panel: Panel) -> Section:
     n_categories = len(options.categories)
     if not options.allow_ties and (stats.preference == 2).any():
         raise ValueError("the study allows no ties, but some annotations are ties")
@@ -191,7 +191,7 @@ def _rating_codes(stats: Coded, column: str, lo: int) -> np.ndarray:
     return np.where(np.isnan(values), -1, values - lo).astype(np.int64)
 
 
-def _quality(stats: Coded, options: ReportOptions, panel: Panel) -> dict:
+def _quality(stats: Coded, options: ReportOptions, panel: Panel) -> Section:
     out = {}
     pairs_with_annotations = np.bincount(stats.pair, minlength=stats.n_pairs) > 0
     width = len(options.domain)
@@ -201,7 +201,7 @@ def _quality(stats: Coded, options: ReportOptions, panel: Panel) -> dict:
         for k, side in enumerate(("chosen", "rejected")):
             codes = _rating_codes(stats, f"{dimension}_{side}", options.scale_min)
             _one_hot(codes, 2 * width, offset=k * width, out=own)
-        section = {
+        section: Section = {
             "alpha": quality_alpha(
                 counts,
                 domain=options.domain,
@@ -239,12 +239,12 @@ def _quality(stats: Coded, options: ReportOptions, panel: Panel) -> dict:
     return out
 
 
-def _main_reason(stats: Coded) -> tuple[dict, dict]:
+def _main_reason(stats: Coded) -> tuple[Section, Section]:
     given = stats.reason >= 0
     n = int(given.sum())
     counts = np.bincount(stats.reason[given], minlength=len(REASONS))
     shares = {reason: (float(counts[i] / n) if n else None) for i, reason in enumerate(REASONS)}
-    out = {**shares, "n": n, "counts": dict(zip(REASONS, counts.tolist(), strict=True))}
+    out: Section = {**shares, "n": n, "counts": dict(zip(REASONS, counts.tolist(), strict=True))}
     if not n:
         out["note"] = "undefined: no annotation gave a main reason"
     out["by_pair"] = _reasons_by_pair(stats)
@@ -264,7 +264,7 @@ def _main_reason(stats: Coded) -> tuple[dict, dict]:
     return out, by_choice
 
 
-def _reasons_by_pair(stats: Coded) -> dict:
+def _reasons_by_pair(stats: Coded) -> Section:
     """Pairs in which personal fit (alone or with quality) was stated more often than general
     quality, among the pairs where the two counts differ: pairs, not annotations, are the
     independent units (annotations of one pair share its responses)."""
@@ -281,7 +281,7 @@ def _reasons_by_pair(stats: Coded) -> dict:
     return out
 
 
-def _methods(options: ReportOptions, *, n_gold_pairs: int) -> dict:
+def _methods(options: ReportOptions, *, n_gold_pairs: int) -> Section:
     return {
         "bootstrap": {
             "resamples": options.bootstrap,
@@ -389,7 +389,7 @@ def _aspects(
     gold: np.ndarray,
     options: ReportOptions,
     scorer: pd.DataFrame | None,
-) -> tuple[pd.DataFrame, dict, dict]:
+) -> tuple[pd.DataFrame, Section, Section]:
     """The aspect check's parts: the pair table with its aspect columns and verdict, the
     report's `aspects` section and the conclusion's `aspects` check."""
     scores = aspect_check.long_scores(coded.annotations, coded.pair)
@@ -435,7 +435,7 @@ def _scorer_comparison(
     gap_threshold: float,
     bootstrap: int,
     seed: int,
-) -> dict:
+) -> Section:
     """`aspects.scorer`: the scorer's rows of non-gold pairs against the annotators' scores."""
     from analysis.aspect_scorer import compare_with_scorer
 
@@ -460,8 +460,8 @@ _NO_ASPECT_SCORES = (
 
 
 def with_aspect_scores(
-    report: dict, annotations: pd.DataFrame, pairs: pd.DataFrame | None, scorer: pd.DataFrame
-) -> dict:
+    report: Report, annotations: pd.DataFrame, pairs: pd.DataFrame | None, scorer: pd.DataFrame
+) -> Section:
     """The report with `aspects.scorer` added, as ``build_report(annotations, pairs,
     aspect_scores=scorer)`` gives it, without computing the rest again (the console compares
     an uploaded scorer file with a report it has already). ``report`` must have been built
@@ -497,8 +497,8 @@ def with_aspect_scores(
 
 
 def conclusion_checks(
-    preference: dict, quality: dict, main_reason: dict, options: ReportOptions
-) -> dict[str, dict]:
+    preference: Section, quality: Section, main_reason: Section, options: ReportOptions
+) -> dict[str, Section]:
     """The label, quality and reason checks (analysis.conclusion documents their shape); a
     caller with more evidence (aspect scores) adds its own check to this mapping before
     ``conclude``."""
@@ -518,7 +518,7 @@ def conclusion_checks(
     }
 
 
-def conclusion_of(annotations: pd.DataFrame, *, options: ReportOptions) -> dict:
+def conclusion_of(annotations: pd.DataFrame, *, options: ReportOptions) -> Section:
     """The conclusion alone, through the same sections as :func:`build_report` (no gold pairs,
     no pair or annotator tables): what ``annotate plan`` simulates."""
     pair_ids = pd.Index(pd.unique(annotations["pair_id"].to_numpy(dtype=object)))
@@ -645,7 +645,7 @@ def build_report(
     )
 
 
-def _records(frame: pd.DataFrame, list_columns: tuple[str, ...] = ()) -> list[dict]:
+def _records(frame: pd.DataFrame, list_columns: tuple[str, ...] = ()) -> list[Section]:
     """Rows as dicts of plain Python values, missing -> None (column-wise: to_dict is slow)."""
     columns = []
     for name in frame.columns:
@@ -686,12 +686,12 @@ def json_safe(value):
 
 
 def write_report(
-    report: dict,
+    report: Report,
     out_dir: str | Path,
     *,
     pairs: pd.DataFrame | None,
     export_valid: Path | None = None,
-    write_pairs: Callable[[list[dict], Path], int] | None = None,
+    write_pairs: Callable[[list[Section], Path], int] | None = None,
 ) -> dict[str, Path]:
     """Write report.json, report.html, pairs.csv, annotators.csv, summary.md (and, with
     export_valid, the valid pairs' records written by `write_pairs`, the caller's writer of
@@ -729,7 +729,7 @@ def write_report(
 _CHUNK = 20_000
 
 
-def write_json(report: dict, path: Path) -> None:
+def write_json(report: Report, path: Path) -> None:
     """Compact JSON written piece by piece: the per-pair list of a million-annotation study
     is never held as one string (json.dump would, or fall back to the slow Python encoder)."""
 
@@ -751,7 +751,7 @@ def write_json(report: dict, path: Path) -> None:
         handle.write("}")
 
 
-def write_records_csv(records: list[dict], path: Path, *, list_columns=()) -> None:
+def write_records_csv(records: list[Section], path: Path, *, list_columns=()) -> None:
     """One CSV from many records, a chunk at a time; list cells are joined with ';'."""
     if not records:
         path.write_text("", encoding="utf-8")
@@ -768,17 +768,17 @@ def write_records_csv(records: list[dict], path: Path, *, list_columns=()) -> No
         chunk.to_csv(path, index=False, mode="a" if start else "w", header=not start)
 
 
-def valid_pair_ids(report: dict) -> set[str]:
+def valid_pair_ids(report: Report) -> set[str]:
     """The non-gold pairs whose verdict is ``valid``."""
     return {p["pair_id"] for p in report["pairs"] if p["verdict"] == "valid" and not p["is_gold"]}
 
 
 def write_valid_pairs(
-    report: dict,
+    report: Report,
     pairs: pd.DataFrame | None,
     path: Path,
     *,
-    write_pairs: Callable[[list[dict], Path], int] | None,
+    write_pairs: Callable[[list[Section], Path], int] | None,
 ) -> int:
     """The non-gold pairs whose verdict is ``valid``, every original field kept."""
     if pairs is None or "record" not in pairs or write_pairs is None:
