@@ -9,15 +9,17 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any, TypedDict, overload
 
 import numpy as np
 import pandas as pd
+from numpy.typing import NDArray
 
 from analysis import aspects as aspect_check
-from analysis.agreement import alpha, chosen_is_first, gwet_ac1, percent_agreement
+from analysis.agreement import CountMatrix, alpha, chosen_is_first, gwet_ac1, percent_agreement
 from analysis.annotators import STRAIGHT_LINING_MIN_ITEMS, annotator_table
 from analysis.conclusion import (
     LABEL_THRESHOLD,
@@ -35,7 +37,7 @@ from analysis.frames import Coded, code, first_slot_picked
 from analysis.intervals import MIN_ANNOTATORS, MIN_INTERVAL_UNITS, MIN_UNITS, Panel
 from analysis.pairs import gap_noise, pair_table, verdict_counts
 from analysis.quality import dimension_summary, quality_alpha, response_counts
-from analysis.report_shape import Counts, Report, Section, assemble, with_records
+from analysis.report_shape import Conclusion, Counts, Report, Section, assemble, with_records
 from analysis.stopping import OverlapDesign
 from analysis.validity import exact_proportion, label_share, position_bias
 from analysis.vocabulary import DIMENSIONS, PREFERENCES, REASONS
@@ -85,7 +87,7 @@ class ReportOptions:
 # --- inputs --------------------------------------------------------------------------------
 
 
-def report_options(scale: tuple[int, int], **overrides) -> ReportOptions:
+def report_options(scale: tuple[int, int], **overrides: Any) -> ReportOptions:
     """The report's options for a study's rating scale (lowest, highest) and the given overrides."""
     return ReportOptions(scale_min=scale[0], scale_max=scale[1], **overrides)
 
@@ -118,12 +120,31 @@ def _bare(value: float | None, note: str | None, name: str) -> Section:
     return out
 
 
-def _one_hot(codes: np.ndarray, width: int, *, offset: int = 0, out=None) -> np.ndarray:
+def _one_hot(
+    codes: NDArray[np.int64], width: int, *, offset: int = 0, out: CountMatrix | None = None
+) -> CountMatrix:
     """Each annotation's own counts row: 1 at ``offset + code`` (nothing where code < 0)."""
     own = np.zeros((codes.size, width), dtype=np.int64) if out is None else out
     given = codes >= 0
     own[np.flatnonzero(given), offset + codes[given]] = 1
     return own
+
+
+class _Boot(TypedDict):
+    """The keyword arguments every agreement statistic of the report shares."""
+
+    bootstrap: int
+    seed: int
+    panel: Panel
+    own: CountMatrix
+
+
+class _Labels(TypedDict):
+    """label_share's keyword arguments for both of its shares."""
+
+    min_annotations: int
+    panel: Panel
+    own: CountMatrix
 
 
 def _preference(stats: Coded, options: ReportOptions, panel: Panel) -> Section:
@@ -133,7 +154,7 @@ def _preference(stats: Coded, options: ReportOptions, panel: Panel) -> Section:
     full = stats.per_pair(stats.preference, len(PREFERENCES))
     counts = full[:, :n_categories]
     own = _one_hot(stats.preference, n_categories)
-    boot = {"bootstrap": options.bootstrap, "seed": options.seed, "panel": panel, "own": own}
+    boot: _Boot = {"bootstrap": options.bootstrap, "seed": options.seed, "panel": panel, "own": own}
     pa = percent_agreement(counts, **boot)
 
     # The neutral orientation's coin per pair: chosen is shown "first" (see neutral_orientation).
@@ -147,13 +168,13 @@ def _preference(stats: Coded, options: ReportOptions, panel: Panel) -> Section:
     n_annotations = len(stats.pair)
     ties = int((stats.preference == 2).sum())
     counted, first = first_slot_picked(stats.annotations)
-    labels = {
+    labels: _Labels = {
         "min_annotations": options.min_annotations,
         "panel": panel,
         "own": _one_hot(stats.preference, len(PREFERENCES)),
     }
 
-    out = {}
+    out: Section = {}
     out.update(_bare(pa.value, pa.note, "percent_agreement"))
     pa_dict = pa.as_dict()
     out["percent_agreement_ci95"] = pa_dict["ci95"]
@@ -166,7 +187,10 @@ def _preference(stats: Coded, options: ReportOptions, panel: Panel) -> Section:
         neutral,
         level="nominal",
         domain=["first", "second", "tie"][:n_categories],
-        **{**boot, "own": neutral_own},
+        bootstrap=options.bootstrap,
+        seed=options.seed,
+        panel=panel,
+        own=neutral_own,
     ).as_dict()
     out["ac1"] = gwet_ac1(counts, **boot).as_dict()
     out["label_agreement"] = label_share(full, decided_only=True, **labels)
@@ -186,13 +210,13 @@ def _preference(stats: Coded, options: ReportOptions, panel: Panel) -> Section:
     return out
 
 
-def _rating_codes(stats: Coded, column: str, lo: int) -> np.ndarray:
+def _rating_codes(stats: Coded, column: str, lo: int) -> NDArray[np.int64]:
     values = stats.rating(column)
     return np.where(np.isnan(values), -1, values - lo).astype(np.int64)
 
 
 def _quality(stats: Coded, options: ReportOptions, panel: Panel) -> Section:
-    out = {}
+    out: Section = {}
     pairs_with_annotations = np.bincount(stats.pair, minlength=stats.n_pairs) > 0
     width = len(options.domain)
     for dimension in DIMENSIONS:
@@ -251,7 +275,7 @@ def _main_reason(stats: Coded) -> tuple[Section, Section]:
 
     cross = np.zeros((len(REASONS), len(PREFERENCES)), dtype=np.int64)
     np.add.at(cross, (stats.reason[given], stats.preference[given]), 1)
-    by_choice = {}
+    by_choice: Section = {}
     for i, reason in enumerate(REASONS):
         row = cross[i]
         decisive = int(row[0] + row[1])
@@ -439,7 +463,7 @@ def _scorer_comparison(
     """`aspects.scorer`: the scorer's rows of non-gold pairs against the annotators' scores."""
     from analysis.aspect_scorer import compare_with_scorer
 
-    where = pair_ids.get_indexer(scorer["pair_id"])
+    where = pair_ids.get_indexer(pd.Index(scorer["pair_id"]))
     if (where < 0).any():
         raise ValueError("the scorer's rows name pairs that are not in the report")
     return compare_with_scorer(
@@ -461,7 +485,7 @@ _NO_ASPECT_SCORES = (
 
 def with_aspect_scores(
     report: Report, annotations: pd.DataFrame, pairs: pd.DataFrame | None, scorer: pd.DataFrame
-) -> Section:
+) -> Report:
     """The report with `aspects.scorer` added, as ``build_report(annotations, pairs,
     aspect_scores=scorer)`` gives it, without computing the rest again (the console compares
     an uploaded scorer file with a report it has already). ``report`` must have been built
@@ -518,7 +542,7 @@ def conclusion_checks(
     }
 
 
-def conclusion_of(annotations: pd.DataFrame, *, options: ReportOptions) -> Section:
+def conclusion_of(annotations: pd.DataFrame, *, options: ReportOptions) -> Conclusion:
     """The conclusion alone, through the same sections as :func:`build_report` (no gold pairs,
     no pair or annotator tables): what ``annotate plan`` simulates."""
     pair_ids = pd.Index(pd.unique(annotations["pair_id"].to_numpy(dtype=object)))
@@ -583,7 +607,7 @@ def build_report(
     if design is not None:
         counts = table[[f"n_{label}" for label in PREFERENCES]].to_numpy()
         stopped = design.stopped(list(table["pair_id"]), counts)
-        table.insert(table.columns.get_loc("n_annotations") + 1, "stopped", stopped)
+        table.insert(list(table.columns).index("n_annotations") + 1, "stopped", stopped)
     agreement = stats
     if design is not None and design.adaptive:
         in_sample = np.isin(pair_ids.to_numpy(dtype=object), list(design.sample))
@@ -664,8 +688,18 @@ def _records(frame: pd.DataFrame, list_columns: tuple[str, ...] = ()) -> list[Se
     return [dict(zip(names, row, strict=True)) for row in zip(*columns, strict=True)]
 
 
-def json_safe(value):
-    """Plain JSON types; NaN and infinities become None (the caller adds the note)."""
+@overload
+def json_safe(value: Report) -> Report: ...
+@overload
+def json_safe(value: Section) -> Section: ...
+@overload
+def json_safe(value: object) -> object: ...
+
+
+def json_safe(value: object) -> object:
+    """Plain JSON types; NaN and infinities become None (the caller adds the note). An object
+    keeps its keys and a list its length, so a report or section keeps its shape (its
+    numbers are the report's counts, never NaN, where the shape says int)."""
     if isinstance(value, dict):
         return {str(k): json_safe(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
@@ -733,7 +767,7 @@ def write_json(report: Report, path: Path) -> None:
     """Compact JSON written piece by piece: the per-pair list of a million-annotation study
     is never held as one string (json.dump would, or fall back to the slow Python encoder)."""
 
-    def dumps(value) -> str:
+    def dumps(value: object) -> str:
         return json.dumps(value, ensure_ascii=False, allow_nan=False)
 
     with path.open("w", encoding="utf-8") as handle:
@@ -751,7 +785,9 @@ def write_json(report: Report, path: Path) -> None:
         handle.write("}")
 
 
-def write_records_csv(records: list[Section], path: Path, *, list_columns=()) -> None:
+def write_records_csv(
+    records: list[Section], path: Path, *, list_columns: Sequence[str] = ()
+) -> None:
     """One CSV from many records, a chunk at a time; list cells are joined with ';'."""
     if not records:
         path.write_text("", encoding="utf-8")

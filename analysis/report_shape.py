@@ -38,9 +38,9 @@ class AgreementSample(TypedDict):
 class Design(TypedDict):
     """The study's overlap design (analysis.stopping.OverlapDesign.section)."""
 
-    overlap: str  # "adaptive" or "fixed"
-    min: int
-    max: int
+    overlap: str | None  # "adaptive" or "fixed"; None for a table without its study's design
+    min: int | None
+    max: int | None
     agreement_sample: NotRequired[AgreementSample]  # adaptive studies
     note: NotRequired[str]  # adaptive studies: how the agreement sample was drawn
 
