@@ -26,7 +26,7 @@ import hashlib
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, NotRequired, TypedDict
 
 import numpy as np
 import pandas as pd
@@ -43,7 +43,6 @@ from analysis.intervals import (
     pair_bootstrap,
     resample_weights,
 )
-from analysis.report_shape import Section
 
 Level = Literal["nominal", "ordinal", "interval"]
 Domain = Sequence[str | float]  # the values a rating can take, in order (labels or numbers)
@@ -55,6 +54,17 @@ ALPHA_RANGE = (-1.0, 1.0)
 
 # Upper bound for one chunk of bootstrap weights plus its float copy (tests shrink it).
 _CHUNK_BYTES = CHUNK_BYTES
+
+
+class EstimateJSON(TypedDict):
+    """An estimate in report.json: ``value`` and ``ci95`` (None where undefined: ``note``
+    says why); ``ci95_annotators`` (with its note) where the annotators were resampled too."""
+
+    value: float | None
+    ci95: list[float] | None
+    note: NotRequired[str]
+    ci95_annotators: NotRequired[list[float] | None]
+    ci95_annotators_note: NotRequired[str]
 
 
 @dataclass(frozen=True)
@@ -69,8 +79,8 @@ class Estimate:
     annotators_note: str | None = None
     with_annotators: bool = False
 
-    def as_dict(self) -> Section:
-        out: Section = {"value": _json_float(self.value), "ci95": _json_interval(self.ci95)}
+    def as_dict(self) -> EstimateJSON:
+        out: EstimateJSON = {"value": _json_float(self.value), "ci95": _json_interval(self.ci95)}
         if self.note is not None:
             out["note"] = self.note
         if self.with_annotators:

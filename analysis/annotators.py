@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+from numpy.typing import NDArray
 
 from analysis.distributions import binom_half_two_sided
 from analysis.frames import Coded, first_slot_picked, objects
@@ -12,7 +13,7 @@ from analysis.vocabulary import DIMENSIONS, PREFERENCES, RATING_COLUMNS
 STRAIGHT_LINING_MIN_ITEMS = 5
 
 
-def _loo_agreement(coded: Coded) -> tuple[np.ndarray, np.ndarray]:
+def _loo_agreement(coded: Coded) -> tuple[NDArray[np.bool_], NDArray[np.float64]]:
     """(has_peer, agreement) per annotation.
 
     The others' labels on the same pair are the pair's counts minus this annotation. Agreement
@@ -112,7 +113,7 @@ def _constant_ratings(ann: pd.DataFrame) -> pd.Series:
         by_slot[f"{dimension}_B"] = rejected.where(chosen_first, chosen)
     who = ann["annotator"].to_numpy(dtype=object)
 
-    def flat(ratings: pd.DataFrame, rows: np.ndarray) -> pd.Series:
+    def flat(ratings: pd.DataFrame, rows: NDArray[np.bool_]) -> pd.Series:
         # min and max skip missing values: a column never rated does not vary either
         groups = ratings[rows].groupby(who[rows], sort=True)
         return ~groups.max().gt(groups.min()).any(axis=1)

@@ -29,6 +29,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from analysis import strict_input
+from analysis.agreement import EstimateJSON
 from analysis.aspect_scores import AspectValueError, score
 from analysis.aspects import (
     Scores,
@@ -226,7 +227,9 @@ def auc(
     return out
 
 
-def _two_coder_alpha(units: pd.DataFrame, *, n_pairs: int, bootstrap: int, seed: int) -> Section:
+def _two_coder_alpha(
+    units: pd.DataFrame, *, n_pairs: int, bootstrap: int, seed: int
+) -> EstimateJSON:
     """Ordinal alpha of scorer vs human mean, two coders per (pair, aspect, response) unit on
     the ordered values that occur, resampling pairs (the scorer is one coder: no
     annotator-aware interval)."""

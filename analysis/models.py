@@ -33,7 +33,7 @@ AGREEMENT_WEIGHTS = np.array([[1.0, 0.0, 0.5, 0.0], [0.0, 1.0, 0.5, 0.0]])
 # --- bootstrap -----------------------------------------------------------------------------
 
 
-def resampled_sums(rows: np.ndarray, *, resamples: int, seed: int) -> np.ndarray:
+def resampled_sums(rows: NDArray[np.float64], *, resamples: int, seed: int) -> NDArray[np.float64]:
     """Sums of each row of ``rows`` (r x n pairs) over ``resamples`` bootstrap samples of the
     pairs (r x resamples); every row uses the same samples. Pairs whose columns are equal are
     grouped and drawn through a multinomial over the distinct columns, as in
@@ -60,7 +60,7 @@ def resampled_means(values: ArrayLike, *, resamples: int, seed: int) -> NDArray[
     return means
 
 
-def percentile_interval(samples: np.ndarray) -> list[float] | None:
+def percentile_interval(samples: NDArray[np.float64]) -> list[float] | None:
     samples = samples[np.isfinite(samples)]
     if samples.size == 0:
         return None
@@ -68,7 +68,7 @@ def percentile_interval(samples: np.ndarray) -> list[float] | None:
     return [float(lo), float(hi)]
 
 
-def _interval(samples: np.ndarray | None) -> tuple[list[float] | None, str | None]:
+def _interval(samples: NDArray[np.float64] | None) -> tuple[list[float] | None, str | None]:
     """The 95% interval of the defined resamples (a subset can be empty in some), as the rest
     of the report does: omitted when more than half are undefined."""
     if samples is None or samples.size == 0:
@@ -80,7 +80,9 @@ def _interval(samples: np.ndarray | None) -> tuple[list[float] | None, str | Non
     return percentile_interval(samples), note
 
 
-def _estimate(values: np.ndarray, samples: np.ndarray | None, *, what: str) -> Section:
+def _estimate(
+    values: NDArray[np.float64], samples: NDArray[np.float64] | None, *, what: str
+) -> Section:
     """{value, ci95, n} of a mean credit; None with a note when there are no pairs."""
     n = int(values.size)
     if n == 0:
@@ -128,7 +130,9 @@ def aligned_picks(
     return model.pick[where], first
 
 
-def weighted_kappa(human: np.ndarray, pick: np.ndarray) -> tuple[float | None, str | None]:
+def weighted_kappa(
+    human: NDArray[np.int64], pick: NDArray[np.int64]
+) -> tuple[float | None, str | None]:
     """Cohen's weighted kappa (Cohen 1968) of human majorities (0 chosen, 1 rejected) against
     model picks (PICKS codes) with AGREEMENT_WEIGHTS; without ties and parse failures this is
     Cohen's (1960) kappa. (None, note) when chance agreement is already 1."""
@@ -144,7 +148,7 @@ def weighted_kappa(human: np.ndarray, pick: np.ndarray) -> tuple[float | None, s
     return float((observed - expected) / (1.0 - expected)), None
 
 
-def position_test(pick: np.ndarray, chosen_first: np.ndarray) -> Section:
+def position_test(pick: NDArray[np.int64], chosen_first: NDArray[np.bool_]) -> Section:
     """A pairwise judge's accuracy with chosen shown first (A) and second (B), and Fisher's
     exact two-sided test of equal accuracy in both orders (a parse failure counts as wrong)."""
     correct = pick == CHOSEN
@@ -238,7 +242,11 @@ def model_summary(
 
 
 def error_split(
-    credit: np.ndarray, *, valid: np.ndarray, flip: np.ndarray, judged: np.ndarray
+    credit: NDArray[np.float64],
+    *,
+    valid: NDArray[np.bool_],
+    flip: NDArray[np.bool_],
+    judged: NDArray[np.bool_],
 ) -> Section:
     """Where a model's errors (credit lost: 1 - credit per pair) fall: on pairs the humans
     validated, on pairs they flipped, on the other pairs they did not validate (no consensus,
@@ -262,7 +270,7 @@ def error_split(
     return out
 
 
-def _human_majority(pairs: pd.DataFrame, *, min_annotations: int) -> np.ndarray:
+def _human_majority(pairs: pd.DataFrame, *, min_annotations: int) -> NDArray[np.int64]:
     """Per pair 0 (majority chosen), 1 (majority rejected), -1 (no decided majority or too few
     annotations: the pairs label agreement leaves out)."""
     majority = pairs["majority"].to_numpy(dtype=object)
@@ -275,12 +283,14 @@ def _human_majority(pairs: pd.DataFrame, *, min_annotations: int) -> np.ndarray:
 # --- the human reference ------------------------------------------------------------------
 
 
-def human_pairs(pairs: pd.DataFrame, *, min_annotations: int) -> np.ndarray:
+def human_pairs(pairs: pd.DataFrame, *, min_annotations: int) -> NDArray[np.bool_]:
     """The pairs the human reference is computed on: >= min_annotations (and >= 1)."""
     return pairs["n_annotations"].to_numpy() >= max(min_annotations, 1)
 
 
-def human_credit(pairs: pd.DataFrame, *, min_annotations: int) -> tuple[np.ndarray, np.ndarray]:
+def human_credit(
+    pairs: pd.DataFrame, *, min_annotations: int
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """(majority credit, average single annotator's credit) per pair with >= min_annotations,
     by the models' rule: the majority scores 1 (chosen), 0 (rejected) or 1/2 (no strict
     majority for either response, as a tie); an annotator's answer 1, 0 or 1/2 (tie)."""
@@ -297,7 +307,12 @@ def human_credit(pairs: pd.DataFrame, *, min_annotations: int) -> tuple[np.ndarr
 
 
 def paired_differences(
-    names: list[str], means: np.ndarray, samples: np.ndarray | None, *, subset: str, n: int
+    names: list[str],
+    means: NDArray[np.float64],
+    samples: NDArray[np.float64] | None,
+    *,
+    subset: str,
+    n: int,
 ) -> list[Section]:
     """Accuracy of each model minus each later one, with the paired bootstrap interval
     (``samples``: each model's accuracy in the same resamples)."""

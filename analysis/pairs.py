@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+from numpy.typing import NDArray
 from scipy import special
 
 from analysis.frames import Coded, code
@@ -62,7 +63,9 @@ class GapNoise:
         return cls({d: np.nan for d in DIMENSIONS})
 
 
-def _gap_moments(coded: Coded, dimension: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _gap_moments(
+    coded: Coded, dimension: str
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
     """Per pair: number of annotators who rated both sides, mean and variance (ddof 1) of their
     gaps; NaN where undefined."""
     gap = coded.rating(f"{dimension}_chosen") - coded.rating(f"{dimension}_rejected")
@@ -89,8 +92,12 @@ def gap_noise(coded: Coded) -> GapNoise:
 
 
 def gap_lower_bound(
-    k: np.ndarray, mean: np.ndarray, variance: np.ndarray, *, prior_variance: float
-) -> np.ndarray:
+    k: NDArray[np.float64],
+    mean: NDArray[np.float64],
+    variance: NDArray[np.float64],
+    *,
+    prior_variance: float,
+) -> NDArray[np.float64]:
     """One-sided 95% lower bound of each pair's mean gap (see the module docstring); NaN where
     nothing bounds it (no gap, or one gap and no study prior)."""
     prior_df = PRIOR_DF if np.isfinite(prior_variance) else 0.0
@@ -105,8 +112,8 @@ def gap_lower_bound(
 def pair_table(
     coded: Coded,
     *,
-    gold: np.ndarray,
-    category: np.ndarray,
+    gold: NDArray[np.bool_],
+    category: NDArray[np.object_],
     min_annotations: int,
     quality_threshold: float,
     pair_gap: float,
@@ -224,7 +231,7 @@ def pair_verdict(
     return row
 
 
-def _flag(mask: np.ndarray, name: str) -> pd.Series:
+def _flag(mask: NDArray[np.bool_], name: str) -> pd.Series:
     return pd.Series(np.where(mask, name + ";", ""), dtype=object)
 
 

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
+from numpy.typing import NDArray
 
 from analysis.majority import strict_majority
 from analysis.report_shape import Section
@@ -162,7 +163,7 @@ class Adaptive:
         return max(self.maximum, self.agreement_overlap)
 
 
-def _pair_counts(study: pd.DataFrame, n_pairs: int) -> np.ndarray:
+def _pair_counts(study: pd.DataFrame, n_pairs: int) -> NDArray[np.int64]:
     """pairs x (chosen, rejected, tie) counts of a simulated study (pair ids 0..n-1)."""
     pair = study["pair_id"].to_numpy(dtype=object).astype(int)
     labels = study["preference"].to_numpy(dtype=object)
@@ -173,8 +174,8 @@ def _pair_counts(study: pd.DataFrame, n_pairs: int) -> np.ndarray:
 
 
 def adaptive_stop(
-    study: pd.DataFrame, design: Adaptive, *, ties: bool, sample: np.ndarray
-) -> np.ndarray:
+    study: pd.DataFrame, design: Adaptive, *, ties: bool, sample: NDArray[np.bool_]
+) -> NDArray[np.int64]:
     """How many of each pair's annotations (drawn in arrival order, ``design.most`` each) an
     adaptive study keeps: the first count at which analysis.stopping says it is decided or at
     its maximum; exactly K for pairs of the agreement sample."""

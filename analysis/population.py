@@ -43,7 +43,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from analysis.report_shape import Report, Section
+from analysis.report_shape import Population, Report, Section
 
 if TYPE_CHECKING:  # for the annotations only: judge_values imports them where it needs them
     from analysis.model_files import ModelJudgements
@@ -60,7 +60,7 @@ def _ci(estimate: float | None, variance: float | None) -> list[float] | None:
     return [max(0.0, estimate - half), min(1.0, estimate + half)]
 
 
-def power_tuning(y: np.ndarray, f: np.ndarray) -> float:
+def power_tuning(y: NDArray[np.float64], f: NDArray[np.float64]) -> float:
     """lambda = cov(y, f) / var(f) (0 when f does not vary or fewer than 3 labelled pairs)."""
     if len(y) < 3:
         return 0.0
@@ -71,7 +71,11 @@ def power_tuning(y: np.ndarray, f: np.ndarray) -> float:
 
 
 def stratum_estimate(
-    y: np.ndarray, size: int, *, f: np.ndarray | None = None, f_mean: float | None = None
+    y: NDArray[np.float64],
+    size: int,
+    *,
+    f: NDArray[np.float64] | None = None,
+    f_mean: float | None = None,
 ) -> tuple[float | None, float | None, float, str | None]:
     """(share, variance, lambda, note) of one stratum of `size` pairs from its labelled pairs'
     values `y`; with the judge's values `f` on them and its mean over the whole stratum,
@@ -99,11 +103,11 @@ def stratum_estimate(
 
 
 def stratified_share(
-    y: np.ndarray,
-    strata: np.ndarray,
+    y: NDArray[np.float64],
+    strata: NDArray[np.object_],
     sizes: dict[str, int],
     *,
-    f: np.ndarray | None = None,
+    f: NDArray[np.float64] | None = None,
     f_means: dict[str, float] | None = None,
 ) -> Section:
     """The population share from labelled values `y` in `strata`, stratum sizes `sizes`
@@ -174,8 +178,8 @@ def ppi_mean_ci(
 
 
 def population_section(
-    units: pd.DataFrame, *, judge: np.ndarray | None = None, judge_name: str | None = None
-) -> Section:
+    units: pd.DataFrame, *, judge: NDArray[np.float64] | None = None, judge_name: str | None = None
+) -> Population:
     """The report's `population` key. `units`: one row per pair of the population (gold pairs
     left out) with pair_id, sampled, inclusion_probability, stratum and verdict (the report's
     per-pair verdict; unsampled pairs have none that counts). `judge`: the judge's value per
@@ -231,7 +235,7 @@ def population_section(
     else:
         bad_left["note"] = valid.get("note", "the valid share is not estimable")
     not_labelled = int((sampled & ~labelled).sum())
-    section = {
+    section: Population = {
         "pairs_total": total,
         "pairs_sampled": int(sampled.sum()),
         "pairs_labelled": int(labelled.sum()),
@@ -270,7 +274,7 @@ def population_section(
     return section
 
 
-def population_sentence(section: Section) -> str:
+def population_sentence(section: Population) -> str:
     """One plain sentence a paper can quote."""
     valid = section["estimates"][VALID]
     total, labelled = section["pairs_total"], section["pairs_labelled"]

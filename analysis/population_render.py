@@ -5,7 +5,7 @@ from __future__ import annotations
 import html
 from collections.abc import Sequence
 
-from analysis.report_shape import Report, Section
+from analysis.report_shape import Population, Report
 
 HEADER = ("verdict", "share of the benchmark", "95% CI", "human only", "95% CI (human only)")
 
@@ -32,7 +32,7 @@ def population_rows(report: Report) -> list[tuple[str, ...]]:
     ]
 
 
-def _facts(section: Section) -> list[str]:
+def _facts(section: Population) -> list[str]:
     strata = "; ".join(
         f"{name}: {s['labelled']:,} labelled of {s['pairs']:,}"
         for name, s in section["strata"].items()

@@ -263,7 +263,7 @@ def _quality(stats: Coded, options: ReportOptions, panel: Panel) -> Section:
     return out
 
 
-def _main_reason(stats: Coded) -> tuple[Section, Section]:
+def _main_reason(stats: Coded) -> tuple[Section, dict[str, Section]]:
     given = stats.reason >= 0
     n = int(given.sum())
     counts = np.bincount(stats.reason[given], minlength=len(REASONS))
@@ -275,7 +275,7 @@ def _main_reason(stats: Coded) -> tuple[Section, Section]:
 
     cross = np.zeros((len(REASONS), len(PREFERENCES)), dtype=np.int64)
     np.add.at(cross, (stats.reason[given], stats.preference[given]), 1)
-    by_choice: Section = {}
+    by_choice: dict[str, Section] = {}
     for i, reason in enumerate(REASONS):
         row = cross[i]
         decisive = int(row[0] + row[1])
@@ -410,7 +410,7 @@ def _aspects(
     coded: Coded,
     table: pd.DataFrame,
     *,
-    gold: np.ndarray,
+    gold: NDArray[np.bool_],
     options: ReportOptions,
     scorer: pd.DataFrame | None,
 ) -> tuple[pd.DataFrame, Section, Section]:
@@ -454,8 +454,8 @@ def _scorer_comparison(
     humans: aspect_check.Scores,
     *,
     pair_ids: pd.Index,
-    gold: np.ndarray,
-    majority: np.ndarray,
+    gold: NDArray[np.bool_],
+    majority: NDArray[np.object_],
     gap_threshold: float,
     bootstrap: int,
     seed: int,

@@ -45,15 +45,43 @@ class Design(TypedDict):
     note: NotRequired[str]  # adaptive studies: how the agreement sample was drawn
 
 
+class Stratum(TypedDict):
+    pairs: int
+    sampled: int
+    labelled: int
+
+
+class PopulationPair(TypedDict):
+    pair_id: str
+    sampled: bool
+    inclusion_probability: float
+    stratum: str
+
+
+class Population(TypedDict):
+    """A sampled study's whole benchmark (analysis.population.population_section)."""
+
+    pairs_total: int
+    pairs_sampled: int
+    pairs_labelled: int
+    strata: dict[str, Stratum]
+    estimates: dict[str, Section]  # verdict -> share, ci95, method, ... (lambda with a judge)
+    bad_found: int
+    bad_left: Section  # value, ci95 and the share of the cleaned benchmark, or a note
+    pairs: list[PopulationPair]
+    note: NotRequired[str]  # sampled pairs without a verdict yet
+    sentence: NotRequired[str]  # one plain sentence (added by with_population)
+
+
 class Report(TypedDict):
     counts: Counts
     preference: Section
     quality: Section
     main_reason: Section
-    main_reason_by_choice: Section
+    main_reason_by_choice: dict[str, Section]  # per reason: counts per preference
     conclusion: Conclusion
     aspects: NotRequired[Section]  # studies with the aspect check
-    verdicts: Section
+    verdicts: dict[str, int]  # pairs per verdict, every verdict named
     design: Design
     pairs: Records
     annotators: Records
@@ -62,7 +90,7 @@ class Report(TypedDict):
     models: NotRequired[Records]  # report --model (analysis.models.with_models), one per model
     human_reference: NotRequired[dict[str, Section]]  # report --model: the humans' accuracies
     model_differences: NotRequired[Records]  # report --model: paired differences of models
-    population: NotRequired[Section]  # sampled studies (analysis.population.with_population)
+    population: NotRequired[Population]  # sampled studies (analysis.population.with_population)
 
 
 KEY_ORDER: tuple[str, ...] = tuple(Report.__annotations__)
@@ -74,9 +102,9 @@ def assemble(
     preference: Section,
     quality: Section,
     main_reason: Section,
-    main_reason_by_choice: Section,
+    main_reason_by_choice: dict[str, Section],
     conclusion: Conclusion,
-    verdicts: Section,
+    verdicts: dict[str, int],
     options: Section,
     methods: Section,
     design: Design,

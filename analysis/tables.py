@@ -204,7 +204,7 @@ def _text_values(raw: pd.Series) -> pd.Series:
     return values.where(values.notna(), None).astype("string").str.strip()
 
 
-def _missing(raw: pd.Series) -> np.ndarray:
+def _missing(raw: pd.Series) -> NDArray[np.bool_]:
     """Missing = null, NaN or blank text."""
     if pd.api.types.is_numeric_dtype(raw.dtype) or raw.isna().all():
         return raw.isna().to_numpy(dtype=bool)

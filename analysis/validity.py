@@ -88,12 +88,12 @@ def label_statistic(*, min_annotations: int, decided_only: bool) -> SumStatistic
 
 
 def label_share(
-    counts: np.ndarray,
+    counts: NDArray[np.int64],
     *,
     min_annotations: int,
     decided_only: bool,
     panel: Panel | None = None,
-    own: np.ndarray | None = None,
+    own: NDArray[np.int64] | None = None,
 ) -> Section:
     """Label agreement from pairs x (chosen, rejected, tie) counts (see :func:`label_statistic`).
 
@@ -190,7 +190,11 @@ def proportion(k: int, n: int) -> Section:
 
 
 def tost_paired(
-    differences: Sequence[float], *, margin: float, alpha: float = 0.05, min_sd: float = 0.0
+    differences: Sequence[float] | NDArray[np.float64],
+    *,
+    margin: float,
+    alpha: float = 0.05,
+    min_sd: float = 0.0,
 ) -> Section:
     """Equivalence of the per-pair differences (chosen minus rejected) to zero within ``margin``.
 
