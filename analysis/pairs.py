@@ -226,7 +226,7 @@ def pair_verdict(
         pair_gap=pair_gap,
         noise=noise,
     )
-    row: Section = {str(column): value for column, value in table.iloc[0].items()}
+    row: Section = {str(column): value for column, value in table.iloc[0].to_dict().items()}
     row["flags"] = row["flags"].split(";") if row["flags"] else []
     return row
 
