@@ -189,7 +189,8 @@ def _preference(stats: Coded, options: ReportOptions, panel: Panel) -> Section:
         domain=["first", "second", "tie"][:n_categories],
         bootstrap=options.bootstrap,
         seed=options.seed,
-        panel=panel,
+        # the neutral coding hides a lasting lean to chosen: main effects read from the labels
+        panel=panel.with_traits(own),
         own=neutral_own,
     ).as_dict()
     out["ac1"] = gwet_ac1(counts, **boot).as_dict()
