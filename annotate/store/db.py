@@ -351,7 +351,7 @@ def write_connection(engine: Engine, work: Callable[[Connection], T], *, durable
 
 def has_driver_writes(engine: Engine) -> bool:
     """Whether `write_driver` can be used: PostgreSQL, or a SQLite file (not one in memory)."""
-    return not is_sqlite(engine) or sqlite_engine.has_write_transaction(engine)
+    return engine.dialect.name != "sqlite" or sqlite_engine.has_write_transaction(engine)
 
 
 def write_driver(engine: Engine, work: Callable[[Any], T]) -> T:
@@ -361,7 +361,7 @@ def write_driver(engine: Engine, work: Callable[[Any], T]) -> T:
     its own. Check `has_driver_writes` first."""
 
     def once() -> T:
-        if is_sqlite(engine):
+        if engine.dialect.name == "sqlite":
             with sqlite_engine.write_transaction(engine) as driver:
                 return work(driver)
         with autocommit(engine) as pooled:
