@@ -166,7 +166,8 @@ def _preference(stats: Coded, options: ReportOptions, panel: Panel) -> dict:
         neutral,
         level="nominal",
         domain=["first", "second", "tie"][:n_categories],
-        **{**boot, "own": neutral_own},
+        # the neutral coding hides a lasting lean to chosen: main effects read from the labels
+        **{**boot, "own": neutral_own, "panel": panel.with_traits(own)},
     ).as_dict()
     out["ac1"] = gwet_ac1(counts, **boot).as_dict()
     out["label_agreement"] = label_share(full, decided_only=True, **labels)
