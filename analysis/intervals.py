@@ -300,7 +300,9 @@ class Panel:
     traits: np.ndarray | None = None
 
     @classmethod
-    def of(cls, unit: np.ndarray, annotator: np.ndarray, *, seed: int, shuffles: int | None = None):
+    def of(
+        cls, unit: np.ndarray, annotator: np.ndarray, *, seed: int, shuffles: int | None = None
+    ) -> Panel:
         unit = np.asarray(unit, dtype=np.int64)
         codes, annotator = np.unique(np.asarray(annotator), return_inverse=True)
         if shuffles is None:
@@ -375,14 +377,14 @@ def annotator_interval(
     total = statistic.features(counts).sum(axis=0)
     n_kinds = len(first)
     few_kinds = n_kinds * panel.n_annotators <= kind.size
-    delta_rows = None if few_kinds else delta[kind]
+    delta_rows = delta if few_kinds else delta[kind]  # (unused with few kinds)
 
     def removed(codes: np.ndarray) -> np.ndarray:
         if few_kinds:
             per_annotator = np.bincount(
                 codes * n_kinds + kind, minlength=panel.n_annotators * n_kinds
             ).reshape(panel.n_annotators, n_kinds)
-            return per_annotator @ delta
+            return np.asarray(per_annotator @ delta)
         return panel.group_sum(codes, delta_rows)
 
     draws = annotator_draws(panel.n_annotators) if statistic.majority else None

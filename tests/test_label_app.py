@@ -324,8 +324,6 @@ def test_a_submits_page_run_reads_the_page_in_one_unit_of_work(study, monkeypatc
     """The page run after a Submit: the sign-in looked up once (app.py hands it to the page)
     and everything the page shows read in one db.read; no other read (the next pair was
     reserved by the Submit's own commit)."""
-    import annotate.earlier_answers
-    import annotate.labelling
     import annotate.queue.assignment
     import annotate.store.db
     import annotate.web.identity
@@ -346,10 +344,11 @@ def test_a_submits_page_run_reads_the_page_in_one_unit_of_work(study, monkeypatc
     monkeypatch.setattr(
         annotate.web.identity, "read", counted("sign-in", annotate.web.identity.read)
     )
-    for module in (annotate.labelling, annotate.queue.assignment, annotate.earlier_answers):
-        monkeypatch.setattr(
-            module, "read_session", counted(f"{module.__name__}.read_session", module.read_session)
-        )
+    # (labelling and earlier_answers read through db.read, counted above)
+    module = annotate.queue.assignment
+    monkeypatch.setattr(
+        module, "read_session", counted(f"{module.__name__}.read_session", module.read_session)
+    )
     autocommit = Cursor.autocommit.__func__
     monkeypatch.setattr(Cursor, "autocommit", classmethod(counted("autocommit", autocommit)))
     shown = data(at)["token"]
