@@ -450,7 +450,7 @@ def annotator_bootstrap_variance(
     A draw names, for each of the K annotators, the annotator whose answers take its place
     (with replacement); every annotation is re-labelled with its stand-in's answer on the
     same unit, so a unit keeps its number of annotations and a majority of three stays a
-    majority of three (brief: with a panel of three who all rate every pair, the 27 ordered
+    majority of three (with a panel of three who all rate every pair, the 27 ordered
     draws are enumerated). Where the stand-in did not answer that unit, the annotation is left
     out, as the jackknife leaves an annotator out. K / (K - 1) is the usual bias correction of
     a bootstrap variance over K. An annotator drawn twice agrees with its copy, which moves

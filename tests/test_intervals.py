@@ -4,6 +4,7 @@ independent simulation of the label check."""
 
 from __future__ import annotations
 
+import itertools
 import subprocess
 import sys
 
@@ -15,7 +16,9 @@ from analysis.agreement import AC1, PERCENT_AGREEMENT, alpha, alpha_statistic, p
 from analysis.intervals import (
     PairInterval,
     Panel,
+    annotator_bootstrap_variance,
     annotator_component,
+    annotator_draws,
     annotator_interval,
     combined_interval,
     main_effect_ratio,
@@ -475,3 +478,96 @@ def ac1_of(counts, own, panel):
     from analysis.agreement import gwet_ac1
 
     return gwet_ac1(counts, bootstrap=300, seed=0, panel=panel, own=own)
+
+
+# --- majority-type statistics: a bootstrap over annotators ---------------------------------
+
+
+def test_bootstrap_over_annotators_known_answer():
+    # Three annotators rate two pairs: A (chosen, chosen), B (chosen, rejected), C (rejected,
+    # rejected); the majorities are chosen and rejected, confirmed share 1/2. Of the 27
+    # ordered draws of stand-ins, the 6 orders of A, B, C give 1/2; the 7 with A at least
+    # twice give A's answers (1), the 7 with B twice or more B's (1/2), the 7 with C C's (0):
+    # mean 1/2, variance (7/4 + 7/4) / 27 = 7/54, times 3/2 = 7/36. (The jackknife, whose
+    # majority of two is agreement of two, gives 0, 0 and 1/2 without A, B, C: 1/9.)
+    unit = np.array([0, 0, 0, 1, 1, 1])
+    codes = np.array([0, 1, 2, 0, 1, 2])
+    value = np.array([0, 0, 1, 0, 1, 1])
+    counts = np.zeros((2, 3), dtype=np.int64)
+    np.add.at(counts, (unit, value), 1)
+    statistic = label_statistic(min_annotations=2, decided_only=False)
+    variance = annotator_bootstrap_variance(
+        statistic,
+        counts,
+        np.eye(3, dtype=np.int64)[value],
+        unit=unit,
+        codes=codes,
+        draws=annotator_draws(3),
+    )
+    assert variance == pytest.approx(7 / 36, abs=1e-12)
+    assert len(annotator_draws(3)) == 27 and len(annotator_draws(6)) == 500
+
+
+def _panel_labels(rng, *, n_pairs, annotators, per_pair, missing):
+    """Labels (0 chosen, 1 rejected, 2 tie) of annotators with lasting leans to chosen."""
+    pair = np.repeat(np.arange(n_pairs), per_pair)
+    who = np.argsort(rng.random((n_pairs, annotators)), axis=1)[:, :per_pair].ravel()
+    keep = rng.random(pair.size) >= missing
+    pair, who = pair[keep], who[keep]
+    lean = np.linspace(-1.0, 1.0, annotators)[who]
+    p_chosen = 0.9 / (1 + np.exp(-(rng.normal(1.0, 1.0, n_pairs)[pair] + lean)))
+    draw = rng.random(pair.size)
+    value = np.where(draw < p_chosen, 0, np.where(draw < 0.9, 1, 2))
+    return pair, who, value
+
+
+@pytest.mark.parametrize(
+    ("annotators", "per_pair", "missing"),
+    [(3, 3, 0.0), (3, 3, 0.1), (5, 3, 0.1)],
+    ids=["panel of three", "panel of three, gaps", "pool of five, gaps"],
+)
+def test_label_interval_equals_a_slow_bootstrap_over_annotators(annotators, per_pair, missing):
+    """label_share's ci95_annotators takes the annotators' part from a bootstrap over
+    annotators: each annotation re-labelled with its stand-in's answer on the same pair (left
+    out where the stand-in has none), every ordered draw with three annotators; recomputed
+    here annotation by annotation. The jackknife would leave an annotator out instead."""
+    rng = np.random.default_rng(annotators * 10 + int(missing * 10))
+    n_pairs = 60
+    pair, who, value = _panel_labels(
+        rng, n_pairs=n_pairs, annotators=annotators, per_pair=per_pair, missing=missing
+    )
+    counts = np.zeros((n_pairs, 3), dtype=np.int64)
+    np.add.at(counts, (pair, value), 1)
+    own = np.eye(3, dtype=np.int64)[value]
+    panel = Panel.of(pair, who, seed=3)
+    share = label_share(counts, min_annotations=2, decided_only=False, panel=panel, own=own)
+    statistic = label_statistic(min_annotations=2, decided_only=False)
+    if annotators**annotators <= 300:
+        draws = list(itertools.product(range(annotators), repeat=annotators))
+    else:
+        draws = [tuple(d) for d in annotator_draws(annotators)]
+
+    def slow_variance(codes):
+        answers = {(int(a), int(p)): int(v) for a, p, v in zip(codes, pair, value, strict=True)}
+        values = []
+        for draw in draws:
+            resampled = np.zeros_like(counts)
+            for a, p in zip(codes, pair, strict=True):
+                answer = answers.get((draw[a], int(p)))
+                if answer is not None:
+                    resampled[p, answer] += 1
+            values.append(statistic.value(resampled))
+        return annotators / (annotators - 1) * np.var(values)
+
+    observed = slow_variance(panel.annotator)
+    floor = np.mean([slow_variance(c) for c in panel.shuffled])
+    assert observed > floor
+    ratio = _slow_main_effect_ratio(pair, who, own, panel.shuffled)
+    component = annotator_component(
+        observed=observed, floor=floor, annotators=annotators, main_effects=ratio
+    )
+    point = share["value"]
+    expected, _ = combined_interval(
+        point, tuple(share["ci95"]), annotator_variance=component, bounds=(0.0, 1.0)
+    )
+    assert share["ci95_annotators"] == pytest.approx(expected, abs=1e-10)
