@@ -506,6 +506,7 @@ def test_bootstrap_over_annotators_known_answer():
     )
     assert variance == pytest.approx(7 / 36, abs=1e-12)
     assert len(annotator_draws(3)) == 27 and len(annotator_draws(6)) == 200
+    assert len(annotator_draws(40, share=0.125)) == 25 and len(annotator_draws(40, share=0)) == 20
 
 
 def _panel_labels(rng, *, n_pairs, annotators, per_pair, missing):
@@ -546,7 +547,8 @@ def test_label_interval_equals_a_slow_bootstrap_over_annotators(annotators, per_
     if annotators**annotators <= 300:
         draws = list(itertools.product(range(annotators), repeat=annotators))
     else:
-        draws = [tuple(d) for d in annotator_draws(annotators)]
+        answered = np.mean([len(set(who[pair == p])) for p in pair]) / annotators
+        draws = [tuple(d) for d in annotator_draws(annotators, share=answered)]
 
     def slow_variance(codes):
         answers = {(int(a), int(p)): int(v) for a, p, v in zip(codes, pair, value, strict=True)}
@@ -560,8 +562,11 @@ def test_label_interval_equals_a_slow_bootstrap_over_annotators(annotators, per_
                     found += 1
             values.append(statistic.value(resampled))
         boot = annotators / (annotators - 1) * np.var(values)
-        # the jackknife takes the share of re-labellings whose stand-in had no answer
-        answered = found / (len(draws) * len(codes))
+        # the jackknife takes the share of re-labellings whose stand-in had no answer (the
+        # expected share; with every ordered draw, the share found)
+        answered = np.mean([len(set(codes[pair == p])) for p in pair]) / annotators
+        if len(draws) == annotators**annotators:
+            assert answered == pytest.approx(found / (len(draws) * len(codes)), abs=1e-12)
         without = []
         for a in range(annotators):
             kept = np.zeros_like(counts)
