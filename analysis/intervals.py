@@ -443,6 +443,9 @@ def annotator_interval(
 EXACT_DRAWS = 300
 RANDOM_DRAWS = 200
 MIN_DRAWS = 20
+# Up to this many possible count rows of a unit the bootstrap over annotators computes each
+# row's features once (a table) instead of once per unit and draw.
+MAX_PATTERNS = 2**16
 
 
 def annotator_draws(annotators: int, *, share: float = 1.0) -> np.ndarray:
@@ -494,19 +497,35 @@ def annotator_bootstrap_variance(
     k = draws.shape[1]
     n_units, width = counts.shape
     vote = np.asarray(own).argmax(axis=1)
-    # which annotation holds each annotator's answer on each unit (-1: none)
-    holder = np.full((k, n_units), -1, dtype=np.int64)
-    holder[codes, unit] = np.arange(unit.size)
-    rows = max(1, _BATCH_CELLS // max(unit.size, 1))
+    # A unit's re-labelled counts as one mixed-radix code (digit c: answers c), built by
+    # adding base**answer per re-labelled annotation; each annotator's answer on each unit
+    # as base**answer (0: no answer).
+    base = int(np.bincount(unit, minlength=n_units).max(initial=0)) + 1
+    digit = np.zeros((k, n_units))
+    digit[codes, unit] = float(base) ** vote
+    n_codes = base**width
+    table = n_codes <= MAX_PATTERNS
+    if table:
+        patterns = (np.arange(n_codes)[:, None] // base ** np.arange(width)) % base
+        pattern_features = statistic.features(patterns).astype(np.float64)
+    rows = max(1, _BATCH_CELLS // max(unit.size, n_units, 1))
     values = []
     for start in range(0, len(draws), rows):
         chunk = draws[start : start + rows]
-        stand_in = holder[chunk[:, codes], unit[None, :]]  # chunk x annotations
-        draw_of, annotation = np.nonzero(stand_in >= 0)
-        key = (draw_of * n_units + unit[annotation]) * width + vote[stand_in[draw_of, annotation]]
-        resampled = np.bincount(key, minlength=len(chunk) * n_units * width)
-        sums = statistic.features(resampled.reshape(-1, width))
-        values.append(statistic.finish(sums.reshape(len(chunk), n_units, -1).sum(axis=1)))
+        place = (np.arange(len(chunk))[:, None] * n_units + unit[None, :]).ravel()
+        code = np.bincount(
+            place,
+            weights=digit[chunk[:, codes], unit[None, :]].ravel(),
+            minlength=len(chunk) * n_units,
+        ).astype(np.int64)
+        if table:
+            which = np.arange(len(chunk)).repeat(n_units) * n_codes + code
+            per_draw = np.bincount(which, minlength=len(chunk) * n_codes)
+            sums = per_draw.reshape(len(chunk), n_codes) @ pattern_features
+        else:
+            resampled = (code[:, None] // base ** np.arange(width)) % base
+            sums = statistic.features(resampled).reshape(len(chunk), n_units, -1).sum(axis=1)
+        values.append(statistic.finish(sums))
     value = np.concatenate(values)
     if not np.isfinite(value).all():
         return np.nan
