@@ -397,17 +397,20 @@ def annotator_interval(
         else 0.0
     )
     draws = annotator_draws(panel.n_annotators, share=answered) if answered > 0 else None
+    bootstrap = (
+        annotator_bootstrap(statistic, counts, own, unit=panel.unit, draws=draws)
+        if draws is not None
+        else None
+    )
 
     def jackknife(codes: np.ndarray) -> float:
         left_out = statistic.finish(total[None, :] - removed(codes))
         return _jackknife_variance(left_out) if np.isfinite(left_out).all() else np.nan
 
     def variance(codes: np.ndarray) -> float:
-        if draws is None or answered == 0:
+        if bootstrap is None:
             return jackknife(codes)
-        boot = annotator_bootstrap_variance(
-            statistic, counts, own, unit=panel.unit, codes=codes, draws=draws
-        )
+        boot = bootstrap(codes)
         if answered == 1 or not np.isfinite(boot):
             return boot if np.isfinite(boot) else jackknife(codes)
         # Where stand-ins rarely answered the same pairs (a large pool, few annotators a
@@ -474,6 +477,18 @@ def annotator_bootstrap_variance(
     codes: np.ndarray,
     draws: np.ndarray,
 ) -> float:
+    """:func:`annotator_bootstrap` for one assignment of annotators ``codes``."""
+    return annotator_bootstrap(statistic, counts, own, unit=unit, draws=draws)(codes)
+
+
+def annotator_bootstrap(
+    statistic: SumStatistic,
+    counts: np.ndarray,
+    own: np.ndarray,
+    *,
+    unit: np.ndarray,
+    draws: np.ndarray,
+) -> Callable[[np.ndarray], float]:
     """Bootstrap variance over annotators of a majority-type statistic, times K / (K - 1).
 
     A draw names, for each of the K annotators, the annotator whose answers take its place
@@ -485,12 +500,14 @@ def annotator_bootstrap_variance(
     a bootstrap variance over K. An annotator drawn twice agrees with its copy, which moves
     such draws towards a single annotator's answers; with the labels shuffled within pairs
     the same happens, so the noise floor (this bootstrap on the panel's shuffles) takes that
-    shift out. ``codes`` gives each annotation's annotator (the panel's or a shuffle); an
-    annotator with two answers on one unit stands in with the later one.
+    shift out. The returned function takes each annotation's annotator (the panel's or a
+    shuffle's codes; what does not depend on them is prepared once); one answer per annotator
+    and unit is assumed (an annotator with two counts both when it stands in).
 
     Against the annotators' variance over panels (README), its excess over the floor was 1.14
     of it for the benchmark's panel of three at 100 pairs (the jackknife's 0.62) and, blended
-    with the jackknife where stand-ins had no answer, 0.82 with a pool of six (0.73); it measures more (1.46) where few pairs split, because a draw with a
+    with the jackknife where stand-ins had no answer, 0.82 with a pool of six (0.73); it
+    measures more (1.46) where few pairs split, because a draw with a
     duplicate moves with that annotator's answers on every pair, a majority of three only on
     the pairs whose other two answers split: it errs wide where the jackknife errs narrow.
     """
@@ -498,38 +515,62 @@ def annotator_bootstrap_variance(
     n_units, width = counts.shape
     vote = np.asarray(own).argmax(axis=1)
     # A unit's re-labelled counts as one mixed-radix code (digit c: answers c), built by
-    # adding base**answer per re-labelled annotation; each annotator's answer on each unit
-    # as base**answer (0: no answer).
-    base = int(np.bincount(unit, minlength=n_units).max(initial=0)) + 1
-    digit = np.zeros((k, n_units))
-    digit[codes, unit] = float(base) ** vote
+    # adding base**answer per re-labelled annotation.
+    sizes = np.bincount(unit, minlength=n_units)
+    base = int(sizes.max(initial=0)) + 1
     n_codes = base**width
     table = n_codes <= MAX_PATTERNS
+    pattern_features = np.zeros((0, 0))
     if table:
         patterns = (np.arange(n_codes)[:, None] // base ** np.arange(width)) % base
         pattern_features = statistic.features(patterns).astype(np.float64)
-    rows = max(1, _BATCH_CELLS // max(unit.size, n_units, 1))
-    values = []
-    for start in range(0, len(draws), rows):
-        chunk = draws[start : start + rows]
-        place = (np.arange(len(chunk))[:, None] * n_units + unit[None, :]).ravel()
-        code = np.bincount(
-            place,
-            weights=digit[chunk[:, codes], unit[None, :]].ravel(),
-            minlength=len(chunk) * n_units,
-        ).astype(np.int64)
-        if table:
-            which = np.arange(len(chunk)).repeat(n_units) * n_codes + code
-            per_draw = np.bincount(which, minlength=len(chunk) * n_codes)
-            sums = per_draw.reshape(len(chunk), n_codes) @ pattern_features
-        else:
-            resampled = (code[:, None] // base ** np.arange(width)) % base
-            sums = statistic.features(resampled).reshape(len(chunk), n_units, -1).sum(axis=1)
-        values.append(statistic.finish(sums))
-    value = np.concatenate(values)
-    if not np.isfinite(value).all():
-        return np.nan
-    return float(k / (k - 1) * value.var())
+    # Every ordered pair (r, s) of annotations on one unit: when s's annotator stands in for
+    # r's, s's answer is r's re-labelled answer. Grouped by (r's annotator, s's annotator), a
+    # draw needs K groups, so its work is the annotations that find an answer, not all of them.
+    order = np.argsort(unit, kind="stable")
+    group_size = sizes[unit[order]]
+    first = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    left = np.repeat(order, group_size)
+    within = np.arange(left.size) - np.repeat(np.cumsum(group_size) - group_size, group_size)
+    right = order[first[unit[left]] + within]
+    pair_unit = unit[left]
+    pair_digit = float(base) ** vote[right]
+    per_draw = max(left.size // max(k, 1), n_units, 1)
+    rows = max(1, _BATCH_CELLS // per_draw)
+    group_type = np.uint16 if k * k < 2**16 else np.int64
+
+    def variance(codes: np.ndarray) -> float:
+        group = (codes[left] * k + codes[right]).astype(group_type)
+        by_group = np.argsort(group, kind="stable")
+        entry_unit, entry_digit = pair_unit[by_group], pair_digit[by_group]
+        bounds = np.concatenate([[0], np.cumsum(np.bincount(group, minlength=k * k))])
+        values = []
+        for start in range(0, len(draws), rows):
+            chunk = draws[start : start + rows]
+            keys = (np.arange(k)[None, :] * k + chunk).ravel()
+            lengths = bounds[keys + 1] - bounds[keys]
+            skip = np.repeat(bounds[keys] - (np.cumsum(lengths) - lengths), lengths)
+            take = np.arange(int(lengths.sum())) + skip
+            draw_of = np.repeat(np.arange(len(chunk)), lengths.reshape(len(chunk), k).sum(axis=1))
+            code = np.bincount(
+                draw_of * n_units + entry_unit[take],
+                weights=entry_digit[take],
+                minlength=len(chunk) * n_units,
+            ).astype(np.int64)
+            if table:
+                which = np.arange(len(chunk)).repeat(n_units) * n_codes + code
+                counted = np.bincount(which, minlength=len(chunk) * n_codes)
+                sums = counted.reshape(len(chunk), n_codes) @ pattern_features
+            else:
+                resampled = (code[:, None] // base ** np.arange(width)) % base
+                sums = statistic.features(resampled).reshape(len(chunk), n_units, -1).sum(axis=1)
+            values.append(statistic.finish(sums))
+        value = np.concatenate(values)
+        if not np.isfinite(value).all():
+            return np.nan
+        return float(k / (k - 1) * value.var())
+
+    return variance
 
 
 def answered_share(annotators: int, *, unit: np.ndarray, codes: np.ndarray) -> float:
