@@ -441,8 +441,8 @@ def annotator_interval(
 
 # Up to this many ordered draws of K annotators from K (K^K: 27 with three, 256 with four)
 # the bootstrap over annotators enumerates them all (exact); above, RANDOM_DRAWS at random,
-# fewer when the bootstrap gets a small share (annotator_draws)
-# (the floor averages them over the shuffles too).
+# fewer when the bootstrap gets a small share (annotator_draws); the floor averages the same
+# draws over the shuffles.
 EXACT_DRAWS = 300
 RANDOM_DRAWS = 200
 MIN_DRAWS = 20
@@ -457,8 +457,8 @@ def annotator_draws(annotators: int, *, share: float = 1.0) -> np.ndarray:
     ones (seeded by K, so the same for every statistic and shuffle): RANDOM_DRAWS times
     ``share``, the weight the bootstrap gets (:func:`answered_share`), and at least
     MIN_DRAWS. Why fewer with a small share: its Monte Carlo noise enters the blend times
-    the share squared, while every draw re-labels every annotation (a report of 100,000
-    annotations from a pool of 40 took 10.9 s with 200 draws, 3.0 s with the jackknife)."""
+    the share squared, while each draw costs time (a report of 100,000 annotations from a
+    pool of 40 took 10.9 s with 200 draws in a first version, 3.0 s with the jackknife)."""
     k = annotators
     if k**k <= EXACT_DRAWS:
         grid = np.meshgrid(*[np.arange(k)] * k, indexing="ij")
