@@ -95,7 +95,6 @@ OTHER_WAYS = {
     "annotate/annotations.py": "the Submit path: Core transactions and driver-level calls",
     "annotate/labelling.py": "the labelling page's reads and drafts (#22)",
     "annotate/earlier_answers.py": "the labelling page's past answers (#22)",
-    "annotate/web/drafts.py": "the draft route (#22)",
     "annotate/web/login.py": "identity (#21)",
     "annotate/prolific.py": "a crowd entry takes from a per-process limit inside its unit",
     "annotate/web/health.py": "a health probe: one plain connection, answered at once, not retried",
