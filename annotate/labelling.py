@@ -17,7 +17,7 @@ from annotate.earlier_answers import previous_pair_in
 from annotate.queue.assignment import Progress, next_assignment, progress_in
 from annotate.queue.rules import AssignmentRow, GivenAway
 from annotate.store import db
-from annotate.store.db import read_session, retrying, transaction
+from annotate.store.db import one_statement, read_session, retrying
 from annotate.store.models import Annotation, Annotator, Assignment, Pair, Study, utcnow
 
 DRAFT_SECONDS = "seconds"
@@ -229,7 +229,7 @@ def save_draft(
     if sign_in is not SIGN_IN_UNCHECKED:
         statement = _SAVE_SIGNED_DRAFT
         params["b_sign_in"] = sign_in
-    with transaction(engine, durable=False) as conn:
+    with one_statement(engine, durable=False) as conn:
         return conn.execute(statement, params).rowcount == 1
 
 

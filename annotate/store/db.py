@@ -36,6 +36,7 @@ import os
 import random
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, ParamSpec, TypeVar
@@ -273,6 +274,28 @@ def transaction(engine: Engine, *, durable: bool = True) -> Iterator[Connection]
         yield conn
     if durable and is_sqlite(engine):
         sqlite_engine.made_durable(engine)
+
+
+_autocommit: weakref.WeakKeyDictionary[Engine, Engine] = weakref.WeakKeyDictionary()
+
+
+@contextmanager
+def one_statement(engine: Engine, *, durable: bool = True) -> Iterator[Connection]:
+    """As `transaction`, for work that is a single statement (atomic by itself): on PostgreSQL
+    it runs in autocommit, one round trip instead of three (BEGIN, the statement, COMMIT),
+    which is most of a draft's database work (labelling.save_draft). Never for two statements:
+    each would commit on its own."""
+    if is_sqlite(engine):
+        with transaction(engine, durable=durable) as conn:
+            yield conn
+        return
+    autocommit = _autocommit.get(engine)
+    if autocommit is None:
+        autocommit = _autocommit.setdefault(
+            engine, engine.execution_options(isolation_level="AUTOCOMMIT")
+        )
+    with autocommit.connect() as conn:
+        yield conn
 
 
 @contextmanager
