@@ -232,7 +232,7 @@ def save_draft(
     if sign_in is not SIGN_IN_UNCHECKED:
         statement = _SAVE_SIGNED_DRAFT
         params["b_sign_in"] = sign_in
-    return db.write_connection(
+    return db.write_statement(
         engine, lambda conn: conn.execute(statement, params).rowcount == 1, durable=False
     )
 

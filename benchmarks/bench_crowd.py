@@ -31,8 +31,10 @@ row for a (pair, annotator), `over_target` = pairs with more answers than the st
 
 CPU: every process of each replica (`/proc/PID/stat`, children included) over the crowd's run,
 divided by the Submits: `cpu_s_per_pair` (drafts included). `draft_cpu_vs_submit` comes from a
-calibration before the crowd arrives (one annotator alone on replica 1: `--calibrate` drafts,
-then as many Submits, the replica's CPU measured around each series): the crowd's messages
+calibration before the crowd arrives (one annotator alone on replica 1: DRAFTS_PER_SUBMIT x
+`--calibrate` drafts, then `--calibrate` Submits, the replica's CPU measured around each series;
+a draft costs about a millisecond and /proc counts CPU in 10 ms ticks, so 20 drafts alone were
+read to +-40 %): the crowd's messages
 cannot be told apart in a process's CPU time. `annotators_per_core` = pace / cpu_s_per_pair:
 how many annotators at this pace one fully used core serves.
 """
@@ -91,6 +93,7 @@ KEYS = (
     "cores",
 )
 DRAFT_SECONDS = 4.0  # the page's DRAFT_MS
+DRAFTS_PER_SUBMIT = 10  # calibration: drafts timed per Submit timed (see the docstring)
 PACE_SIGMA = 0.5  # log-normal spread of the think time per pair (about 0.45x to 2.2x the median)
 STUDY = "crowd"
 COOKIE = "annotate_token"
@@ -615,7 +618,7 @@ def check_database(db: str, study_name: str, acknowledged: list[tuple[str, int]]
 # --- calibration: the CPU of one draft and of one Submit --------------------------------------
 async def calibrate(replica: Replica, token: str, n: int, seed: int) -> tuple[float, float]:
     """Server CPU of one draft and of one Submit (with the page run that shows the next pair),
-    one annotator alone on the replica, `n` of each."""
+    one annotator alone on the replica: DRAFTS_PER_SUBMIT x `n` drafts, `n` Submits."""
     rng = random.Random(seed)
     client = Client(replica.url, token, "calibration")
     await client.sign_in()
@@ -623,13 +626,14 @@ async def calibrate(replica: Replica, token: str, n: int, seed: int) -> tuple[fl
     for _ in range(3):  # warm the page's code paths first
         page = await client.draft(page, page.data["initial"], 0.0)
     form = page.data["initial"]
+    drafts = n * DRAFTS_PER_SUBMIT
     before = replica.cpu()
-    for i in range(n):
+    for i in range(drafts):
         apply_key(form, answers_for(page.data, rng)[i % 3])
         reply = await client.draft(page, form, float(i))
         if reply.exception:
             raise SystemExit(f"calibration draft failed: {reply.exception}")
-    draft_cpu = (replica.cpu() - before) / n
+    draft_cpu = (replica.cpu() - before) / drafts
     before = replica.cpu()
     for _ in range(n):
         form = json.loads(json.dumps(page.data["initial"]))
@@ -703,7 +707,9 @@ def main(argv=None) -> int:
     parser.add_argument("--n-pairs", type=int, help="pairs to make (default: enough for the run)")
     parser.add_argument("--ramp", type=float, default=10.0, help="seconds over which all arrive")
     parser.add_argument("--warmup", type=float, help="minutes of warm-up (default min(2, M/5))")
-    parser.add_argument("--calibrate", type=int, default=20, help="drafts and Submits (0: none)")
+    parser.add_argument(
+        "--calibrate", type=int, default=20, help="Submits (and 10x drafts) timed alone (0: none)"
+    )
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     if args.warmup is None:

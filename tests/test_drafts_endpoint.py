@@ -5,6 +5,7 @@ sites, wrong keys, closed assignments and oversized bodies change nothing."""
 from __future__ import annotations
 
 import json
+from types import SimpleNamespace
 
 import pytest
 from starlette.applications import Starlette
@@ -143,3 +144,27 @@ def test_an_open_tab_saves_no_draft_after_sign_out_or_a_new_link(site):
         "form": {"slot": "A"},
     }
     assert client.post("/draft", json=fresh, headers=SAME_SITE).status_code == 204
+
+
+def test_what_a_draft_checks_is_not_kept_for_assignments_no_longer_drafted(site, monkeypatch):
+    # Each assignment's facts (with its own copy of the study) were kept up to 20,000 entries:
+    # a replica serving a crowd grew with every pair drafted (issue 22).
+    from annotate.web import drafts
+
+    engine, client, secret, items, (alice, bob) = site
+    clock = [1_000.0]
+    monkeypatch.setattr(drafts, "time", SimpleNamespace(monotonic=lambda: clock[0]))
+    monkeypatch.setattr(drafts, "_swept", 0.0, raising=False)
+    monkeypatch.setattr(drafts, "_facts", {})
+
+    def post(who) -> int:
+        item = items[who]
+        body = {"assignment": item.assignment.id, "key": _key(engine, secret, item)}
+        body["form"] = {"slot": "A"}
+        return client.post("/draft", json=body, headers=SAME_SITE).status_code
+
+    assert post(alice) == 204 and post(bob) == 204
+    assert {key[1] for key in drafts._facts} == {items[w].assignment.id for w in (alice, bob)}
+    clock[0] += drafts.FACTS_SECONDS + 1  # bob's page went quiet; alice keeps drafting
+    assert post(alice) == 204
+    assert {key[1] for key in drafts._facts} == {items[alice].assignment.id}

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gc
 import time
+import tracemalloc
 
 import pytest
 import streamlit as st
@@ -75,6 +76,7 @@ def growth(unit: str, size: int) -> float:
     would make a superlinear parser look better)."""
     small = unit * (size // len(unit))
     large = unit * (10 * size // len(unit))
+
     # model text's mode (a newline is a line break); the guidelines' mode differs only in the
     # string put out for a newline
     def run(text: str) -> str:
@@ -114,6 +116,28 @@ def test_the_cache_is_bounded(monkeypatch):
     for n in range(100):
         cache.get_or_render(f"text number {n} " * 5, soft_break="<br>")
     assert cache._size <= 1_000 and len(cache._items) < 100
+
+
+def test_the_cache_keeps_the_pairs_in_use_within_a_few_mb(monkeypatch):
+    # A crowd keeps being served new pairs: the cache must not grow with every pair ever shown
+    # (a replica's RSS after warm-up, issue 22), yet the pairs in use must stay cheap to show.
+    monkeypatch.setattr(render, "_render", lambda text, *, soft_break: f"<p>{text}</p>")
+    cache = render._Cache(render.CACHE_CHARS)
+    texts = [f"{n:08d} " + "word " * 60 for n in range(40_000)]  # 12 MB of distinct text
+    tracemalloc.start()
+    try:
+        for text in texts:
+            cache.get_or_render(text, soft_break="<br>")
+        held = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    assert held <= 6 * 2**20, f"the cache holds {held / 2**20:.1f} MB"
+    recent = texts[-2_000:]  # about 150 real-layout pairs' texts, the most recently shown
+    assert all(
+        cache.get_or_render(t, soft_break="<br>") is cache.get_or_render(t, soft_break="<br>")
+        for t in recent
+    )
+    assert len(cache._items) >= 2_000
 
 
 @pytest.fixture

@@ -44,3 +44,13 @@ def test_the_labelling_path_loads_no_table_library():
 def test_the_report_still_loads_them():
     """The check can fail: the report's modules do load pandas."""
     assert "pandas" in loaded_after_importing(["analysis.report"])
+
+
+def test_the_server_parses_http_in_c():
+    # uvicorn takes httptools when it is installed, else h11 in pure Python, which was about a
+    # sixth of a draft's CPU (#22: a draft's CPU over a Submit's, at most 0.10).
+    import uvicorn
+
+    config = uvicorn.Config(lambda scope, receive, send: None)
+    config.load()
+    assert config.http_protocol_class.__module__ == "uvicorn.protocols.http.httptools_impl"

@@ -90,11 +90,10 @@ def test_the_token_lookup_of_every_page_run_is_retried(tmp_path, monkeypatch):
 
 # Modules that open units of work another way, each with its reason.
 OTHER_WAYS = {
-    "annotate/web/drafts.py": "the draft route (#22, reworked on its own branch)",
     "annotate/web/health.py": "a health probe: one plain connection, answered at once, not retried",
     "annotate/commands/backup.py": "SQLite's VACUUM INTO through sqlite3 itself",
 }
-OPENERS = {"session", "read_session", "snapshot_session", "transaction", "Session"}
+OPENERS = {"session", "read_session", "snapshot_session", "transaction", "one_statement", "Session"}
 # write_transaction and autocommit: the driver-level paths, opened through db.write_driver
 METHODS = {"connect", "begin", "raw_connection", "write_transaction", "autocommit", *OPENERS}
 

@@ -160,6 +160,11 @@ def run_server(url: str, args: argparse.Namespace) -> NoReturn:
         stream.flush()
     dispose_engines()  # the checks' connections end here, not in the server's process
     os.environ[ENV_VAR] = url
+    # glibc gives each new thread (Streamlit starts one per page run) an arena of its own, up
+    # to 8 per core, and keeps what is freed in them: a SQLite replica's RSS grew 14 % in ten
+    # minutes of a crowd with malloc's live bytes flat; with two arenas it stayed flat and
+    # used no more CPU (#22). Read by glibc as the new process starts; an operator's wins.
+    os.environ.setdefault("MALLOC_ARENA_MAX", "2")
     command = server_command(args)
     os.execv(command[0], command)
 

@@ -18,6 +18,7 @@ query inside sees the same committed data.
 The labelling step's hot paths write the same way on lighter handles:
 
     value = db.write_connection(engine, lambda conn: ...)  # a Core Connection, no ORM
+    value = db.write_statement(engine, lambda conn: ...)   # the same, for one statement
     value = db.write_driver(engine, lambda driver: ...)    # the driver's own connection
 
 `write_driver` is for the Submit's common case (annotate/annotations.py): on a SQLite file a
@@ -49,6 +50,7 @@ import os
 import random
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, ParamSpec, TypeVar
@@ -289,6 +291,28 @@ def transaction(engine: Engine, *, durable: bool = True) -> Iterator[Connection]
         sqlite_engine.made_durable(engine)
 
 
+_autocommit: weakref.WeakKeyDictionary[Engine, Engine] = weakref.WeakKeyDictionary()
+
+
+@contextmanager
+def one_statement(engine: Engine, *, durable: bool = True) -> Iterator[Connection]:
+    """As `transaction`, for work that is a single statement (atomic by itself): on PostgreSQL
+    it runs in autocommit, one round trip instead of three (BEGIN, the statement, COMMIT),
+    which is most of a draft's database work (labelling.save_draft). Never for two statements:
+    each would commit on its own."""
+    if is_sqlite(engine):
+        with transaction(engine, durable=durable) as conn:
+            yield conn
+        return
+    alone = _autocommit.get(engine)
+    if alone is None:
+        alone = _autocommit.setdefault(
+            engine, engine.execution_options(isolation_level="AUTOCOMMIT")
+        )
+    with alone.connect() as conn:
+        yield conn
+
+
 @contextmanager
 def read_session(engine: Engine) -> Iterator[Session]:
     """A unit of work that only reads: on SQLite a deferred transaction (a WAL snapshot that
@@ -344,6 +368,17 @@ def write_connection(engine: Engine, work: Callable[[Connection], T], *, durable
 
     def once() -> T:
         with transaction(engine, durable=durable) as conn:
+            return work(conn)
+
+    return _retry_call(once)
+
+
+def write_statement(engine: Engine, work: Callable[[Connection], T], *, durable: bool = True) -> T:
+    """As `write_connection`, for work that is one statement (atomic by itself): on PostgreSQL
+    it runs in autocommit (`one_statement`), one round trip instead of three; for the drafts."""
+
+    def once() -> T:
+        with one_statement(engine, durable=durable) as conn:
             return work(conn)
 
     return _retry_call(once)

@@ -10,6 +10,7 @@ import streamlit as st
 
 from annotate.web.identity import current_user
 from annotate.web.views.admin import admin_pages
+from annotate.web.widget_state import forget_gone_widgets
 
 HERE = Path(__file__).parent
 LABEL_SCRIPT = str(HERE / "views" / "label.py")
@@ -19,6 +20,8 @@ LABEL_SCRIPT = str(HERE / "views" / "label.py")
 st.set_page_config(
     page_title="Preference pairs", page_icon=str(HERE / "static" / "icon.png"), layout="wide"
 )
+# Before this run draws anything: what the previous run let go of (the previous pair's form).
+forget_gone_widgets()
 
 user = current_user()
 if user is not None and user.is_admin:

@@ -43,7 +43,7 @@ from starlette.routing import Route
 from annotate.answers import FormState
 from annotate.labelling import draft_key, save_draft
 from annotate.queue.assignment import mark_away
-from annotate.store.db import read_session, retrying
+from annotate.store import db
 from annotate.store.models import Annotator, Assignment, Pair, Study
 from annotate.web.login import _same_origin
 
@@ -75,20 +75,22 @@ class DraftFacts:
 
 
 FACTS_SECONDS = 30.0  # a study's options changed in the console apply to drafts within this
+# Read at most every FACTS_SECONDS, so only the assignments drafted within that time are kept:
+# about one an annotator at work (each entry holds its own Study).
 _facts: dict[tuple[str, int], tuple[float, DraftFacts]] = {}
-_MAX_FACTS = 20_000
+_swept = 0.0  # when entries older than FACTS_SECONDS were last dropped
 
 
-@retrying
+_FACTS = (
+    select(Assignment.annotator_id, Annotator.token_hash, Study, Pair.rubric_aspects)
+    .join(Annotator, Annotator.id == Assignment.annotator_id)
+    .join(Study, Study.id == Assignment.study_id)
+    .join(Pair, Pair.id == Assignment.pair_id)
+)
+
+
 def _read_facts(engine: Engine, assignment_id: int) -> DraftFacts | None:
-    with read_session(engine) as s:
-        row = s.exec(
-            select(Assignment.annotator_id, Annotator.token_hash, Study, Pair.rubric_aspects)
-            .join(Annotator, Annotator.id == Assignment.annotator_id)
-            .join(Study, Study.id == Assignment.study_id)
-            .join(Pair, Pair.id == Assignment.pair_id)
-            .where(Assignment.id == assignment_id)
-        ).first()
+    row = db.read(engine, lambda s: s.exec(_FACTS.where(Assignment.id == assignment_id)).first())
     if row is None:
         return None
     annotator_id, sign_in, study, aspects = row
@@ -116,21 +118,29 @@ def draft_facts(engine: Engine, assignment_id: int, *, fresh: bool = False) -> D
         return cached[1]
     facts = _read_facts(engine, assignment_id)
     if facts is not None:
-        if len(_facts) >= _MAX_FACTS:
-            _facts.clear()
         _facts[key] = (now, facts)
+    _sweep(now)
     return facts
 
 
-@retrying
+def _sweep(now: float) -> None:
+    """Drop the entries too old to be used again, at most every FACTS_SECONDS."""
+    global _swept
+    if now - _swept < FACTS_SECONDS:
+        return
+    _swept = now
+    for key in [k for k, (read, _) in list(_facts.items()) if now - read >= FACTS_SECONDS]:
+        _facts.pop(key, None)
+
+
+_STATE = select(Assignment.status, Annotator.active).join(
+    Annotator, Annotator.id == Assignment.annotator_id
+)
+
+
 def _state(engine: Engine, assignment_id: int) -> tuple[str, bool]:
     """The assignment's status and whether its annotator's account is active."""
-    with read_session(engine) as s:
-        return s.exec(
-            select(Assignment.status, Annotator.active)
-            .join(Annotator, Annotator.id == Assignment.annotator_id)
-            .where(Assignment.id == assignment_id)
-        ).one()
+    return db.read(engine, lambda s: s.exec(_STATE.where(Assignment.id == assignment_id)).one())
 
 
 def store_draft(engine: Engine, body: dict) -> int:

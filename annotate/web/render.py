@@ -109,7 +109,13 @@ MAX_STRUCTURED_CHARS = 40_000
 MAX_MARKUP_CHARS = 4_000
 MAX_NESTING = 20
 _NOT_MARKUP = str.maketrans(dict.fromkeys("*_`[]!<>&\\#-+>|~", None))
-CACHE_CHARS = 64_000_000  # rendered HTML kept (characters): a few thousand pairs' texts
+# Rendered HTML kept, in characters, each entry counted ENTRY_CHARS more for its key and
+# bookkeeping: about as many bytes of memory. Real-layout pairs render to about 3,200 characters
+# (without past posts, which are rendered when opened), so this holds about 1,000 pairs, several
+# times what a crowd of 200 works on at once. Sized to the pairs in use, not to every pair ever
+# shown: a replica that kept serving new pairs grew with the cache (issue 22).
+CACHE_CHARS = 4_000_000
+ENTRY_CHARS = 200
 TASK_BOXES = {"[ ] ": "\u2610 ", "[x] ": "\u2611 ", "[X] ": "\u2611 "}
 
 _PARSER = (
@@ -214,8 +220,8 @@ def _render(text: str, *, soft_break: str) -> str:
 
 
 class _Cache:
-    """Rendered HTML by a hash of the text, least recently used out first, at most
-    CACHE_CHARS characters of HTML in all."""
+    """Rendered HTML by a hash of the text, least recently used out first, at most `budget`
+    characters of HTML in all (ENTRY_CHARS more for each entry)."""
 
     def __init__(self, budget: int):
         self._budget = budget
@@ -234,12 +240,12 @@ class _Cache:
                 return shown
         shown = _render(text, soft_break=soft_break)
         with self._lock:
-            if key not in self._items and len(shown) <= self._budget:
+            if key not in self._items and len(shown) + ENTRY_CHARS <= self._budget:
                 self._items[key] = shown
-                self._size += len(shown)
+                self._size += len(shown) + ENTRY_CHARS
                 while self._size > self._budget:
                     _, dropped = self._items.popitem(last=False)
-                    self._size -= len(dropped)
+                    self._size -= len(dropped) + ENTRY_CHARS
         return shown
 
     def clear(self) -> None:

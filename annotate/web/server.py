@@ -13,9 +13,12 @@ from annotate.web.guard import UPLOAD_LIMIT_MB, StreamlitEndpointGuard, check_up
 from annotate.web.health import health_routes
 from annotate.web.login import LoginLinkMiddleware, login_routes
 from annotate.web.paths import url_prefix
+from annotate.web.widget_state import check_session_state
 
 # The upload quota reads Streamlit's upload store: refuse to start where it cannot.
 check_upload_store()
+# Sessions forget the widgets they no longer show by reading Streamlit's session state: the same.
+check_session_state()
 
 # The uploader shows this limit and Streamlit enforces it while reading; a larger configured
 # value (an old config.toml said 1,024) is lowered to what a console pairs file needs.
