@@ -26,10 +26,11 @@ import hashlib
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, NotRequired, TypedDict
 
 import numpy as np
 import pandas as pd
+from numpy.typing import ArrayLike, NDArray
 
 from analysis.intervals import (
     CHUNK_BYTES,
@@ -44,6 +45,8 @@ from analysis.intervals import (
 )
 
 Level = Literal["nominal", "ordinal", "interval"]
+Domain = Sequence[str | float]  # the values a rating can take, in order (labels or numbers)
+CountMatrix = NDArray[np.int64]  # units x values
 
 # Alpha's range: 1 at perfect agreement; about -1 at the most systematic disagreement (two
 # values, every unit split between them: 1 - (2N - 1) / N). An interval never leaves it.
@@ -51,6 +54,17 @@ ALPHA_RANGE = (-1.0, 1.0)
 
 # Upper bound for one chunk of bootstrap weights plus its float copy (tests shrink it).
 _CHUNK_BYTES = CHUNK_BYTES
+
+
+class EstimateJSON(TypedDict):
+    """An estimate in report.json: ``value`` and ``ci95`` (None where undefined: ``note``
+    says why); ``ci95_annotators`` (with its note) where the annotators were resampled too."""
+
+    value: float | None
+    ci95: list[float] | None
+    note: NotRequired[str]
+    ci95_annotators: NotRequired[list[float] | None]
+    ci95_annotators_note: NotRequired[str]
 
 
 @dataclass(frozen=True)
@@ -65,8 +79,8 @@ class Estimate:
     annotators_note: str | None = None
     with_annotators: bool = False
 
-    def as_dict(self) -> dict:
-        out: dict = {"value": _json_float(self.value), "ci95": _json_interval(self.ci95)}
+    def as_dict(self) -> EstimateJSON:
+        out: EstimateJSON = {"value": _json_float(self.value), "ci95": _json_interval(self.ci95)}
         if self.note is not None:
             out["note"] = self.note
         if self.with_annotators:
@@ -76,7 +90,7 @@ class Estimate:
         return out
 
 
-def _json_interval(ci) -> list[float] | None:
+def _json_interval(ci: tuple[float, float] | None) -> list[float] | None:
     if ci is None:
         return None
     lo, hi = (_json_float(b) for b in ci)
@@ -99,8 +113,8 @@ def _undefined(note: str) -> Estimate:
 
 
 def value_counts(
-    labels: pd.DataFrame, *, unit: str | list[str], value: str, domain: Sequence
-) -> np.ndarray:
+    labels: pd.DataFrame, *, unit: str | list[str], value: str, domain: Domain
+) -> CountMatrix:
     """Long table (one row per rating) -> units x len(domain) integer count matrix.
 
     Rows follow the sorted order of the unit key(s). Missing values (NaN/None) are ignored, but
@@ -116,7 +130,7 @@ def value_counts(
 
     values = labels[value]
     present = values.notna().to_numpy()
-    codes = index.get_indexer(values)
+    codes = index.get_indexer(pd.Index(values))
     outside = present & (codes < 0)
     if outside.any():
         bad = sorted({repr(v) for v in values[outside]})
@@ -128,8 +142,8 @@ def value_counts(
     return counts
 
 
-def _domain_index(domain: Sequence) -> pd.Index:
-    index = pd.Index(list(domain))
+def _domain_index(domain: Domain) -> pd.Index:
+    index: pd.Index = pd.Index(list(domain))
     if len(index) == 0:
         raise ValueError("the domain is empty")
     if not index.is_unique:
@@ -137,13 +151,13 @@ def _domain_index(domain: Sequence) -> pd.Index:
     return index
 
 
-def _as_counts(counts: np.ndarray) -> np.ndarray:
-    counts = np.asarray(counts)
-    if counts.ndim != 2:
-        raise ValueError(f"counts must be a units x values matrix, got shape {counts.shape}")
-    if counts.size and (counts < 0).any():
+def _as_counts(counts: ArrayLike) -> CountMatrix:
+    table = np.asarray(counts)
+    if table.ndim != 2:
+        raise ValueError(f"counts must be a units x values matrix, got shape {table.shape}")
+    if table.size and (table < 0).any():
         raise ValueError("counts must be non-negative")
-    return counts.astype(np.int64, copy=False)
+    return table.astype(np.int64, copy=False)
 
 
 # --------------------------------------------------------------------------------------------
@@ -152,17 +166,17 @@ def _as_counts(counts: np.ndarray) -> np.ndarray:
 
 def estimate(
     statistic: SumStatistic,
-    counts: np.ndarray,
+    counts: CountMatrix,
     *,
-    resampled: np.ndarray,
+    resampled: NDArray[np.bool_],
     undefined_note: str,
     bootstrap: int,
     seed: int,
     min_units: int = MIN_UNITS,
     panel: Panel | None = None,
-    own: np.ndarray | None = None,
+    own: CountMatrix | None = None,
     bounds: tuple[float | None, float | None] = (-1.0, 1.0),
-    pairable: np.ndarray | None = None,
+    pairable: NDArray[np.bool_] | None = None,
 ) -> Estimate:
     """Value, BCa interval and (with ``panel``) annotator-aware interval of ``statistic``.
 
@@ -181,12 +195,12 @@ def estimate(
             annotators_note=note if with_annotators else None,
         )
 
-    pairable = int(((counts.sum(axis=1) >= 2) if pairable is None else pairable).sum())
-    if pairable == 0:
+    n_pairable = int(((counts.sum(axis=1) >= 2) if pairable is None else pairable).sum())
+    if n_pairable == 0:
         return _undefined("undefined: no unit has two or more ratings")
-    if pairable < min_units:
+    if n_pairable < min_units:
         return _undefined(
-            f"undefined: {pairable} unit(s) with two or more ratings; at least {min_units} "
+            f"undefined: {n_pairable} unit(s) with two or more ratings; at least {min_units} "
             "are needed for a value that is not 0 or 1 by construction"
         )
     patterns, frequencies, inverse = grouped_units(counts[resampled])
@@ -200,9 +214,9 @@ def estimate(
             with_annotators=with_annotators,
             annotators_note="no intervals (--bootstrap 0)" if with_annotators else None,
         )
-    if pairable < MIN_INTERVAL_UNITS:
+    if n_pairable < MIN_INTERVAL_UNITS:
         note = (
-            f"interval omitted: {pairable} units with two or more ratings, fewer than "
+            f"interval omitted: {n_pairable} units with two or more ratings, fewer than "
             f"{MIN_INTERVAL_UNITS}"
         )
         return Estimate(
@@ -218,9 +232,11 @@ def estimate(
         statistic, patterns, frequencies, point=point, resamples=bootstrap, weights=weights
     )
     out = Estimate(value=point, ci95=pair.ci95, note=pair.note)
-    if not with_annotators:
+    if panel is None:
         return out
-    ci, note = annotator_interval(
+    if own is None:
+        raise ValueError("own (each annotation's row of counts) comes with panel")
+    ci, annotators_note = annotator_interval(
         statistic, counts, own, panel=panel, point=point, pair=pair, bounds=bounds
     )
     return Estimate(
@@ -228,7 +244,7 @@ def estimate(
         ci95=pair.ci95,
         note=pair.note,
         ci95_annotators=ci,
-        annotators_note=note,
+        annotators_note=annotators_note,
         with_annotators=True,
     )
 
@@ -237,23 +253,23 @@ def estimate(
 # Krippendorff's alpha
 
 
-def _unit_coincidences(counts: np.ndarray) -> np.ndarray:
+def _unit_coincidences(counts: CountMatrix) -> NDArray[np.float64]:
     """Per-unit coincidence contributions n_uc (n_uk - [c == k]) / (m_u - 1), as U x V*V.
 
     Units with fewer than two ratings contribute zero.
     """
-    counts = counts.astype(np.float64)
-    n_units, n_values = counts.shape
-    m = counts.sum(axis=1)
-    outer = counts[:, :, None] * counts[:, None, :]
-    outer[:, np.arange(n_values), np.arange(n_values)] -= counts
+    values = counts.astype(np.float64)
+    n_units, n_values = values.shape
+    m = values.sum(axis=1)
+    outer = values[:, :, None] * values[:, None, :]
+    outer[:, np.arange(n_values), np.arange(n_values)] -= values
     pairable = m >= 2
     outer[~pairable] = 0.0
     outer[pairable] /= (m[pairable] - 1)[:, None, None]
     return outer.reshape(n_units, n_values * n_values)
 
 
-def _distances(level: Level, domain: Sequence, marginals: np.ndarray) -> np.ndarray:
+def _distances(level: Level, domain: Domain, marginals: NDArray[np.float64]) -> NDArray[np.float64]:
     """Squared distances delta^2(c, k); shape (V, V), or (B, V, V) for ordinal.
 
     Ordinal distances depend on the marginal frequencies n_g of the ordered domain
@@ -277,8 +293,8 @@ def _distances(level: Level, domain: Sequence, marginals: np.ndarray) -> np.ndar
 
 
 def _alpha_from_coincidences(
-    coincidences: np.ndarray, *, level: Level, domain: Sequence
-) -> np.ndarray:
+    coincidences: NDArray[np.float64], *, level: Level, domain: Domain
+) -> NDArray[np.float64]:
     """Alpha for each B x V*V row of summed coincidences; NaN where undefined."""
     n_values = len(domain)
     o = coincidences.reshape(-1, n_values, n_values)
@@ -290,18 +306,21 @@ def _alpha_from_coincidences(
     with np.errstate(divide="ignore", invalid="ignore"):
         expected = (expected_pairs * delta).sum(axis=(1, 2)) / (total - 1)
         # delta(c, c) = 0, so expected == 0 exactly when a single value is used.
-        alphas = 1.0 - observed / expected
+        alphas: NDArray[np.float64] = 1.0 - observed / expected
     alphas[~(expected > 0)] = np.nan
     return alphas
 
 
-def alpha_statistic(*, level: Level, domain: Sequence, parts: int = 1) -> SumStatistic:
+def alpha_statistic(*, level: Level, domain: Domain, parts: int = 1) -> SumStatistic:
     """Alpha as a sum statistic. With ``parts`` > 1 a unit's counts row holds that many units
     side by side (quality: a pair's chosen and rejected response), resampled together."""
     width = len(domain)
 
-    def features(counts: np.ndarray) -> np.ndarray:
-        return sum(_unit_coincidences(counts[:, k * width : (k + 1) * width]) for k in range(parts))
+    def features(counts: CountMatrix) -> NDArray[np.float64]:
+        total = _unit_coincidences(counts[:, :width])
+        for k in range(1, parts):
+            total = total + _unit_coincidences(counts[:, k * width : (k + 1) * width])
+        return total
 
     return SumStatistic(
         features=features,
@@ -310,8 +329,8 @@ def alpha_statistic(*, level: Level, domain: Sequence, parts: int = 1) -> SumSta
 
 
 def resampled_alpha(
-    counts: np.ndarray, weights: np.ndarray, *, level: Level, domain: Sequence
-) -> np.ndarray:
+    counts: ArrayLike, weights: ArrayLike, *, level: Level, domain: Domain
+) -> NDArray[np.float64]:
     """Alpha of each resample, where ``weights[b, u]`` counts the copies of unit row ``u``.
 
     One matrix product (B x U) @ (U x V*V) replaces B recomputations. NaN marks undefined.
@@ -325,15 +344,15 @@ _NO_VARIATION = "undefined: every rating has the same value (no variation)"
 
 
 def alpha(
-    counts: np.ndarray,
+    counts: ArrayLike,
     *,
     level: Literal["nominal", "ordinal", "interval"],
-    domain: Sequence,
+    domain: Domain,
     bootstrap: int = 0,
     seed: int = 0,
     min_units: int = MIN_UNITS,
     panel: Panel | None = None,
-    own: np.ndarray | None = None,
+    own: CountMatrix | None = None,
 ) -> Estimate:
     """Krippendorff's alpha with an optional unit-bootstrap 95% BCa interval.
 
@@ -342,13 +361,13 @@ def alpha(
     with two or more ratings. Only such units are resampled: the others carry no information
     about agreement.
     """
-    counts = _as_counts(counts)
-    if counts.shape[1] != len(domain):
-        raise ValueError(f"counts has {counts.shape[1]} columns but the domain has {len(domain)}")
+    table = _as_counts(counts)
+    if table.shape[1] != len(domain):
+        raise ValueError(f"counts has {table.shape[1]} columns but the domain has {len(domain)}")
     return estimate(
         alpha_statistic(level=level, domain=domain),
-        counts,
-        resampled=counts.sum(axis=1) >= 2,
+        table,
+        resampled=table.sum(axis=1) >= 2,
         undefined_note=_NO_VARIATION,
         bootstrap=bootstrap,
         seed=seed,
@@ -363,20 +382,20 @@ def alpha(
 # Percent agreement, Gwet's AC1, Fleiss' kappa
 
 
-def _unit_agreement(counts: np.ndarray) -> np.ndarray:
+def _unit_agreement(counts: CountMatrix) -> NDArray[np.float64]:
     """Share of agreeing rater pairs in each unit: sum_c n_uc (n_uc - 1) / (m_u (m_u - 1)).
 
     Only meaningful for units with two or more ratings (NaN elsewhere).
     """
-    counts = counts.astype(np.float64)
-    m = counts.sum(axis=1)
+    values = counts.astype(np.float64)
+    m = values.sum(axis=1)
     with np.errstate(divide="ignore", invalid="ignore"):
-        shares = (counts * (counts - 1)).sum(axis=1) / (m * (m - 1))
+        shares: NDArray[np.float64] = (values * (values - 1)).sum(axis=1) / (m * (m - 1))
     shares[m < 2] = np.nan
     return shares
 
 
-def _percent_features(counts: np.ndarray) -> np.ndarray:
+def _percent_features(counts: CountMatrix) -> NDArray[np.float64]:
     shares = _unit_agreement(counts)
     pairable = ~np.isnan(shares)
     return np.column_stack([np.where(pairable, shares, 0.0), pairable.astype(np.float64)])
@@ -388,7 +407,7 @@ PERCENT_AGREEMENT = SumStatistic(
 )
 
 
-def _ratio(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
+def _ratio(numerator: NDArray[np.float64], denominator: NDArray[np.float64]) -> NDArray[np.float64]:
     with np.errstate(divide="ignore", invalid="ignore"):
         out = numerator / denominator
     out[~(denominator > 0)] = np.nan
@@ -396,23 +415,23 @@ def _ratio(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
 
 
 def percent_agreement(
-    counts: np.ndarray,
+    counts: ArrayLike,
     *,
     bootstrap: int = 0,
     seed: int = 0,
     min_units: int = MIN_UNITS,
     panel: Panel | None = None,
-    own: np.ndarray | None = None,
+    own: CountMatrix | None = None,
 ) -> Estimate:
     """Mean over units with two or more ratings of the share of agreeing rater pairs.
 
     Every column (including a tie) is its own category.
     """
-    counts = _as_counts(counts)
+    table = _as_counts(counts)
     return estimate(
         PERCENT_AGREEMENT,
-        counts,
-        resampled=counts.sum(axis=1) >= 2,
+        table,
+        resampled=table.sum(axis=1) >= 2,
         undefined_note="undefined: no unit has two or more ratings",
         bootstrap=bootstrap,
         seed=seed,
@@ -423,19 +442,19 @@ def percent_agreement(
     )
 
 
-def _ac1_features(counts: np.ndarray) -> np.ndarray:
+def _ac1_features(counts: CountMatrix) -> NDArray[np.float64]:
     """Per unit: agreement share (pairable units), pairable, n_uk / m_u and rated (m_u >= 1)."""
-    counts = counts.astype(np.float64)
-    m = counts.sum(axis=1)
+    values = counts.astype(np.float64)
+    m = values.sum(axis=1)
     pairable = m >= 2
     rated = m >= 1
     shares = np.nan_to_num(_unit_agreement(counts)) * pairable
     with np.errstate(divide="ignore", invalid="ignore"):
-        classified = np.where(rated[:, None], counts / np.maximum(m, 1)[:, None], 0.0)
+        classified = np.where(rated[:, None], values / np.maximum(m, 1)[:, None], 0.0)
     return np.column_stack([shares, pairable, classified, rated]).astype(np.float64)
 
 
-def _ac1_finish(sums: np.ndarray) -> np.ndarray:
+def _ac1_finish(sums: NDArray[np.float64]) -> NDArray[np.float64]:
     """AC1 from summed features; NaN where undefined.
 
     Gwet (2008), Handbook of Inter-Rater Reliability (4th ed.), irrCAC ``gwet.ac1.raw``:
@@ -449,7 +468,7 @@ def _ac1_finish(sums: np.ndarray) -> np.ndarray:
         pa = sums[:, 0] / sums[:, 1]
         pi = sums[:, 2 : 2 + n_categories] / sums[:, -1:]
         pe = (pi * (1 - pi)).sum(axis=1) / (n_categories - 1)
-        ac1 = (pa - pe) / (1 - pe)
+        ac1: NDArray[np.float64] = (pa - pe) / (1 - pe)
     ac1[~np.isfinite(ac1) | (pe >= 1)] = np.nan
     return ac1
 
@@ -458,13 +477,13 @@ AC1 = SumStatistic(features=_ac1_features, finish=_ac1_finish)
 
 
 def gwet_ac1(
-    counts: np.ndarray,
+    counts: ArrayLike,
     *,
     bootstrap: int = 0,
     seed: int = 0,
     min_units: int = MIN_UNITS,
     panel: Panel | None = None,
-    own: np.ndarray | None = None,
+    own: CountMatrix | None = None,
 ) -> Estimate:
     """Gwet's AC1 for any number of raters per unit (missing ratings allowed).
 
@@ -474,30 +493,30 @@ def gwet_ac1(
     1 (pe = 0): that is the coefficient's definition, not a convention added here. The
     bootstrap resamples units with at least one rating, since those all enter pi_k.
     """
-    counts = _as_counts(counts)
-    if counts.shape[1] < 2:
+    table = _as_counts(counts)
+    if table.shape[1] < 2:
         return _undefined("undefined: AC1 needs at least two categories")
     return estimate(
         AC1,
-        counts,
-        resampled=counts.sum(axis=1) >= 1,
+        table,
+        resampled=table.sum(axis=1) >= 1,
         undefined_note="undefined: chance agreement is 1",
         bootstrap=bootstrap,
         seed=seed,
         min_units=min_units,
         panel=panel,
         own=own,
-        bounds=(-1.0 / (counts.shape[1] - 1), 1.0),
+        bounds=(-1.0 / (table.shape[1] - 1), 1.0),
     )
 
 
-def fleiss_kappa(counts: np.ndarray) -> Estimate:
+def fleiss_kappa(counts: ArrayLike) -> Estimate:
     """Fleiss' (1971) kappa; requires the same number of ratings (>= 2) for every rated unit.
 
     Units with no rating at all are ignored.
     """
-    counts = _as_counts(counts)
-    rated = counts[counts.sum(axis=1) >= 1].astype(np.float64)
+    table = _as_counts(counts)
+    rated = table[table.sum(axis=1) >= 1].astype(np.float64)
     if rated.shape[0] == 0:
         return _undefined("undefined: no rated unit")
     per_unit = np.unique(rated.sum(axis=1))
@@ -529,7 +548,9 @@ def chosen_is_first(pair_id: str) -> bool:
     return hashlib.sha256(str(pair_id).encode("utf-8")).digest()[0] % 2 == 0
 
 
-def neutral_orientation(pair_ids: Sequence[str], preferences: Sequence[str]) -> list[str]:
+def neutral_orientation(
+    pair_ids: Sequence[str], preferences: Sequence[str | float | None]
+) -> list[str | None]:
     """Map chosen/rejected/tie to first/second/tie, "first" decided per pair by a hash.
 
     Alpha on chosen/rejected labels suffers from lopsided marginals when most annotators pick
@@ -544,10 +565,11 @@ def neutral_orientation(pair_ids: Sequence[str], preferences: Sequence[str]) -> 
     if unknown:
         raise ValueError(f"unknown preference labels: {sorted(map(repr, unknown))}")
     return [
-        None if _is_missing(pref) else (_KEEP if chosen_is_first(pid) else _FLIP)[pref]
+        # str(): a label that is not missing is one of _KEEP's (checked above)
+        None if _is_missing(pref) else (_KEEP if chosen_is_first(pid) else _FLIP)[str(pref)]
         for pid, pref in zip(pair_ids, preferences, strict=True)
     ]
 
 
-def _is_missing(x) -> bool:
+def _is_missing(x: object) -> bool:
     return x is None or (isinstance(x, float) and math.isnan(x))

@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+from numpy.typing import NDArray
 
 from analysis.distributions import binom_half_two_sided
-from analysis.frames import Coded, first_slot_picked
-from analysis.tables import DIMENSIONS, PREFERENCES, RATING_COLUMNS
+from analysis.frames import Coded, first_slot_picked, objects
+from analysis.vocabulary import DIMENSIONS, PREFERENCES, RATING_COLUMNS
 
 STRAIGHT_LINING_MIN_ITEMS = 5
 
 
-def _loo_agreement(coded: Coded) -> tuple[np.ndarray, np.ndarray]:
+def _loo_agreement(coded: Coded) -> tuple[NDArray[np.bool_], NDArray[np.float64]]:
     """(has_peer, agreement) per annotation.
 
     The others' labels on the same pair are the pair's counts minus this annotation. Agreement
@@ -99,7 +100,7 @@ def annotator_table(coded: Coded, *, gold_counts: pd.Series) -> pd.DataFrame:
 def _constant_ratings(ann: pd.DataFrame) -> pd.Series:
     """Per annotator: no rating column varies over their rated items, read as chosen/rejected
     (the columns as stored) or as the slots A/B (rows with a known slot only)."""
-    position = ann["chosen_position"].to_numpy(dtype=object, na_value=None)
+    position = objects(ann["chosen_position"])
     chosen_first = position == "A"
     known = chosen_first | (position == "B")
     by_side = pd.DataFrame(
@@ -112,7 +113,7 @@ def _constant_ratings(ann: pd.DataFrame) -> pd.Series:
         by_slot[f"{dimension}_B"] = rejected.where(chosen_first, chosen)
     who = ann["annotator"].to_numpy(dtype=object)
 
-    def flat(ratings: pd.DataFrame, rows: np.ndarray) -> pd.Series:
+    def flat(ratings: pd.DataFrame, rows: NDArray[np.bool_]) -> pd.Series:
         # min and max skip missing values: a column never rated does not vary either
         groups = ratings[rows].groupby(who[rows], sort=True)
         return ~groups.max().gt(groups.min()).any(axis=1)

@@ -22,12 +22,15 @@ import io
 import json
 from collections.abc import Mapping
 from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 import pandas as pd
+from numpy.typing import NDArray
 
 from analysis import strict_input
-from analysis.aspect_scores import SIDES, AspectValueError, score
+from analysis.agreement import EstimateJSON
+from analysis.aspect_scores import AspectValueError, score
 from analysis.aspects import (
     Scores,
     gap_correlation,
@@ -39,6 +42,8 @@ from analysis.aspects import (
 )
 from analysis.errors import InputError, UserError
 from analysis.intervals import MIN_INTERVAL_UNITS
+from analysis.report_shape import Section
+from analysis.vocabulary import SIDES
 
 SUFFIXES = (".jsonl", ".csv", ".parquet")
 REQUIRED = ("id", "response", "scores")
@@ -50,7 +55,7 @@ MAX_LINE_BYTES = 8 * 1024**2  # a line holds a response, as long as a pair recor
 # --- reading -----------------------------------------------------------------------------------
 
 
-def _records(path: Path, data: bytes | None) -> tuple[list[dict], str]:
+def _records(path: Path, data: bytes | None) -> tuple[list[Section], str]:
     """(records, what a record is called in messages); ``data``: the bytes of an upload."""
     suffix = path.suffix.lower()
     if suffix not in SUFFIXES:
@@ -60,7 +65,7 @@ def _records(path: Path, data: bytes | None) -> tuple[list[dict], str]:
     if data is None and not path.is_file():
         raise UserError(f"{path}: no such file")
 
-    def opened():
+    def opened() -> BinaryIO:
         return path.open("rb") if data is None else io.BytesIO(data)
 
     try:
@@ -86,10 +91,14 @@ def _records(path: Path, data: bytes | None) -> tuple[list[dict], str]:
     if absent:
         raise InputError(str(path), [f"required column '{c}' is missing" for c in absent])
     rows = frame[list(REQUIRED)].astype(object).where(frame[list(REQUIRED)].notna(), None)
-    return [{**r, "_at": f"row {i}"} for i, r in enumerate(rows.to_dict("records"), start=1)], "row"
+    records = [
+        {**{str(column): value for column, value in r.items()}, "_at": f"row {i}"}
+        for i, r in enumerate(rows.to_dict("records"), start=1)
+    ]
+    return records, "row"
 
 
-def _id(value) -> str | None:
+def _id(value: object) -> str | None:
     if isinstance(value, float) and value.is_integer():
         value = int(value)
     if value is None or (isinstance(value, float) and np.isnan(value)):
@@ -98,7 +107,7 @@ def _id(value) -> str | None:
     return text or None
 
 
-def _score_list(value, *, n_aspects: int) -> list[int]:
+def _score_list(value: object, *, n_aspects: int) -> list[int]:
     if isinstance(value, str):
         try:
             value = json.loads(value)
@@ -180,21 +189,23 @@ def read_scorer_file(
 # --- comparing ---------------------------------------------------------------------------------
 
 
-def auc(scores: np.ndarray, positive: np.ndarray, *, bootstrap: int, seed: int) -> dict:
+def auc(
+    scores: NDArray[np.float64], positive: NDArray[np.bool_], *, bootstrap: int, seed: int
+) -> Section:
     """Area under the ROC curve of ``scores`` for ``positive`` (ties count one half), i.e. the
     Mann-Whitney U over n_positive x n_negative, with a percentile interval resampling pairs."""
 
-    def value(s: np.ndarray, y: np.ndarray) -> float:
+    def value(s: NDArray[np.float64], y: NDArray[np.bool_]) -> float:
         pos, neg = s[y], s[~y]
         if not len(pos) or not len(neg):
             return np.nan
-        greater = (pos[:, None] > neg[None, :]).sum()
-        ties = (pos[:, None] == neg[None, :]).sum()
+        greater = int((pos[:, None] > neg[None, :]).sum())
+        ties = int((pos[:, None] == neg[None, :]).sum())
         return (greater + 0.5 * ties) / (len(pos) * len(neg))
 
     scores, positive = np.asarray(scores, dtype=np.float64), np.asarray(positive, dtype=bool)
     n_pos, n_neg = int(positive.sum()), int((~positive).sum())
-    out = {"value": None, "ci95": None, "n_positive": n_pos, "n_negative": n_neg}
+    out: Section = {"value": None, "ci95": None, "n_positive": n_pos, "n_negative": n_neg}
     point = value(scores, positive)
     if not np.isfinite(point):
         out["note"] = "undefined: needs pairs of both outcomes"
@@ -216,7 +227,9 @@ def auc(scores: np.ndarray, positive: np.ndarray, *, bootstrap: int, seed: int) 
     return out
 
 
-def _two_coder_alpha(units: pd.DataFrame, *, n_pairs: int, bootstrap: int, seed: int) -> dict:
+def _two_coder_alpha(
+    units: pd.DataFrame, *, n_pairs: int, bootstrap: int, seed: int
+) -> EstimateJSON:
     """Ordinal alpha of scorer vs human mean, two coders per (pair, aspect, response) unit on
     the ordered values that occur, resampling pairs (the scorer is one coder: no
     annotator-aware interval)."""
@@ -240,19 +253,19 @@ def compare_with_scorer(
     scorer: pd.DataFrame,
     humans: Scores,
     *,
-    pair_ids: pd.Index,
-    majority: np.ndarray,
+    pair_ids: pd.Index[str],
+    majority: NDArray[np.object_],
     gap_threshold: float,
     bootstrap: int,
     seed: int,
-) -> dict:
+) -> Section:
     """report.json's `aspects.scorer`. ``humans``: the annotators' scores (non-gold pairs);
     ``majority``: each report pair's strict majority label (None without one)."""
     human = unit_means(humans, len(pair_ids)).rename(columns={"mean": "human", "n": "n_humans"})
-    machine = scorer.assign(pair=pair_ids.get_indexer(scorer["pair_id"]))
+    machine = scorer.assign(pair=pair_ids.get_indexer(pd.Index(scorer["pair_id"])))
     units = machine.merge(human, on=["pair", "aspect", "side"], how="inner")
     units = units.rename(columns={"score": "scorer"})
-    out: dict = {"n": int(units["pair"].nunique()), "n_units": len(units)}
+    out: Section = {"n": int(units["pair"].nunique()), "n_units": len(units)}
     if units.empty:
         out["agreement"] = {
             "value": None,
@@ -264,7 +277,8 @@ def compare_with_scorer(
     out["agreement"] = _two_coder_alpha(units, n_pairs=len(pair_ids), **boot)
     out["by_aspect"] = [
         {
-            "aspect": int(a) + 1,
+            # pandas-stubs types a group's key as any scalar; "aspect" holds ints.
+            "aspect": int(a) + 1,  # type: ignore[arg-type]
             "n_pairs": int(part["pair"].nunique()),
             "agreement": _two_coder_alpha(part.assign(aspect=0), n_pairs=len(pair_ids), **boot),
         }
@@ -286,9 +300,10 @@ def compare_with_scorer(
     per_pair["scorer_gap"] /= per_pair["n_aspects"]
     per_pair["human_gap"] /= per_pair["n_aspects"]
     worst = per_pair.sort_values(["mean_abs_diff"], ascending=False, kind="stable")
+    # pandas-stubs types iterrows' labels as any Hashable; per_pair's are pair positions.
     out["disagreements"] = [
         {
-            "pair_id": str(pair_ids[p]),
+            "pair_id": str(pair_ids[p]),  # type: ignore[call-overload]
             "mean_abs_diff": round(float(row.mean_abs_diff), 4),
             "scorer_gap": round(float(row.scorer_gap), 4),
             "human_gap": round(float(row.human_gap), 4),

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import html
+from collections.abc import Iterable, Sequence
 
+from analysis.report_shape import Report, Section
 from analysis.summary import fmt, fmt_ci, fmt_p
 
 TITLE = "Rubric aspects: do humans see chosen cover them and rejected miss them?"
 LISTED_DISAGREEMENTS = 5
 
 
-def _estimate(estimate: dict | None, n: str = "") -> tuple[str, str, str]:
+def _estimate(estimate: Section | None, n: str = "") -> tuple[str, str, str]:
     if not estimate:
         return "n/a", "", n
     note = "; ".join(part for part in (n, estimate.get("note")) if part)
@@ -24,7 +26,7 @@ SCALE_SENTENCE = (
 )
 
 
-def verdict_sentence(report: dict, *, verdict: str = "rubric_not_reflected") -> str:
+def verdict_sentence(report: Report, *, verdict: str = "rubric_not_reflected") -> str:
     """How a pair gets the verdict and how many have it; ``verdict``: the verdict's name as
     the caller marks it up (already escaped for HTML)."""
     section = report["aspects"]
@@ -35,13 +37,13 @@ def verdict_sentence(report: dict, *, verdict: str = "rubric_not_reflected") -> 
     )
 
 
-def aspect_rows(report: dict) -> list[tuple[str, str, str, str]]:
+def aspect_rows(report: Report) -> list[tuple[str, str, str, str]]:
     """(statistic, value, 95% interval, n / note) rows of the aspect check: the annotators'
     rows, then the scorer's (with --aspect-scores)."""
     return human_rows(report) + scorer_rows(report)
 
 
-def human_rows(report: dict) -> list[tuple[str, str, str, str]]:
+def human_rows(report: Report) -> list[tuple[str, str, str, str]]:
     """The rows of the annotators' own scores."""
     section = report["aspects"]
     check = report["conclusion"]["checks"]["aspects"]
@@ -81,7 +83,7 @@ def human_rows(report: dict) -> list[tuple[str, str, str, str]]:
     return rows
 
 
-def scorer_rows(report: dict) -> list[tuple[str, str, str, str]]:
+def scorer_rows(report: Report) -> list[tuple[str, str, str, str]]:
     """The rows comparing the automatic scorer with the annotators (none without a scorer)."""
     scorer = report["aspects"].get("scorer")
     rows = []
@@ -116,7 +118,7 @@ def scorer_rows(report: dict) -> list[tuple[str, str, str, str]]:
     return rows
 
 
-def disagreement_rows(report: dict) -> list[tuple[str, str, str, str]]:
+def disagreement_rows(report: Report) -> list[tuple[str, str, str, str]]:
     """The pairs where the scorer and the annotators disagree most (DISAGREEMENT_HEADER)."""
     scorer = report["aspects"].get("scorer") or {}
     return [
@@ -138,14 +140,14 @@ COVERAGE_HEADER = (
 )
 
 
-def coverage_rows(report: dict) -> list[tuple]:
+def coverage_rows(report: Report) -> list[tuple[object, ...]]:
     """Per non-gold pair with aspect scores (COVERAGE_HEADER), the smallest gap first: its
     verdict, chosen's and rejected's coverage (numbers, 0-2), the gap, the annotators' mean
     score per aspect in rubric order, and how many annotations scored its aspects."""
     pairs = [p for p in report["pairs"] if not p["is_gold"] and p.get("n_aspect_annotations")]
     pairs.sort(key=lambda p: (p["aspects_gap"] is None, p["aspects_gap"]))
 
-    def means(values) -> str:
+    def means(values: Sequence[float | None] | None) -> str:
         return ", ".join(fmt(v, 2) for v in values or [])
 
     return [
@@ -163,11 +165,11 @@ def coverage_rows(report: dict) -> list[tuple]:
     ]
 
 
-def _md_cell(text) -> str:
+def _md_cell(text: object) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
-def aspect_markdown(report: dict) -> list[str]:
+def aspect_markdown(report: Report) -> list[str]:
     """summary.md lines of the section (none without aspect scores)."""
     if "aspects" not in report:
         return []
@@ -199,14 +201,14 @@ def aspect_markdown(report: dict) -> list[str]:
     return lines
 
 
-def _html_table(rows, header) -> str:
+def _html_table(rows: Iterable[Sequence[object]], header: Sequence[str]) -> str:
     e = html.escape
     head = "".join(f"<th>{e(str(h))}</th>" for h in header)
     body = "".join("<tr>" + "".join(f"<td>{e(str(c))}</td>" for c in row) + "</tr>" for row in rows)
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
-def aspect_html(report: dict) -> list[str]:
+def aspect_html(report: Report) -> list[str]:
     """report.html parts of the section (none without aspect scores)."""
     if "aspects" not in report:
         return []

@@ -19,12 +19,15 @@ from itertools import chain
 
 import numpy as np
 import pandas as pd
+from numpy.typing import NDArray
 
 from analysis.agreement import Estimate, alpha_statistic, estimate
-from analysis.aspect_scores import SCORES, SIDES
 from analysis.conclusion import LABEL_THRESHOLD, _check, _compare
 from analysis.intervals import MIN_INTERVAL_UNITS, Panel, defined_resamples
+from analysis.report_shape import Section
 from analysis.validity import label_agreement
+from analysis.vocabulary import ASPECT_SCORES as SCORES
+from analysis.vocabulary import SIDES
 
 VERDICT = "rubric_not_reflected"
 FLAG = "aspects:not_reflected"
@@ -40,17 +43,17 @@ _NO_VARIATION = "undefined: every score has the same value (no variation)"
 class Scores:
     """One row per (annotation, aspect, response): ``pair`` indexes the report's pairs."""
 
-    pair: np.ndarray
-    aspect: np.ndarray  # 0-based position in the pair's rubric
-    side: np.ndarray  # 0 chosen, 1 rejected
-    score: np.ndarray
-    annotator: np.ndarray  # object array of names
+    pair: NDArray[np.int64]
+    aspect: NDArray[np.int64]  # 0-based position in the pair's rubric
+    side: NDArray[np.int64]  # 0 chosen, 1 rejected
+    score: NDArray[np.int64]
+    annotator: NDArray[np.object_]  # names
 
     @property
     def empty(self) -> bool:
         return len(self.pair) == 0
 
-    def subset(self, mask: np.ndarray) -> Scores:
+    def subset(self, mask: NDArray[np.bool_]) -> Scores:
         return Scores(
             self.pair[mask],
             self.aspect[mask],
@@ -65,8 +68,9 @@ def has_aspects(annotations: pd.DataFrame) -> bool:
     return "aspects" in annotations and bool(annotations["aspects"].notna().any())
 
 
-def long_scores(annotations: pd.DataFrame, pair: np.ndarray) -> Scores:
+def long_scores(annotations: pd.DataFrame, pair: NDArray[np.int64]) -> Scores:
     """Explode each annotation's aspects list; ``pair`` is each annotation's pair index."""
+    lists: list[list[dict[str, int]]] | NDArray[np.object_]  # each annotation's aspects
     if "aspects" not in annotations:
         lists, given = [], np.zeros(len(annotations), dtype=bool)
     else:
@@ -111,7 +115,7 @@ def pair_coverage(scores: Scores, n_pairs: int) -> pd.DataFrame:
         part = means[means["side"] == s]  # sorted by pair, then aspect
         out[f"aspects_{side}_coverage"] = part.groupby("pair")["mean"].mean().reindex(out.index)
         pairs, first = np.unique(part["pair"].to_numpy(), return_index=True)
-        per_aspect = [[] for _ in range(n_pairs)]
+        per_aspect: list[list[float]] = [[] for _ in range(n_pairs)]
         rounded = np.round(part["mean"].to_numpy(dtype=np.float64), 3)
         for p, values in zip(pairs, np.split(rounded, first[1:]), strict=True):
             per_aspect[p] = values.tolist()
@@ -124,11 +128,12 @@ def pair_coverage(scores: Scores, n_pairs: int) -> pd.DataFrame:
     return out
 
 
-def not_reflected(gap: np.ndarray, *, threshold: float) -> np.ndarray:
+def not_reflected(gap: NDArray[np.float64], *, threshold: float) -> NDArray[np.bool_]:
     """Pairs whose chosen response does not cover the aspects clearly better: a gap below the
     threshold. Pairs without scores (NaN) are never flagged."""
     with np.errstate(invalid="ignore"):
-        return ~np.isnan(gap) & (gap < threshold)
+        flagged: NDArray[np.bool_] = ~np.isnan(gap) & (gap < threshold)
+    return flagged
 
 
 def apply_verdict(table: pd.DataFrame, coverage: pd.DataFrame, *, threshold: float) -> pd.DataFrame:
@@ -164,7 +169,9 @@ def verdict_counts(counts: dict[str, int], table: pd.DataFrame) -> dict[str, int
 # --- agreement -------------------------------------------------------------------------------
 
 
-def pair_layout(scores: Scores, n_pairs: int, *, n_values: int, code: np.ndarray):
+def pair_layout(
+    scores: Scores, n_pairs: int, *, n_values: int, code: NDArray[np.int64]
+) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64], NDArray[np.str_], int]:
     """(pairs x parts*n_values counts, annotations x parts*n_values own counts, each
     annotation's pair, each annotation's annotator, parts): a pair is one row holding its
     (aspect, response) units side by side, so that a drawn pair brings all of them and leaving
@@ -185,14 +192,14 @@ def pair_layout(scores: Scores, n_pairs: int, *, n_values: int, code: np.ndarray
 
 
 def layout_alpha(
-    by_pair: np.ndarray,
+    by_pair: NDArray[np.int64],
     *,
     parts: int,
-    domain: list,
+    domain: list[float],
     bootstrap: int,
     seed: int,
     panel: Panel | None = None,
-    own: np.ndarray | None = None,
+    own: NDArray[np.int64] | None = None,
 ) -> Estimate:
     """Ordinal alpha over the (pair, aspect, response) units of a pair layout, with the
     report's intervals: BCa over pairs, and with ``panel`` the annotator-aware one."""
@@ -230,7 +237,7 @@ def human_alpha(scores: Scores, n_pairs: int, *, bootstrap: int, seed: int) -> E
     )
 
 
-def score_agreement(scores: Scores, n_pairs: int, *, bootstrap: int, seed: int) -> dict:
+def score_agreement(scores: Scores, n_pairs: int, *, bootstrap: int, seed: int) -> Section:
     """Ordinal alpha of the human scores, overall and per aspect position (aspect 1 of every
     pair's rubric, aspect 2, ...), units (pair, aspect, response)."""
     overall = human_alpha(scores, n_pairs, bootstrap=bootstrap, seed=seed)
@@ -255,7 +262,9 @@ def too_few_for_an_interval(n: int) -> str:
     return f"interval omitted: {n} pairs, fewer than {MIN_INTERVAL_UNITS}"
 
 
-def percentile_interval(samples: np.ndarray, *, resamples: int) -> tuple[list | None, str | None]:
+def percentile_interval(
+    samples: NDArray[np.float64], *, resamples: int
+) -> tuple[list[float] | None, str | None]:
     """95% percentile interval of the defined resamples of a statistic that is not a sum over
     pairs (AUC, a rank correlation), with a note on dropped ones."""
     defined, omitted, dropped_note = defined_resamples(samples, resamples=resamples)
@@ -273,8 +282,8 @@ ASPECT_THRESHOLD = LABEL_THRESHOLD
 
 
 def aspects_check(
-    gaps: np.ndarray, *, gap_threshold: float, threshold: float = ASPECT_THRESHOLD
-) -> dict:
+    gaps: NDArray[np.float64], *, gap_threshold: float, threshold: float = ASPECT_THRESHOLD
+) -> Section:
     """Do humans confirm the pairs' construction? The share of scored pairs whose chosen
     response covers the aspects clearly better (gap >= gap_threshold), its exact 95% interval
     (the unit is the pair, as for label agreement) compared with ``threshold`` like every
@@ -313,11 +322,11 @@ def aspects_section(
     scores: Scores,
     coverage: pd.DataFrame,
     *,
-    counted: np.ndarray,
+    counted: NDArray[np.bool_],
     gap_threshold: float,
     bootstrap: int,
     seed: int,
-) -> dict:
+) -> Section:
     """report.json's `aspects`; ``counted``: the pairs that enter the set's figures (non-gold,
     with enough annotations and aspect scores)."""
     chosen = coverage["aspects_chosen_coverage"].to_numpy(dtype=np.float64)[counted]
@@ -343,7 +352,9 @@ def aspects_section(
     return out
 
 
-def gap_correlation(x: np.ndarray, y: np.ndarray, *, bootstrap: int, seed: int) -> dict:
+def gap_correlation(
+    x: NDArray[np.float64], y: NDArray[np.float64], *, bootstrap: int, seed: int
+) -> Section:
     """Spearman's rank correlation with a pair-bootstrap interval (rows are pairs)."""
     n = len(x)
     if n < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
@@ -356,7 +367,7 @@ def gap_correlation(x: np.ndarray, y: np.ndarray, *, bootstrap: int, seed: int) 
     from scipy import stats  # here, not at the top: a second of import, needed only here
 
     value = float(stats.spearmanr(x, y).statistic)
-    out = {"value": value, "ci95": None, "n": n}
+    out: Section = {"value": value, "ci95": None, "n": n}
     if n < MIN_INTERVAL_UNITS:
         out["note"] = too_few_for_an_interval(n)
     elif bootstrap > 0:

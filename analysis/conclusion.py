@@ -25,7 +25,9 @@ missing or too small is insufficient, never passed.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+
+from analysis.report_shape import Conclusion, Section
 
 SIGNIFICANCE = 0.05
 
@@ -46,14 +48,14 @@ OUTCOMES = ("passed", "failed", "insufficient")
 def _check(
     outcome: str,
     *,
-    value,
-    ci95,
+    value: float | None,
+    ci95: Sequence[float] | None,
     threshold: float,
     n: int,
     rule: str,
     note: str | None = None,
-    **detail,
-) -> dict:
+    **detail: object,
+) -> Section:
     if outcome not in OUTCOMES:
         raise ValueError(f"unknown outcome {outcome!r}")
     return {
@@ -69,7 +71,7 @@ def _check(
     }
 
 
-def _compare(ci95, threshold: float) -> str:
+def _compare(ci95: Sequence[float] | None, threshold: float) -> str:
     """passed: the interval lies above the threshold; failed: at or below it."""
     if ci95 is None:
         return "insufficient"
@@ -81,7 +83,9 @@ def _compare(ci95, threshold: float) -> str:
     return "insufficient"
 
 
-def label_check(confirmed: dict, *, decided: dict, threshold: float = LABEL_THRESHOLD) -> dict:
+def label_check(
+    confirmed: Section, *, decided: Section, threshold: float = LABEL_THRESHOLD
+) -> Section:
     """The share of pairs (with enough annotations) whose majority is ``chosen``; no-consensus
     pairs count as not confirming. Compared with the threshold through the interval that
     treats the annotators as a sample (``ci95_annotators``): the claim is about annotators
@@ -126,7 +130,7 @@ def label_check(confirmed: dict, *, decided: dict, threshold: float = LABEL_THRE
     )
 
 
-def _dimension_outcome(q: dict, *, margin: float, min_pairs: int) -> tuple[str, str | None]:
+def _dimension_outcome(q: Section, *, margin: float, min_pairs: int) -> tuple[str, str | None]:
     n = q["n_pairs"]
     if n == 0:
         return "insufficient", "never rated on both responses of a pair"
@@ -143,12 +147,12 @@ def _dimension_outcome(q: dict, *, margin: float, min_pairs: int) -> tuple[str, 
 
 
 def quality_check(
-    quality: Mapping[str, dict],
+    quality: Mapping[str, Section],
     *,
     dimensions: list[str],
     margin: float,
     min_pairs: int = MIN_RATED_PAIRS,
-) -> dict:
+) -> Section:
     """Every dimension the study asks: rated on both responses of ``min_pairs`` pairs and the
     TOST's 90% interval of chosen minus rejected inside +-margin (intersection-union test, no
     multiplicity correction needed). ``value`` and ``ci95`` are those of the dimension whose
@@ -190,7 +194,7 @@ def quality_check(
         for name, d in detail.items()
         if d["diff_ci90"] is not None
     }
-    worst = max(reach, key=reach.get) if reach else None
+    worst = max(reach, key=reach.__getitem__) if reach else None
     notes = [f"{name}: {d['note']}" for name, d in detail.items() if d["note"]]
     return _check(
         outcome,
@@ -205,7 +209,7 @@ def quality_check(
     )
 
 
-def reason_check(reasons: dict, *, min_reasons: int = MIN_REASONS) -> dict:
+def reason_check(reasons: Section, *, min_reasons: int = MIN_REASONS) -> Section:
     """Personal fit (alone or with quality) more frequent than general quality, pairs as the
     independent units: ``reasons["by_pair"]`` is the share of pairs (among those where the two
     differ) in which personal fit was stated more often, with its exact interval."""
@@ -239,7 +243,7 @@ def reason_check(reasons: dict, *, min_reasons: int = MIN_REASONS) -> dict:
     )
 
 
-def conclude(checks: Mapping[str, dict]) -> dict:
+def conclude(checks: Mapping[str, Section]) -> Conclusion:
     """``status`` and the headline boolean from any mapping of named checks (see above)."""
     outcomes = {check["outcome"] for check in checks.values()}
     if not checks:

@@ -7,7 +7,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import SupportsInt
+
 import numpy as np
+from numpy.typing import NDArray
 from scipy import special
 
 
@@ -67,7 +71,7 @@ def _check(k: int, n: int) -> None:
         raise ValueError(f"need n >= 1 and 0 <= k <= n, got k={k}, n={n}")
 
 
-def fisher_exact_p(table) -> float:
+def fisher_exact_p(table: Iterable[Iterable[SupportsInt]]) -> float:
     """Two-sided p-value of Fisher's exact test on a 2x2 table [[a, b], [c, d]]: the probability,
     under the hypergeometric law with the table's margins, of every table no more likely than the
     one seen (``scipy.stats.fisher_exact``'s rule, with its relative tolerance of 1e-7)."""
@@ -80,7 +84,7 @@ def fisher_exact_p(table) -> float:
     low, high = max(0, row + col - n), min(row, col)
     ks = np.arange(low, high + 1)
 
-    def log_comb(total, chosen):
+    def log_comb(total: int, chosen: int | NDArray[np.int64]) -> np.float64 | NDArray[np.float64]:
         return (
             special.gammaln(total + 1)
             - special.gammaln(chosen + 1)

@@ -7,10 +7,13 @@ page with html.escape, in chart labels too, because plotly renders a subset of H
 from __future__ import annotations
 
 import html
+import math
+from collections.abc import Callable, Iterable, Sequence
 
 import plotly.io as pio
 
 from analysis.aspect_summary import aspect_html
+from analysis.report_shape import Report, Section
 from analysis.summary import (
     CHECK_HEADER,
     HEADLINE_HEADER,
@@ -22,8 +25,7 @@ from analysis.summary import (
     fmt_p,
     headline_rows,
 )
-from analysis.tables import DIMENSIONS
-from analysis.vocabulary import PREFERENCES
+from analysis.vocabulary import DIMENSIONS, PREFERENCES
 
 RELIABLE, TENTATIVE = 0.800, 0.667
 _CHOSEN, _REJECTED = "#1b7837", "#b2182b"
@@ -35,7 +37,7 @@ MAX_LISTED_PAIRS = 50
 LEGEND_ABOVE = {"orientation": "h", "x": 1, "xanchor": "right", "y": 1.02, "yanchor": "bottom"}
 
 
-def _e(text) -> str:
+def _e(text: object) -> str:
     return html.escape(str(text), quote=True)
 
 
@@ -44,16 +46,18 @@ def _e(text) -> str:
 # more than a second of validator loading per report.
 
 
-def _figure(data: list[dict], layout: dict) -> dict:
+def _figure(data: list[Section], layout: Section) -> Section:
     return {"data": data, "layout": {"font": {"family": "system-ui, sans-serif"}, **layout}}
 
 
-def _dotted_line(*, x=None, y=None, label: str, side: str = "center") -> tuple[dict, dict]:
+def _dotted_line(
+    *, x: float | None = None, y: float | None = None, label: str, side: str = "center"
+) -> tuple[Section, Section]:
     """A dotted reference line with its label; `side`: where a vertical line's label sits
     ("left" of the line, "right" of it or centred on it), so that two lines close together
     keep their labels apart."""
     if x is not None:
-        shape = {"type": "line", "x0": x, "x1": x, "yref": "paper", "y0": 0, "y1": 1}
+        shape: Section = {"type": "line", "x0": x, "x1": x, "yref": "paper", "y0": 0, "y1": 1}
         anchor = {"left": "right", "right": "left", "center": "center"}[side]
         note = {"x": x, "y": 1.0, "yref": "paper", "text": label, "showarrow": False,
                 "xanchor": anchor, "yanchor": "bottom"}  # fmt: skip
@@ -66,7 +70,7 @@ def _dotted_line(*, x=None, y=None, label: str, side: str = "center") -> tuple[d
     return shape, note
 
 
-def _alpha_chart(report: dict) -> dict:
+def _alpha_chart(report: Report) -> Section:
     pref = report["preference"]
     items = [
         (
@@ -116,7 +120,7 @@ def _alpha_chart(report: dict) -> dict:
     )
 
 
-def _quality_chart(report: dict) -> dict:
+def _quality_chart(report: Report) -> Section:
     traces, layout = [], {}
     width = 1 / len(DIMENSIONS)
     for col, dimension in enumerate(DIMENSIONS, start=1):
@@ -176,7 +180,7 @@ VERDICT_COLOURS = {
 }
 
 
-def _verdict_chart(report: dict) -> dict:
+def _verdict_chart(report: Report) -> Section:
     verdicts = report["verdicts"]
     trace = {
         "type": "bar",
@@ -202,8 +206,10 @@ def _verdict_chart(report: dict) -> dict:
 # whose box is clear of the names placed before it, on a plot assumed no larger than
 # NAME_PLOT_PX (a larger plot only spreads the boxes further apart).
 NAME_PLOT_PX = (800, 150)
+NamePoint = tuple[float | None, float | None, str, str]  # x, y, name, preferred place
+Box = tuple[float, float, float, float]  # left, bottom, right, top in px
 NAME_CHAR_PX, NAME_HEIGHT_PX = 6.6, 15
-_NAME_PLACES = {
+_NAME_PLACES: dict[str, Callable[[float, float], tuple[float, float]]] = {
     "top right": lambda w, h: (2, 5),
     "bottom right": lambda w, h: (2, -5 - h),
     "top left": lambda w, h: (-2 - w, 5),
@@ -213,20 +219,22 @@ _NAME_PLACES = {
 }
 
 
-def _name_places(points: list[tuple], *, x_range: list, y_range: list) -> list[str]:
+def _name_places(
+    points: list[NamePoint], *, x_range: Sequence[float], y_range: Sequence[float]
+) -> list[str]:
     """A text position for each (x, y, name, preferred place) point, so that names do not
     overlap (greedily, in the order given; the least crowded place when every one is taken)."""
     (x0, x1), (y0, y1) = x_range, y_range
     width, height = NAME_PLOT_PX
-    placed: list[tuple[float, float, float, float]] = []
-    out = []
+    placed: list[Box] = []
+    out: list[str] = []
     for x, y, name, preferred in points:
         if x is None or y is None:
             out.append(preferred)
             continue
         px, py = (x - x0) / (x1 - x0) * width, (y - y0) / (y1 - y0) * height
         w, h = len(name) * NAME_CHAR_PX, NAME_HEIGHT_PX
-        best = None
+        best: tuple[float, str, Box] = (math.inf, preferred, (px, py, px + w, py + h))
         for place in [preferred, *(p for p in _NAME_PLACES if p != preferred)]:
             dx, dy = _NAME_PLACES[place](w, h)
             box = (px + dx, py + dy, px + dx + w, py + dy + h)
@@ -235,7 +243,7 @@ def _name_places(points: list[tuple], *, x_range: list, y_range: list) -> list[s
                 * max(0.0, min(box[3], o[3]) - max(box[1], o[1]))
                 for o in placed
             )
-            if best is None or crowd < best[0]:
+            if crowd < best[0]:
                 best = (crowd, place, box)
             if crowd == 0:
                 break
@@ -244,7 +252,7 @@ def _name_places(points: list[tuple], *, x_range: list, y_range: list) -> list[s
     return out
 
 
-def _annotator_chart(report: dict) -> dict:
+def _annotator_chart(report: Report) -> Section:
     rows = [a for a in report["annotators"] if a.get("n")]
     names = [_e(a["annotator"]) for a in rows]
     measures = (
@@ -300,7 +308,7 @@ def _annotator_chart(report: dict) -> dict:
     )
 
 
-def _position_chart(report: dict) -> dict:
+def _position_chart(report: Report) -> Section:
     pb = report["preference"]["position_bias"]
     rows = sorted(
         (a for a in report["annotators"] if a.get("first_slot_rate") is not None),
@@ -349,7 +357,7 @@ def _position_chart(report: dict) -> dict:
     )
 
 
-def figures(report: dict) -> list[tuple[str, dict]]:
+def figures(report: Report) -> list[tuple[str, Section]]:
     """The report's charts as (title, plotly figure dict), in page order."""
     return [
         ("Agreement on the preference", _alpha_chart(report)),
@@ -363,7 +371,7 @@ def figures(report: dict) -> list[tuple[str, dict]]:
 # --- text ----------------------------------------------------------------------------------
 
 
-def _band(value) -> str:
+def _band(value: float | None) -> str:
     if value is None:
         return "undefined"
     if value >= RELIABLE:
@@ -373,7 +381,7 @@ def _band(value) -> str:
     return "below the 0.667 that Krippendorff treats as the minimum"
 
 
-def reading(report: dict) -> list[str]:
+def reading(report: Report) -> list[str]:
     """A short plain-language reading of the numbers, one paragraph per item."""
     pref = report["preference"]
     paragraphs = []
@@ -433,13 +441,13 @@ def reading(report: dict) -> list[str]:
     return paragraphs
 
 
-def _table(rows: list[tuple], header: tuple) -> str:
+def _table(rows: Iterable[Sequence[object]], header: Sequence[str]) -> str:
     head = "".join(f"<th>{_e(h)}</th>" for h in header)
     body = "".join("<tr>" + "".join(f"<td>{_e(c)}</td>" for c in row) + "</tr>" for row in rows)
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
-def _pairs_to_check(report: dict) -> str:
+def _pairs_to_check(report: Report) -> str:
     rows = [p for p in report["pairs"] if p["verdict"] != "valid" and not p["is_gold"]]
     shown = [
         (p["pair_id"], p["verdict"], p["n_annotations"], p["majority"] or "", ", ".join(p["flags"]))
@@ -462,7 +470,7 @@ th{background:#f3f3f3}.verdict{font-size:1.15em;padding:.6em 1em;border-radius:6
 """
 
 
-def render_html(report: dict) -> str:
+def render_html(report: Report) -> str:
     from analysis.model_render import models_html  # the models section (issue 14)
     from analysis.population_render import population_html  # sampled studies (issue 24)
 
@@ -515,7 +523,7 @@ def render_html(report: dict) -> str:
     return "\n".join(parts)
 
 
-def _method_rows(methods: dict, prefix: str = "") -> list[tuple[str, str]]:
+def _method_rows(methods: Section, prefix: str = "") -> list[tuple[str, str]]:
     rows = []
     for key, value in methods.items():
         name = f"{prefix}{key}"

@@ -24,20 +24,22 @@ pairs' part comes from the pair bootstrap interval, each side's half-width over 
 annotators' part is the jackknife over annotators minus its expected pair-noise part, measured
 by the same jackknife after the annotators' labels are shuffled within each pair (which keeps
 who rated how many pairs but removes any lasting difference between annotators; the mean over
-shuffles), taken through a smooth positive part (:func:`annotator_component`) so that it never
-falls to exactly 0: with three annotators the data cannot rule out a difference between them.
-Each side is z times the square root of the sum; there is no test that switches between a
-narrow and a wide interval, and every interval is cut to the statistic's range (AC1's
--1/(Q-1) to 1, alpha's -1 to 1, shares' 0 to 1). ``benchmarks/bench_coverage.py`` measures
-coverage and width against an oracle; the README has the table and says which goals three
-annotators cannot meet together (a panel of three who differ looks, through a jackknife with
-two degrees of freedom, much like three who do not).
+shuffles), taken through a smooth positive part and weighted by how far the annotators' main
+effects (an annotator's lasting lean in its own labels or ratings, :func:`main_effect_ratio`)
+exceed what the same shuffles give (:func:`annotator_component`). Why the weight: with three
+annotators the jackknife of an agreement statistic has two degrees of freedom and tells a
+panel that differs from alike annotators poorly, while an annotator's own marginal over ~100
+pairs shows a lasting lean far above its standard error. Each side is z times the square root
+of the sum; there is no test that switches between a narrow and a wide interval, and every
+interval is cut to the statistic's range (AC1's -1/(Q-1) to 1, alpha's -1 to 1, shares' 0 to
+1). ``benchmarks/bench_coverage.py`` measures coverage and width against an oracle; the README
+has the table and says which cells three annotators still miss.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from scipy import sparse, special
@@ -280,15 +282,22 @@ def pair_bootstrap(
 @dataclass(frozen=True)
 class Panel:
     """Who gave which annotation: per annotation its unit (pair) and annotator code, plus the
-    annotator codes shuffled within each pair (the same shuffles for every statistic)."""
+    annotator codes shuffled within each pair (the same shuffles for every statistic).
+
+    ``traits`` (optional, annotations x d): what an annotator's lasting main effects show in,
+    when a statistic's own coding hides them (neutral alpha's orientation flips a lean to
+    chosen into noise); None: each statistic's own annotations (:func:`main_effect_ratio`)."""
 
     unit: np.ndarray
     annotator: np.ndarray
     n_annotators: int
     shuffled: tuple[np.ndarray, ...]
+    traits: np.ndarray | None = None
 
     @classmethod
-    def of(cls, unit: np.ndarray, annotator: np.ndarray, *, seed: int, shuffles: int | None = None):
+    def of(
+        cls, unit: np.ndarray, annotator: np.ndarray, *, seed: int, shuffles: int | None = None
+    ) -> Panel:
         unit = np.asarray(unit, dtype=np.int64)
         codes, annotator = np.unique(np.asarray(annotator), return_inverse=True)
         if shuffles is None:
@@ -304,6 +313,11 @@ class Panel:
             codes_k[order] = annotator[by_unit]
             shuffled.append(codes_k)
         return cls(unit, annotator, len(codes), tuple(shuffled))
+
+    def with_traits(self, traits: np.ndarray) -> Panel:
+        """The same panel and shuffles, main effects read from ``traits`` (one row per
+        annotation, in this panel's order)."""
+        return replace(self, traits=np.asarray(traits, dtype=np.float64))
 
     def group_sum(self, codes: np.ndarray, values: np.ndarray) -> np.ndarray:
         """Per annotator sums of ``values`` rows, annotators given by ``codes`` per row: the
@@ -358,14 +372,14 @@ def annotator_interval(
     total = statistic.features(counts).sum(axis=0)
     n_kinds = len(first)
     few_kinds = n_kinds * panel.n_annotators <= kind.size
-    delta_rows = None if few_kinds else delta[kind]
+    delta_rows = delta if few_kinds else delta[kind]  # (unused with few kinds)
 
     def removed(codes: np.ndarray) -> np.ndarray:
         if few_kinds:
             per_annotator = np.bincount(
                 codes * n_kinds + kind, minlength=panel.n_annotators * n_kinds
             ).reshape(panel.n_annotators, n_kinds)
-            return per_annotator @ delta
+            return np.asarray(per_annotator @ delta)
         return panel.group_sum(codes, delta_rows)
 
     def variance(codes: np.ndarray) -> float:
@@ -382,42 +396,118 @@ def annotator_interval(
     # annotators who do not differ (percent agreement, alike 100 x 3: +0.65e-3, half the
     # pairs' variance).
     floor = float(np.nanmean([variance(codes) for codes in panel.shuffled]))
-    component = annotator_component(observed=observed, floor=floor, annotators=panel.n_annotators)
+    traits = panel.traits if panel.traits is not None else own
+    main_effects = main_effect_ratio(panel, traits)
+    component = annotator_component(
+        observed=observed, floor=floor, annotators=panel.n_annotators, main_effects=main_effects
+    )
     ci, note = combined_interval(point, pair.ci95, annotator_variance=component, bounds=bounds)
-    if np.isfinite(floor) and observed <= floor and note is None:
-        note = (
-            "annotators differ no more than pair-to-pair noise explains; the interval keeps "
-            "the difference between annotators that these data cannot rule out"
-        )
+    if note is None:
+        note = _component_note(below_floor=observed <= floor, leaning=main_effects > 1)
     return ci, note
 
 
-def annotator_component(*, observed: float, floor: float, annotators: int) -> float:
-    """The annotators' variance component: a smooth positive part of ``observed - floor``.
+def _component_note(*, below_floor: bool, leaning: bool) -> str | None:
+    """Why the annotators' part is small, when it is (None when it is not)."""
+    if below_floor and leaning:
+        return (
+            "annotators differ no more than pair-to-pair noise explains; their own annotations "
+            "show a lean beyond chance, so the interval keeps a part for them"
+        )
+    if below_floor:
+        return (
+            "annotators differ no more than pair-to-pair noise explains, nor do their own "
+            "annotations show a lean beyond chance: this is the pairs' interval"
+        )
+    if not leaning:
+        return (
+            "the annotators' own annotations show no lean beyond chance: this is the pairs' "
+            "interval"
+        )
+    return None
+
+
+def main_effect_ratio(panel: Panel, traits: np.ndarray) -> float:
+    """How far the annotators' lasting main effects exceed what chance gives: ``H / H0``.
+
+    ``traits`` has one row per annotation (for example its one-hot label, or its ratings).
+    Each annotation's residual is its row minus its pair's mean (pairs with two or more
+    annotations); an annotator's effect is the mean of its residuals, and ``H`` is the sum
+    over annotators of ``n_i * |effect_i|^2`` (the between-annotator sum of squares of a
+    one-way ANOVA on residuals). ``H0`` is the same with the annotators' codes shuffled within
+    pairs (the panel's shuffles, their mean): its value when annotators do not differ. So
+    ``H / H0 - 1`` is the method-of-moments estimate of the annotators' main-effect variance
+    over its sampling noise. Why main effects: a lasting lean or rating offset moves an
+    annotator's own marginal by far more than its standard error over ~100 pairs, while the
+    jackknife of an agreement statistic over three annotators hardly tells such a panel from
+    alike annotators (module docstring). 1.0 when no pair shows any spread (nothing to tell).
+    """
+    traits = np.asarray(traits, dtype=np.float64).reshape(len(panel.unit), -1)
+    n_units = int(panel.unit.max(initial=-1)) + 1
+    size = np.bincount(panel.unit, minlength=n_units)
+    used = size[panel.unit] >= 2
+    if not used.any():
+        return 1.0
+    unit = panel.unit[used]
+    sums = np.stack(
+        [np.bincount(unit, weights=column, minlength=n_units) for column in traits[used].T],
+        axis=1,
+    )
+    residual = traits[used] - sums[unit] / size[unit][:, None]
+
+    def spread(codes: np.ndarray) -> float:
+        codes = codes[used]
+        per_annotator = panel.group_sum(codes, residual)
+        n = np.bincount(codes, minlength=panel.n_annotators)
+        rated = n > 0
+        return float(((per_annotator[rated] ** 2).sum(axis=1) / n[rated]).sum())
+
+    chance = float(np.mean([spread(codes) for codes in panel.shuffled]))
+    if chance <= 0:
+        return 1.0
+    return spread(panel.annotator) / chance
+
+
+def annotator_component(
+    *, observed: float, floor: float, annotators: int, main_effects: float
+) -> float:
+    """The annotators' variance component: the jackknife's excess ``observed - floor`` through
+    a smooth positive part, weighted by the evidence that the annotators differ at all.
 
     ``observed`` is the jackknife variance over annotators, ``floor`` its expected value when
     annotators do not differ (the mean over within-pair shuffles). ``observed - floor`` is the
-    unbiased estimate (two-way random-effects ANOVA, as in generalizability theory's
-    ``(MS_a - MS_e) / n``), but it is at or below 0 in about 63% (1 - 1/e) of studies of
-    three alike annotators, and the usual positive part ``max(0, .)`` then sets the component
-    to 0. With three annotators that is wrong often: a jackknife over three has two degrees of freedom, so a panel that
-    does differ (sd 0.7) came out at or below its floor in 14-58% of simulated 100 x 3 studies
-    (by statistic), and there the pair interval alone covered the population value in 43-94%.
+    unbiased estimate (two-way random-effects ANOVA, generalizability theory's ``(MS_a -
+    MS_e) / n``), but with three annotators it has two degrees of freedom: its positive part
+    is 0 in about 63% of studies of annotators who differ not at all and still in about half
+    of those of a panel that does (sd 0.7), so it cannot tell the two apart.
 
-    So the positive part is smoothed at the scale of ``observed``'s own noise when annotators
-    do not differ, ``s = floor * sqrt(2 / (annotators - 1))`` (the standard deviation of a
-    chi-square variance with annotators - 1 degrees of freedom): ``s * log(1 + exp((observed
-    - floor) / s))``. Far above the floor it equals ``observed - floor``; at the floor it is
-    ``s * log 2``; far below it falls to 0 smoothly. This is the annotators' part that the data
-    cannot rule out; with more annotators ``s`` shrinks and the rule approaches the plain
-    positive part. A floor of 0 (no pair noise at all) leaves ``observed`` itself.
+    ``main_effects`` (:func:`main_effect_ratio`, ``H / H0``) can: ``snr = max(0, H / H0 - 1)``
+    is the annotators' main-effect variance over its own sampling noise (median 0 for alike
+    annotators; for the benchmark's panel of three at 100 pairs about 3 in the labels and 8 in
+    the ratings), and the weight ``1 - exp(-snr)`` rises smoothly from 0 (no sign of lasting
+    differences) to 1. The jackknife excess is smoothed at ``s = (floor + observed) * sqrt(2 /
+    (annotators - 1))``, the standard deviation of a chi-square variance with annotators - 1
+    degrees of freedom, taken at the noise floor plus the observed value:
+    ``s * log(1 + exp((observed - floor) / s))``. At the floor that is ``s * log 2``; far above
+    it the scale follows ``observed``, so the component tends to ``ln(1 + e) = 1.31`` times
+    the excess with three annotators (1.12 with six, 1 with many): a few-degrees-of-freedom
+    allowance, like a t quantile, that keeps a panel that differs covered when its jackknife
+    happens to fall low. The component is ``weight * that``: no test, no switch, and alike
+    annotators keep about the pairs' own interval. The two choices (the weight's unit scale and
+    the scale's ``floor + observed``) were made on ``benchmarks/bench_coverage.py`` (README):
+    ``floor`` alone as the scale left the panel's AC1 and neutral alpha at 91-93%.
+    A non-finite floor leaves ``weight * observed``.
     """
+    if not np.isfinite(main_effects):
+        weight = 1.0
+    else:
+        weight = float(-np.expm1(-max(main_effects - 1.0, 0.0)))
     if not np.isfinite(floor):
-        return observed
-    scale = floor * np.sqrt(2.0 / max(annotators - 1, 1))
+        return weight * observed
+    scale = (floor + observed) * np.sqrt(2.0 / max(annotators - 1, 1))
     if scale <= 0:
-        return max(0.0, observed - floor)
-    return float(scale * np.logaddexp(0.0, (observed - floor) / scale))
+        return weight * max(0.0, observed - floor)
+    return float(weight * scale * np.logaddexp(0.0, (observed - floor) / scale))
 
 
 def combined_interval(

@@ -18,12 +18,13 @@ from __future__ import annotations
 
 import io
 import math
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from numpy.typing import NDArray
 
 from analysis import strict_input
 from analysis.errors import InputError
@@ -51,9 +52,9 @@ class ModelJudgements:
 
     name: str
     layout: str  # one of LAYOUTS
-    pair_id: np.ndarray  # object array of pair ids
-    pick: np.ndarray  # int codes into PICKS
-    chosen_first: np.ndarray | None  # pairwise judges: True when chosen was shown in slot A
+    pair_id: NDArray[np.object_]  # pair ids
+    pick: NDArray[np.int64]  # codes into PICKS
+    chosen_first: NDArray[np.bool_] | None  # pairwise judges: True when chosen was shown in slot A
     parse_failed_given: bool  # the file has a parse_failed column
 
     @property
@@ -142,7 +143,7 @@ def _json_lines(data: bytes, source: str) -> pd.DataFrame:
 # --- values --------------------------------------------------------------------------------
 
 
-def _blank(value) -> bool:
+def _blank(value: object) -> bool:
     if value is None or value is pd.NA:
         return True
     if isinstance(value, float) and math.isnan(value):
@@ -150,7 +151,7 @@ def _blank(value) -> bool:
     return isinstance(value, str) and not value.strip()
 
 
-def _text(value) -> str | None:
+def _text(value: object) -> str | None:
     """Ids and labels as text: ints (and integral floats) are kept as their digits."""
     if _blank(value):
         return None
@@ -161,7 +162,7 @@ def _text(value) -> str | None:
     return str(value).strip()
 
 
-def _boolean(value) -> bool | None:
+def _boolean(value: object) -> bool | None:
     """True/false from JSON booleans, CSV text (true/false/1/0/yes/no) or 0/1; None if not."""
     if isinstance(value, bool | np.bool_):
         return bool(value)
@@ -176,7 +177,7 @@ def _boolean(value) -> bool | None:
     return None
 
 
-def _number(value) -> float | None:
+def _number(value: object) -> float | None:
     """A finite number from JSON numbers or CSV text; None if it is not one (booleans neither)."""
     if isinstance(value, bool | np.bool_):
         return None
@@ -195,11 +196,16 @@ def _number(value) -> float | None:
     return number if math.isfinite(number) else None
 
 
-def _shown(value) -> str:
+def _shown(value: object) -> str:
     return repr(value.item() if isinstance(value, np.generic) else value)
 
 
 # --- validation ----------------------------------------------------------------------------
+
+Columns = dict[str, list[object]]  # a file's columns, one value a row
+Outcome = tuple[int, bool | None] | None  # a row's pick and chosen-first, None if it is refused
+# ids, picks, chosen-first (pairwise layout)
+Judged = tuple[list[str], list[int], list[bool | None] | None]
 
 
 class _Checker:
@@ -211,7 +217,15 @@ class _Checker:
         place = f"{self.where} {position}" + (f", column '{column}'" if column else "")
         self.problems.append((position, f"{place}: {message}"))
 
-    def label(self, position, column, value, allowed, *, required=True) -> str | None:
+    def label(
+        self,
+        position: int,
+        column: str,
+        value: object,
+        allowed: Sequence[str],
+        *,
+        required: bool = True,
+    ) -> str | None:
         text = _text(value)
         if text is None:
             if required:
@@ -222,7 +236,9 @@ class _Checker:
             return None
         return text
 
-    def flag(self, position, column, value, *, required=True) -> bool | None:
+    def flag(
+        self, position: int, column: str, value: object, *, required: bool = True
+    ) -> bool | None:
         if _blank(value):
             if required:
                 self.add(position, column, "is empty")
@@ -232,7 +248,7 @@ class _Checker:
             self.add(position, column, f"must be true or false (got {_shown(value)})")
         return flag
 
-    def score(self, position, column, value) -> float | None:
+    def score(self, position: int, column: str, value: object) -> float | None:
         if _blank(value):
             self.add(position, column, "is empty")
             return None
@@ -305,7 +321,9 @@ def read_model_file(
     )
 
 
-def _pair_id(check: _Checker, position: int, column: str, value, known: set) -> str | None:
+def _pair_id(
+    check: _Checker, position: int, column: str, value: object, known: set[str]
+) -> str | None:
     pair = _text(value)
     if pair is None:
         check.add(position, column, "is empty")
@@ -316,15 +334,22 @@ def _pair_id(check: _Checker, position: int, column: str, value, known: set) -> 
     return pair
 
 
-def _one_row_a_pair(frame: pd.DataFrame, layout: str, check: _Checker, known: set, named: set):
+def _one_row_a_pair(
+    frame: pd.DataFrame, layout: str, check: _Checker, known: set[str], named: set[str]
+) -> Judged:
     """Pairwise judgements and plain tables: exactly one row per pair."""
     key = "id" if layout == "pairwise" else "pair_id"
-    ids, picks, first, seen = [], [], [], {}
-    column = {c: frame[c].tolist() if c in frame.columns else None for c in frame.columns}
-    empty = [None] * len(frame)
+    ids: list[str] = []
+    picks: list[int] = []
+    first: list[bool | None] = []  # None outside the pairwise layout
+    seen: dict[str, int] = {}
+    column: Columns = {str(c): frame[c].tolist() for c in frame.columns}
+    empty: list[object] = [None] * len(frame)
     for i, position in enumerate(frame.index.tolist()):
         pair = _pair_id(check, position, key, column[key][i], known)
-        named.add(pair)
+        if pair is not None:
+            named.add(pair)
+        outcome: Outcome
         if layout == "pairwise":
             outcome = _pairwise_row(check, position, column, empty, i)
         elif layout == "scores":
@@ -348,7 +373,9 @@ def _one_row_a_pair(frame: pd.DataFrame, layout: str, check: _Checker, known: se
     return ids, picks, (first if layout == "pairwise" else None)
 
 
-def _pairwise_row(check: _Checker, position: int, column: dict, empty: list, i: int):
+def _pairwise_row(
+    check: _Checker, position: int, column: Columns, empty: list[object], i: int
+) -> Outcome:
     failed = check.flag(
         position, "parse_failed", (column.get("parse_failed") or empty)[i], required=False
     )
@@ -379,7 +406,7 @@ def _pairwise_row(check: _Checker, position: int, column: dict, empty: list, i: 
     return (CHOSEN if picked_chosen else REJECTED), chosen_first
 
 
-def _scores_row(check: _Checker, position: int, column: dict, i: int):
+def _scores_row(check: _Checker, position: int, column: Columns, i: int) -> Outcome:
     chosen = check.score(position, "score_chosen", column["score_chosen"][i])
     rejected = check.score(position, "score_rejected", column["score_rejected"][i])
     if chosen is None or rejected is None:
@@ -393,14 +420,15 @@ def _compare(chosen: float, rejected: float) -> int:
     return REJECTED if rejected > chosen else TIE
 
 
-def _pointwise(frame: pd.DataFrame, check: _Checker, known: set, named: set):
+def _pointwise(frame: pd.DataFrame, check: _Checker, known: set[str], named: set[str]) -> Judged:
     """Two rows a pair, one per response: the higher score is the model's pick."""
-    scores: dict[str, dict[str, tuple[float, int]]] = {}
+    scores: dict[str, dict[str, tuple[float | None, int]]] = {}
     order: list[str] = []
     ids, labels, values = frame["id"].tolist(), frame["label"].tolist(), frame["score"].tolist()
     for i, position in enumerate(frame.index.tolist()):
         pair = _pair_id(check, position, "id", ids[i], known)
-        named.add(pair)
+        if pair is not None:
+            named.add(pair)
         label = check.label(position, "label", labels[i], SIDES)
         score = check.score(position, "score", values[i])
         if pair is None or label is None:
@@ -416,7 +444,8 @@ def _pointwise(frame: pd.DataFrame, check: _Checker, known: set, named: set):
             )  # fmt: skip
             continue
         sides[label] = (score, position)  # a bad score is reported already
-    out_ids, picks = [], []
+    out_ids: list[str] = []
+    picks: list[int] = []
     for pair in order:
         sides = scores[pair]
         if len(sides) == 1:
@@ -424,7 +453,8 @@ def _pointwise(frame: pd.DataFrame, check: _Checker, known: set, named: set):
             other = "rejected" if label == "chosen" else "chosen"
             check.add(position, None, f"pair {pair!r} has a {label} score but no {other} score")
             continue
-        if all(score is not None for score, _ in sides.values()):
+        chosen, rejected = sides["chosen"][0], sides["rejected"][0]  # one of each: SIDES
+        if chosen is not None and rejected is not None:
             out_ids.append(pair)
-            picks.append(_compare(sides["chosen"][0], sides["rejected"][0]))
+            picks.append(_compare(chosen, rejected))
     return out_ids, picks, None

@@ -8,11 +8,13 @@ a subset of HTML in labels too) and in Markdown table cells.
 from __future__ import annotations
 
 import html
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import pandas as pd
 
 from analysis.csv_cells import neutralise_frame
+from analysis.report_shape import Report, Section
 from analysis.summary import fmt, fmt_ci, fmt_p
 
 MODEL_HEADER = (
@@ -34,12 +36,12 @@ HUMAN_HEADER = ("human reference", "accuracy", "95% CI", "n pairs")
 _ALL, _VALID, _BAND = "#2166ac", "#1b7837", "rgba(90,90,90,0.25)"
 
 
-def has_models(report: dict) -> bool:
+def has_models(report: Report) -> bool:
     return bool(report.get("models"))
 
 
-def model_rows(report: dict) -> list[tuple[str, ...]]:
-    rows = []
+def model_rows(report: Report) -> list[tuple[str, ...]]:
+    rows: list[tuple[str, ...]] = []
     for m in report["models"]:
         pos = m["position"]
         agreement = m["agreement_with_humans"]
@@ -66,7 +68,7 @@ def model_rows(report: dict) -> list[tuple[str, ...]]:
     return rows
 
 
-def human_rows(report: dict) -> list[tuple[str, ...]]:
+def human_rows(report: Report) -> list[tuple[str, ...]]:
     ref = report["human_reference"]
     return [
         (label, fmt(e["value"]), fmt_ci(e["ci95"]), f"{e['n']:,}")
@@ -87,7 +89,7 @@ _NOTED = (
 )
 
 
-def undefined_notes(report: dict) -> list[str]:
+def undefined_notes(report: Report) -> list[str]:
     """Why the tables show n/a (or no interval) where they do: each note of the models and
     of the human reference once, with the models it applies to (most depend on the human
     answers, not on the model)."""
@@ -108,7 +110,7 @@ def undefined_notes(report: dict) -> list[str]:
     return out
 
 
-def difference_rows(report: dict) -> list[tuple[str, ...]]:
+def difference_rows(report: Report) -> list[tuple[str, ...]]:
     return [
         (
             f"{d['a']} - {d['b']}",
@@ -132,16 +134,16 @@ RULES = (
 )
 
 
-def _md_cell(text) -> str:
+def _md_cell(text: object) -> str:
     return str(text).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
 
 
-def _md_table(header, rows) -> list[str]:
+def _md_table(header: Sequence[str], rows: Iterable[Sequence[object]]) -> list[str]:
     lines = ["| " + " | ".join(header) + " |", "| " + " | ".join("---" for _ in header) + " |"]
     return lines + ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in rows]
 
 
-def error_sentences(report: dict) -> list[str]:
+def error_sentences(report: Report) -> list[str]:
     """Per model, where its errors fall (the benchmark's share of them)."""
     out = []
     for m in report["models"]:
@@ -162,7 +164,7 @@ def error_sentences(report: dict) -> list[str]:
     return out
 
 
-def models_markdown(report: dict) -> str:
+def models_markdown(report: Report) -> str:
     """The summary.md section (empty without models)."""
     if not has_models(report):
         return ""
@@ -177,7 +179,7 @@ def models_markdown(report: dict) -> str:
     return "\n".join([*lines, "", RULES, ""])
 
 
-def models_figure(report: dict) -> dict:
+def models_figure(report: Report) -> Section:
     """Each model's accuracy on all pairs and on valid pairs (95% intervals), with the human
     reference on all pairs (average single annotator to majority) as a band."""
     names = [html.escape(m["name"], quote=True) for m in report["models"]]
@@ -242,14 +244,14 @@ def models_figure(report: dict) -> dict:
     }
 
 
-def _html_table(header, rows) -> str:
+def _html_table(header: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
     e = html.escape
     head = "".join(f"<th>{e(h)}</th>" for h in header)
     body = "".join("<tr>" + "".join(f"<td>{e(str(c))}</td>" for c in r) + "</tr>" for r in rows)
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
-def models_html(report: dict, *, include_plotlyjs: bool = False) -> str:
+def models_html(report: Report, *, include_plotlyjs: bool = False) -> str:
     """The report.html section (empty without models); plotly.js is already in the page."""
     if not has_models(report):
         return ""
@@ -289,7 +291,7 @@ CSV_COLUMNS = (
 )  # fmt: skip
 
 
-def models_frame(report: dict) -> pd.DataFrame:
+def models_frame(report: Report) -> pd.DataFrame:
     """models.csv: one row per model, the numbers of report.json's ``models``."""
     rows = []
     for m in report["models"]:
@@ -313,10 +315,10 @@ def models_frame(report: dict) -> pd.DataFrame:
     return frame.astype({"parse_failed": "Int64"})
 
 
-def models_csv_bytes(report: dict) -> bytes:
+def models_csv_bytes(report: Report) -> bytes:
     # Model names are user text: no cell may become a spreadsheet formula (csv_cells).
     return neutralise_frame(models_frame(report)).to_csv(index=False).encode("utf-8")
 
 
-def write_models_csv(report: dict, path: Path) -> None:
+def write_models_csv(report: Report, path: Path) -> None:
     path.write_bytes(models_csv_bytes(report))

@@ -11,14 +11,17 @@ intervals over pairs; a difference between two models resamples the same pairs f
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import TypedDict
 
 import numpy as np
 import pandas as pd
+from numpy.typing import ArrayLike, NDArray
 
 from analysis.distributions import fisher_exact_p
 from analysis.intervals import bootstrap_weights
 from analysis.model_files import CHOSEN, FAILED, PICKS, REJECTED, TIE, ModelJudgements
+from analysis.report_shape import Records, Report, Section, reordered
 
 # Credit of each pick (indexed by the codes of analysis.model_files.PICKS).
 CREDIT = np.array([1.0, 0.0, 0.5, 0.0])
@@ -30,7 +33,7 @@ AGREEMENT_WEIGHTS = np.array([[1.0, 0.0, 0.5, 0.0], [0.0, 1.0, 0.5, 0.0]])
 # --- bootstrap -----------------------------------------------------------------------------
 
 
-def resampled_sums(rows: np.ndarray, *, resamples: int, seed: int) -> np.ndarray:
+def resampled_sums(rows: NDArray[np.float64], *, resamples: int, seed: int) -> NDArray[np.float64]:
     """Sums of each row of ``rows`` (r x n pairs) over ``resamples`` bootstrap samples of the
     pairs (r x resamples); every row uses the same samples. Pairs whose columns are equal are
     grouped and drawn through a multinomial over the distinct columns, as in
@@ -48,13 +51,16 @@ def resampled_sums(rows: np.ndarray, *, resamples: int, seed: int) -> np.ndarray
     return out
 
 
-def resampled_means(values: np.ndarray, *, resamples: int, seed: int) -> np.ndarray:
+def resampled_means(values: ArrayLike, *, resamples: int, seed: int) -> NDArray[np.float64]:
     """Means of each row of ``values`` (k x n) over bootstrap samples of its n columns."""
-    values = np.atleast_2d(np.asarray(values, dtype=np.float64))
-    return resampled_sums(values, resamples=resamples, seed=seed) / max(values.shape[1], 1)
+    rows = np.atleast_2d(np.asarray(values, dtype=np.float64))
+    means: NDArray[np.float64] = resampled_sums(rows, resamples=resamples, seed=seed) / max(
+        rows.shape[1], 1
+    )
+    return means
 
 
-def percentile_interval(samples: np.ndarray) -> list[float] | None:
+def percentile_interval(samples: NDArray[np.float64]) -> list[float] | None:
     samples = samples[np.isfinite(samples)]
     if samples.size == 0:
         return None
@@ -62,7 +68,7 @@ def percentile_interval(samples: np.ndarray) -> list[float] | None:
     return [float(lo), float(hi)]
 
 
-def _interval(samples: np.ndarray | None) -> tuple[list[float] | None, str | None]:
+def _interval(samples: NDArray[np.float64] | None) -> tuple[list[float] | None, str | None]:
     """The 95% interval of the defined resamples (a subset can be empty in some), as the rest
     of the report does: omitted when more than half are undefined."""
     if samples is None or samples.size == 0:
@@ -74,13 +80,15 @@ def _interval(samples: np.ndarray | None) -> tuple[list[float] | None, str | Non
     return percentile_interval(samples), note
 
 
-def _estimate(values: np.ndarray, samples: np.ndarray | None, *, what: str) -> dict:
+def _estimate(
+    values: NDArray[np.float64], samples: NDArray[np.float64] | None, *, what: str
+) -> Section:
     """{value, ci95, n} of a mean credit; None with a note when there are no pairs."""
     n = int(values.size)
     if n == 0:
         return {"value": None, "ci95": None, "n": 0, "note": f"undefined: no {what}"}
     ci, note = _interval(samples)
-    out = {"value": float(values.mean()), "ci95": ci, "n": n}
+    out: Section = {"value": float(values.mean()), "ci95": ci, "n": n}
     if note:
         out["ci95_note"] = note
     return out
@@ -94,17 +102,20 @@ PAIR_COLUMNS = (
 )  # fmt: skip
 
 
-def _pair_frame(pairs: pd.DataFrame | list[dict]) -> pd.DataFrame:
+def _pair_frame(pairs: pd.DataFrame | list[Section]) -> pd.DataFrame:
     """The report's non-gold pairs with the columns the comparison needs."""
     if isinstance(pairs, list):  # records: take only these columns (a frame of all is slow)
-        pairs = {column: [p[column] for p in pairs] for column in PAIR_COLUMNS}
-    frame = pd.DataFrame(pairs)[list(PAIR_COLUMNS)]
+        frame = pd.DataFrame({column: [p[column] for p in pairs] for column in PAIR_COLUMNS})
+    else:
+        frame = pd.DataFrame(pairs)[list(PAIR_COLUMNS)]
     frame = frame[~frame["is_gold"].astype(bool)].reset_index(drop=True)
     frame["pair_id"] = frame["pair_id"].astype(str)
     return frame
 
 
-def aligned_picks(model: ModelJudgements, pair_ids: pd.Index) -> tuple[np.ndarray, np.ndarray]:
+def aligned_picks(
+    model: ModelJudgements, pair_ids: pd.Index[str]
+) -> tuple[NDArray[np.int64], NDArray[np.bool_]]:
     """(pick codes, chosen-first flags) in the order of ``pair_ids`` (every id must be judged);
     chosen-first is all False for models that do not show slots."""
     where = pd.Index(model.pair_id).get_indexer(pair_ids)
@@ -119,7 +130,9 @@ def aligned_picks(model: ModelJudgements, pair_ids: pd.Index) -> tuple[np.ndarra
     return model.pick[where], first
 
 
-def weighted_kappa(human: np.ndarray, pick: np.ndarray) -> tuple[float | None, str | None]:
+def weighted_kappa(
+    human: NDArray[np.int64], pick: NDArray[np.int64]
+) -> tuple[float | None, str | None]:
     """Cohen's weighted kappa (Cohen 1968) of human majorities (0 chosen, 1 rejected) against
     model picks (PICKS codes) with AGREEMENT_WEIGHTS; without ties and parse failures this is
     Cohen's (1960) kappa. (None, note) when chance agreement is already 1."""
@@ -135,7 +148,7 @@ def weighted_kappa(human: np.ndarray, pick: np.ndarray) -> tuple[float | None, s
     return float((observed - expected) / (1.0 - expected)), None
 
 
-def position_test(pick: np.ndarray, chosen_first: np.ndarray) -> dict:
+def position_test(pick: NDArray[np.int64], chosen_first: NDArray[np.bool_]) -> Section:
     """A pairwise judge's accuracy with chosen shown first (A) and second (B), and Fisher's
     exact two-sided test of equal accuracy in both orders (a parse failure counts as wrong)."""
     correct = pick == CHOSEN
@@ -146,7 +159,7 @@ def position_test(pick: np.ndarray, chosen_first: np.ndarray) -> dict:
     ]
     n_first, n_second = sum(table[0]), sum(table[1])
     answered = pick != FAILED
-    out = {
+    out: Section = {
         "accuracy_chosen_first": table[0][0] / n_first if n_first else None,
         "accuracy_chosen_second": table[1][0] / n_second if n_second else None,
         "p_value": None,
@@ -170,8 +183,8 @@ def model_summary(
     pairs: pd.DataFrame,
     *,
     min_annotations: int,
-    samples: dict[str, np.ndarray] | None,
-) -> dict:
+    samples: Mapping[str, NDArray[np.float64] | None] | None,
+) -> Section:
     """One entry of ``models``. ``samples``: this model's resampled means per subset."""
     pick, chosen_first = aligned_picks(model, pd.Index(pairs["pair_id"]))
     credit = CREDIT[pick]
@@ -186,7 +199,7 @@ def model_summary(
     flipped = credit[flip]
     agreement_credit = AGREEMENT_WEIGHTS[human[decided], pick[decided]]
     kappa, kappa_note = weighted_kappa(human[decided], pick[decided])
-    out = {
+    out: Section = {
         "name": model.name,
         "layout": model.layout,
         "n": int(credit.size),
@@ -229,8 +242,12 @@ def model_summary(
 
 
 def error_split(
-    credit: np.ndarray, *, valid: np.ndarray, flip: np.ndarray, judged: np.ndarray
-) -> dict:
+    credit: NDArray[np.float64],
+    *,
+    valid: NDArray[np.bool_],
+    flip: NDArray[np.bool_],
+    judged: NDArray[np.bool_],
+) -> Section:
     """Where a model's errors (credit lost: 1 - credit per pair) fall: on pairs the humans
     validated, on pairs they flipped, on the other pairs they did not validate (no consensus,
     quality problems, too few annotations). The share outside valid pairs is the part of the
@@ -239,7 +256,7 @@ def error_split(
     lost = 1.0 - credit
     total = float(lost.sum())
     defined = bool(total) and bool(np.any(judged))
-    out = {
+    out: Section = {
         "total": total,
         "valid": float(lost[valid].sum()),
         "preference_flip": float(lost[flip].sum()),
@@ -253,7 +270,7 @@ def error_split(
     return out
 
 
-def _human_majority(pairs: pd.DataFrame, *, min_annotations: int) -> np.ndarray:
+def _human_majority(pairs: pd.DataFrame, *, min_annotations: int) -> NDArray[np.int64]:
     """Per pair 0 (majority chosen), 1 (majority rejected), -1 (no decided majority or too few
     annotations: the pairs label agreement leaves out)."""
     majority = pairs["majority"].to_numpy(dtype=object)
@@ -266,12 +283,14 @@ def _human_majority(pairs: pd.DataFrame, *, min_annotations: int) -> np.ndarray:
 # --- the human reference ------------------------------------------------------------------
 
 
-def human_pairs(pairs: pd.DataFrame, *, min_annotations: int) -> np.ndarray:
+def human_pairs(pairs: pd.DataFrame, *, min_annotations: int) -> NDArray[np.bool_]:
     """The pairs the human reference is computed on: >= min_annotations (and >= 1)."""
     return pairs["n_annotations"].to_numpy() >= max(min_annotations, 1)
 
 
-def human_credit(pairs: pd.DataFrame, *, min_annotations: int) -> tuple[np.ndarray, np.ndarray]:
+def human_credit(
+    pairs: pd.DataFrame, *, min_annotations: int
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """(majority credit, average single annotator's credit) per pair with >= min_annotations,
     by the models' rule: the majority scores 1 (chosen), 0 (rejected) or 1/2 (no strict
     majority for either response, as a tie); an annotator's answer 1, 0 or 1/2 (tie)."""
@@ -288,14 +307,19 @@ def human_credit(pairs: pd.DataFrame, *, min_annotations: int) -> tuple[np.ndarr
 
 
 def paired_differences(
-    names: list[str], means: np.ndarray, samples: np.ndarray | None, *, subset: str, n: int
-) -> list[dict]:
+    names: list[str],
+    means: NDArray[np.float64],
+    samples: NDArray[np.float64] | None,
+    *,
+    subset: str,
+    n: int,
+) -> list[Section]:
     """Accuracy of each model minus each later one, with the paired bootstrap interval
     (``samples``: each model's accuracy in the same resamples)."""
     out = []
     for a in range(len(names)):
         for b in range(a + 1, len(names)):
-            row = {
+            row: Section = {
                 "a": names[a],
                 "b": names[b],
                 "subset": subset,
@@ -317,14 +341,26 @@ def paired_differences(
 # --- the section ---------------------------------------------------------------------------
 
 
+class ModelComparison(TypedDict):
+    """What :func:`compare_models` gives: three report keys and the method note."""
+
+    models: Records
+    human_reference: dict[str, Section]
+    model_differences: Records
+    method: Section
+
+
+COMPARISON_KEYS = ("models", "human_reference", "model_differences")
+
+
 def compare_models(
-    pairs: pd.DataFrame | list[dict],
+    pairs: pd.DataFrame | list[Section],
     models: Sequence[ModelJudgements],
     *,
     min_annotations: int,
     bootstrap: int,
     seed: int,
-) -> dict:
+) -> ModelComparison:
     """The report keys ``models``, ``human_reference``, ``model_differences`` and the method
     note, from the report's per-pair table (report['pairs'] or the frame behind it)."""
     frame = _pair_frame(pairs)
@@ -343,7 +379,7 @@ def compare_models(
     # recomputed on the subset's pairs within each resample, and two models' accuracies in
     # the same resample give the paired difference.
     rows = np.vstack([credits, credits * valid, human, np.ones(n), valid, keep])
-    samples = {"all": None, "valid": None, "human": None}
+    samples: dict[str, NDArray[np.float64] | None] = {"all": None, "valid": None, "human": None}
     if bootstrap:
         sums = resampled_sums(rows, resamples=bootstrap, seed=seed)
         with np.errstate(invalid="ignore", divide="ignore"):
@@ -351,8 +387,9 @@ def compare_models(
             samples["valid"] = sums[k : 2 * k] / sums[2 * k + 3]
             samples["human"] = sums[2 * k : 2 * k + 2] / sums[2 * k + 4]
 
-    def row_of(name: str, i: int):
-        return None if samples[name] is None else samples[name][i]
+    def row_of(name: str, i: int) -> NDArray[np.float64] | None:
+        drawn = samples[name]
+        return None if drawn is None else drawn[i]
 
     entries = [
         model_summary(
@@ -382,7 +419,7 @@ def compare_models(
     }
 
 
-def method_note(*, min_annotations: int, bootstrap: int, seed: int) -> dict:
+def method_note(*, min_annotations: int, bootstrap: int, seed: int) -> Section:
     return {
         "credit": (
             "per pair: 1 when the model picks chosen, 0 when it picks rejected or its answer "
@@ -424,7 +461,7 @@ def method_note(*, min_annotations: int, bootstrap: int, seed: int) -> dict:
     }
 
 
-def _pairs_with_picks(pairs: list[dict], models: Sequence[ModelJudgements]) -> list[dict]:
+def _pairs_with_picks(pairs: list[Section], models: Sequence[ModelJudgements]) -> list[Section]:
     """Each pair's record with every model's pick beside the human verdict (``model:NAME``:
     chosen, rejected, tie or failed; None where the file has no row, e.g. a gold pair)."""
     picks = {
@@ -440,27 +477,28 @@ def _pairs_with_picks(pairs: list[dict], models: Sequence[ModelJudgements]) -> l
 
 
 def with_models(
-    report: dict,
+    report: Report,
     models: Sequence[ModelJudgements],
     *,
     min_annotations: int,
     bootstrap: int,
     seed: int,
-) -> dict:
+) -> Report:
     """The report with ``models``, ``human_reference`` and ``model_differences`` added (before
     ``pairs``), each pair's pick per model in ``pairs`` (``model:NAME``) and the method note
     under ``methods.models``; the report given is not changed."""
     section = compare_models(
         report["pairs"], models, min_annotations=min_annotations, bootstrap=bootstrap, seed=seed
     )
-    methods = {**report.get("methods", {}), "models": section.pop("method")}
-    out = {}
-    for key, value in report.items():
-        if key == "pairs":
-            out.update(section)
-            value = _pairs_with_picks(value, models)
-        out[key] = methods if key == "methods" else value
-    out.update({k: v for k, v in section.items() if k not in out})
-    if "methods" not in out:
-        out["methods"] = methods
-    return out
+    merged: Report = {
+        **report,
+        "models": section["models"],
+        "human_reference": section["human_reference"],
+        "model_differences": section["model_differences"],
+        "pairs": _pairs_with_picks(report["pairs"], models),
+        "methods": {**report["methods"], "models": section["method"]},
+    }
+    keys = list(report)
+    added = [key for key in COMPARISON_KEYS if key not in keys]
+    at = keys.index("pairs")
+    return reordered(merged, [*keys[:at], *added, *keys[at:]])

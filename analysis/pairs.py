@@ -27,11 +27,13 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+from numpy.typing import NDArray
 from scipy import special
 
 from analysis.frames import Coded, code
 from analysis.majority import strict_majority
-from analysis.tables import DIMENSIONS, PREFERENCES, REASONS, SIDES
+from analysis.report_shape import Section
+from analysis.vocabulary import DIMENSIONS, PREFERENCES, REASONS, SIDES
 
 VERDICTS = (
     "insufficient_annotations",
@@ -61,7 +63,9 @@ class GapNoise:
         return cls({d: np.nan for d in DIMENSIONS})
 
 
-def _gap_moments(coded: Coded, dimension: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _gap_moments(
+    coded: Coded, dimension: str
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
     """Per pair: number of annotators who rated both sides, mean and variance (ddof 1) of their
     gaps; NaN where undefined."""
     gap = coded.rating(f"{dimension}_chosen") - coded.rating(f"{dimension}_rejected")
@@ -88,8 +92,12 @@ def gap_noise(coded: Coded) -> GapNoise:
 
 
 def gap_lower_bound(
-    k: np.ndarray, mean: np.ndarray, variance: np.ndarray, *, prior_variance: float
-) -> np.ndarray:
+    k: NDArray[np.float64],
+    mean: NDArray[np.float64],
+    variance: NDArray[np.float64],
+    *,
+    prior_variance: float,
+) -> NDArray[np.float64]:
     """One-sided 95% lower bound of each pair's mean gap (see the module docstring); NaN where
     nothing bounds it (no gap, or one gap and no study prior)."""
     prior_df = PRIOR_DF if np.isfinite(prior_variance) else 0.0
@@ -104,8 +112,8 @@ def gap_lower_bound(
 def pair_table(
     coded: Coded,
     *,
-    gold: np.ndarray,
-    category: np.ndarray,
+    gold: NDArray[np.bool_],
+    category: NDArray[np.object_],
     min_annotations: int,
     quality_threshold: float,
     pair_gap: float,
@@ -201,7 +209,7 @@ def pair_verdict(
     quality_threshold: float,
     pair_gap: float,
     noise: GapNoise | None = None,
-) -> dict:
+) -> Section:
     """The verdict of one pair from its answers (rows of the annotations table, contract
     section 3, as ``analysis.tables`` normalises them; all with the same ``pair_id``), by the
     rules of :func:`pair_table`: its row as a dict, ``flags`` a list. ``noise``: the study's
@@ -218,12 +226,12 @@ def pair_verdict(
         pair_gap=pair_gap,
         noise=noise,
     )
-    row = table.iloc[0].to_dict()
+    row: Section = {str(column): value for column, value in table.iloc[0].to_dict().items()}
     row["flags"] = row["flags"].split(";") if row["flags"] else []
     return row
 
 
-def _flag(mask: np.ndarray, name: str) -> pd.Series:
+def _flag(mask: NDArray[np.bool_], name: str) -> pd.Series:
     return pd.Series(np.where(mask, name + ";", ""), dtype=object)
 
 

@@ -14,11 +14,20 @@ is computed from the lengths, without building its values:
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, BinaryIO
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+from numpy.typing import NDArray
+
+if TYPE_CHECKING:  # for the annotations only: the callers have opened the file with it
+    import pyarrow.parquet as pq
+
+# A Thrift struct as read here: its integer fields and nested structs by field id.
+ThriftStruct = dict[int, "int | ThriftStruct"]
 
 MAX_PAGE_BYTES = 16 * 1024 * 1024
 MAX_CHUNK_VALUES = 4_000_000
@@ -87,11 +96,11 @@ class _Compact:
         else:
             raise ValueError("a page header is malformed")
 
-    def struct(self, depth: int = 0) -> dict[int, int | dict]:
+    def struct(self, depth: int = 0) -> ThriftStruct:
         """Read a struct; returns its integer fields and nested structs by id."""
         if depth > 32:
             raise ValueError("a page header is nested too deeply")
-        fields: dict[int, int | dict] = {}
+        fields: ThriftStruct = {}
         last = 0
         while True:
             head = self.byte()
@@ -114,7 +123,9 @@ _DICTIONARY_ENCODINGS = {2, 8}  # PLAIN_DICTIONARY, RLE_DICTIONARY
 _DATA_PAGE, _DATA_PAGE_V2 = 0, 3
 
 
-def _page_headers(handle, start: int, length: int):
+def _page_headers(
+    handle: BinaryIO, start: int, length: int
+) -> Iterator[tuple[int, int, int | ThriftStruct | None]]:
     """(type, uncompressed size, encoding or None) of every page in a column chunk."""
     end = start + length
     pos = start
@@ -123,7 +134,14 @@ def _page_headers(handle, start: int, length: int):
         reader = _Compact(handle.read(min(64 * 1024, end - pos + 64 * 1024)))
         fields = reader.struct()
         kind, uncompressed, compressed = fields.get(1), fields.get(2), fields.get(3)
-        if not all(isinstance(v, int) and v >= 0 for v in (kind, uncompressed, compressed)):
+        if not (
+            isinstance(kind, int)
+            and kind >= 0
+            and isinstance(uncompressed, int)
+            and uncompressed >= 0
+            and isinstance(compressed, int)
+            and compressed >= 0
+        ):
             raise ValueError("a page header has no sizes")
         header = fields.get(5) if kind == _DATA_PAGE else fields.get(8)
         encoding = None
@@ -139,7 +157,7 @@ class Layout:
     dictionary_columns: list[str]  # text columns whose every data page uses the dictionary
 
 
-def inspect(handle, metadata) -> Layout:
+def inspect(handle: BinaryIO, metadata: pq.FileMetaData) -> Layout:
     """Check every page header of the file against the limits (nothing is decoded)."""
     first_row = 1
     plain: set[str] = set()
@@ -178,7 +196,7 @@ def inspect(handle, metadata) -> Layout:
     return Layout(None, sorted(text - plain))
 
 
-def text_columns(schema) -> list[str]:
+def text_columns(schema: pq.ParquetSchema) -> list[str]:
     """The leaf columns holding text or bytes."""
     return [
         schema.column(i).path
@@ -187,7 +205,7 @@ def text_columns(schema) -> list[str]:
     ]
 
 
-def iter_batches(parquet, *, batch_size: int):
+def iter_batches(parquet: pq.ParquetFile, *, batch_size: int) -> Iterator[pa.RecordBatch]:
     """Batches of at most `batch_size` rows, one row group at a time: a batch never spans two
     row groups, so a text column read as a dictionary keeps one dictionary per batch (Arrow
     cannot build a nested dictionary column that changes within a batch)."""
@@ -195,7 +213,7 @@ def iter_batches(parquet, *, batch_size: int):
         yield from parquet.iter_batches(batch_size=batch_size, row_groups=[group])
 
 
-def row_sizes(batch: pa.RecordBatch, *, limit: int) -> np.ndarray:
+def row_sizes(batch: pa.RecordBatch, *, limit: int) -> NDArray[np.int64]:
     """Bytes each row of the batch takes once built (text lengths, 8 bytes per other value),
     computed without building it. A row is only measured until it is known to pass `limit`:
     the elements of a list already too long are counted, not walked."""
@@ -205,14 +223,17 @@ def row_sizes(batch: pa.RecordBatch, *, limit: int) -> np.ndarray:
     return total
 
 
-def _sizes(array: pa.Array, limit: int) -> np.ndarray:
+def _sizes(array: pa.Array, limit: int) -> NDArray[np.int64]:
     n = len(array)
     kind = array.type
     if pa.types.is_dictionary(kind):
         values = _sizes(array.dictionary, limit)
         indices = array.indices.fill_null(0).to_numpy(zero_copy_only=False)
         sizes = values[indices] if len(values) else np.zeros(n, dtype=np.int64)
-        return np.where(array.is_null().to_numpy(zero_copy_only=False), 0, sizes)
+        dictionary_sizes: NDArray[np.int64] = np.where(
+            array.is_null().to_numpy(zero_copy_only=False), 0, sizes
+        )
+        return dictionary_sizes
     if (
         pa.types.is_string(kind)
         or pa.types.is_binary(kind)
@@ -220,14 +241,15 @@ def _sizes(array: pa.Array, limit: int) -> np.ndarray:
         or pa.types.is_large_binary(kind)
     ):
         lengths = pc.binary_length(array).fill_null(0)
-        return lengths.to_numpy(zero_copy_only=False).astype(np.int64)
+        text_sizes: NDArray[np.int64] = lengths.to_numpy(zero_copy_only=False).astype(np.int64)
+        return text_sizes
     if pa.types.is_struct(kind):
         total = np.zeros(n, dtype=np.int64)
         for field in array.flatten():  # (flatten, unlike field(), follows a slice)
             total += _sizes(field, limit)
         return total
     if pa.types.is_list(kind) or pa.types.is_large_list(kind) or pa.types.is_map(kind):
-        offsets = array.offsets.to_numpy(zero_copy_only=False).astype(np.int64)
+        offsets: NDArray[np.int64] = array.offsets.to_numpy(zero_copy_only=False).astype(np.int64)
         counts = offsets[1:] - offsets[:-1]
         sizes = counts * 8
         parts = [array.keys, array.items] if pa.types.is_map(kind) else [array.values]

@@ -28,13 +28,19 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
+from numpy.typing import NDArray
 
 from analysis.majority import strict_majority
+from analysis.report_shape import Section
 from analysis.stopping import NEEDS_MORE, stopping_states
-from analysis.tables import COLUMNS, DIMENSIONS, PREFERENCES
+from analysis.vocabulary import COLUMNS, DIMENSIONS, PREFERENCES
+
+if TYPE_CHECKING:  # for the annotations only: power() imports the report where it runs one
+    from analysis.report import ReportOptions
 
 RATING_NOISE = 0.7
 CHECKS = ("label", "quality", "reason")
@@ -51,7 +57,7 @@ class Effects:
     general_rate: float = 0.25
     pair_mix: tuple[tuple[float, float], ...] | None = None  # (share, chosen rate) classes
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.pair_mix is not None:
             shares = [share for share, _ in self.pair_mix]
             if any(not 0 < share <= 1 for share in shares) or abs(sum(shares) - 1) > 1e-9:
@@ -157,7 +163,7 @@ class Adaptive:
         return max(self.maximum, self.agreement_overlap)
 
 
-def _pair_counts(study: pd.DataFrame, n_pairs: int) -> np.ndarray:
+def _pair_counts(study: pd.DataFrame, n_pairs: int) -> NDArray[np.int64]:
     """pairs x (chosen, rejected, tie) counts of a simulated study (pair ids 0..n-1)."""
     pair = study["pair_id"].to_numpy(dtype=object).astype(int)
     labels = study["preference"].to_numpy(dtype=object)
@@ -168,8 +174,8 @@ def _pair_counts(study: pd.DataFrame, n_pairs: int) -> np.ndarray:
 
 
 def adaptive_stop(
-    study: pd.DataFrame, design: Adaptive, *, ties: bool, sample: np.ndarray
-) -> np.ndarray:
+    study: pd.DataFrame, design: Adaptive, *, ties: bool, sample: NDArray[np.bool_]
+) -> NDArray[np.int64]:
     """How many of each pair's annotations (drawn in arrival order, ``design.most`` each) an
     adaptive study keeps: the first count at which analysis.stopping says it is decided or at
     its maximum; exactly K for pairs of the agreement sample."""
@@ -197,7 +203,7 @@ def power(
     per_pair: int | Adaptive,
     annotators: int | None = None,
     effects: Effects,
-    options,
+    options: ReportOptions,
     simulations: int,
     seed: int = 0,
 ) -> dict[str, float]:
@@ -207,7 +213,7 @@ def power(
 
     options = replace(options, bootstrap=0)
     adaptive = per_pair if isinstance(per_pair, Adaptive) else None
-    drawn = adaptive.most if adaptive else per_pair
+    drawn = per_pair.most if isinstance(per_pair, Adaptive) else per_pair
     # Common random numbers: every design that draws as many annotations a pair (fixed 5 and
     # adaptive 2-5) sees the same simulated answers, so their difference is the designs', not
     # simulation noise; the agreement sample's coin has a stream of its own.
@@ -259,16 +265,16 @@ def plan(
     per_pair: Sequence[int | Adaptive],
     annotators: int | None,
     effects: Effects,
-    options,
+    options: ReportOptions,
     simulations: int,
     target: float,
     seed: int = 0,
-) -> dict:
+) -> Section:
     """Power of every design (pairs x annotations per pair, fixed or adaptive), and for each
     design the fewest pairs (of those tried) whose power of passing every check reaches
     ``target``."""
     rows = []
-    smallest = {}
+    smallest: Section = {}
     for k in per_pair:
         name = k.name if isinstance(k, Adaptive) else f"fixed-{k}"
         smallest[name] = None

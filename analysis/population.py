@@ -37,9 +37,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
+from numpy.typing import NDArray
+
+from analysis.report_shape import Population, Report, Section
+
+if TYPE_CHECKING:  # for the annotations only: judge_values imports them where it needs them
+    from analysis.model_files import ModelJudgements
 
 Z95 = 1.959963984540054
 NOT_LABELLED = "insufficient_annotations"
@@ -53,7 +60,7 @@ def _ci(estimate: float | None, variance: float | None) -> list[float] | None:
     return [max(0.0, estimate - half), min(1.0, estimate + half)]
 
 
-def power_tuning(y: np.ndarray, f: np.ndarray) -> float:
+def power_tuning(y: NDArray[np.float64], f: NDArray[np.float64]) -> float:
     """lambda = cov(y, f) / var(f) (0 when f does not vary or fewer than 3 labelled pairs)."""
     if len(y) < 3:
         return 0.0
@@ -64,17 +71,23 @@ def power_tuning(y: np.ndarray, f: np.ndarray) -> float:
 
 
 def stratum_estimate(
-    y: np.ndarray, size: int, *, f: np.ndarray | None = None, f_mean: float | None = None
+    y: NDArray[np.float64],
+    size: int,
+    *,
+    f: NDArray[np.float64] | None = None,
+    f_mean: float | None = None,
 ) -> tuple[float | None, float | None, float, str | None]:
     """(share, variance, lambda, note) of one stratum of `size` pairs from its labelled pairs'
     values `y`; with the judge's values `f` on them and its mean over the whole stratum,
     the power-tuned prediction-powered estimate."""
+    if f is not None and f_mean is None:
+        raise ValueError("f_mean (the judge's mean over the stratum) comes with f")
     n = len(y)
     if n == 0:
         return None, None, 0.0, "no labelled pair"
     lam = 0.0 if f is None else power_tuning(y, f)
     residual = y if f is None else y - lam * f
-    share = float(residual.mean()) + (lam * f_mean if f is not None else 0.0)
+    share = float(residual.mean()) + (lam * f_mean if f is not None and f_mean is not None else 0.0)
     fpc = 1.0 - n / size
     if fpc <= 1e-12:
         return share, 0.0, lam, None  # a census of the stratum: no sampling error
@@ -90,20 +103,22 @@ def stratum_estimate(
 
 
 def stratified_share(
-    y: np.ndarray,
-    strata: np.ndarray,
+    y: NDArray[np.float64],
+    strata: NDArray[np.object_],
     sizes: dict[str, int],
     *,
-    f: np.ndarray | None = None,
+    f: NDArray[np.float64] | None = None,
     f_means: dict[str, float] | None = None,
-) -> dict:
+) -> Section:
     """The population share from labelled values `y` in `strata`, stratum sizes `sizes`
     (every stratum of the population, labelled or not); with the judge's `f` on the labelled
     pairs and its mean per stratum over the population, the prediction-powered version.
     Returns {share, variance, ci95, lambda: {stratum: value}, note}."""
     total = sum(sizes.values())
-    share = variance = 0.0
-    notes, lambdas = [], {}
+    share = 0.0
+    variance: float | None = 0.0
+    notes: list[str] = []
+    lambdas: dict[str, float] = {}
     for name, size in sizes.items():
         if size == 0:
             continue
@@ -150,21 +165,21 @@ def ppi_mean_ci(
     lambda = cov(y, yhat) / ((1 + n / N) var(yhat, yhat_unlabelled pooled)), clipped to
     [0, 1], as ppi-python 0.2.3 does (ppi_mean_ci: the covariance with divisor n, the pooled
     variance with n + N - 1, the standard errors with divisor n and N); lambda = 1 is plain PPI, 0 the classical mean."""
-    y, f, u = (np.asarray(v, dtype=float) for v in (y, yhat, yhat_unlabelled))
-    n, big_n = len(y), len(u)
+    labelled, f, u = (np.asarray(v, dtype=float) for v in (y, yhat, yhat_unlabelled))
+    n, big_n = len(labelled), len(u)
     if lam is None:
         pooled = np.concatenate([f, u])
         var_hat = float(np.var(pooled, ddof=1)) if len(pooled) > 1 else 0.0
-        cov = float(np.mean((y - y.mean()) * (f - f.mean())))
+        cov = float(np.mean((labelled - labelled.mean()) * (f - f.mean())))
         lam = float(np.clip(cov / ((1 + n / big_n) * var_hat), 0.0, 1.0)) if var_hat > 0 else 0.0
-    estimate = float(lam * u.mean() + (y - lam * f).mean())
-    se = math.sqrt(np.var(lam * u) / big_n + np.var(y - lam * f) / n)
+    estimate = float(lam * u.mean() + (labelled - lam * f).mean())
+    se = math.sqrt(np.var(lam * u) / big_n + np.var(labelled - lam * f) / n)
     return estimate, [estimate - Z95 * se, estimate + Z95 * se], lam
 
 
 def population_section(
-    units: pd.DataFrame, *, judge: np.ndarray | None = None, judge_name: str | None = None
-) -> dict:
+    units: pd.DataFrame, *, judge: NDArray[np.float64] | None = None, judge_name: str | None = None
+) -> Population:
     """The report's `population` key. `units`: one row per pair of the population (gold pairs
     left out) with pair_id, sampled, inclusion_probability, stratum and verdict (the report's
     per-pair verdict; unsampled pairs have none that counts). `judge`: the judge's value per
@@ -203,7 +218,7 @@ def population_section(
     found = int((labelled & (verdict != VALID)).sum())
     unchecked = total - int(labelled.sum())
     valid = estimates[VALID]
-    bad_left: dict = {"value": None, "ci95": None}
+    bad_left: Section = {"value": None, "ci95": None}
     if valid["share"] is not None:
 
         def left(share: float) -> float:
@@ -220,7 +235,7 @@ def population_section(
     else:
         bad_left["note"] = valid.get("note", "the valid share is not estimable")
     not_labelled = int((sampled & ~labelled).sum())
-    section = {
+    section: Population = {
         "pairs_total": total,
         "pairs_sampled": int(sampled.sum()),
         "pairs_labelled": int(labelled.sum()),
@@ -259,7 +274,7 @@ def population_section(
     return section
 
 
-def population_sentence(section: dict) -> str:
+def population_sentence(section: Population) -> str:
     """One plain sentence a paper can quote."""
     valid = section["estimates"][VALID]
     total, labelled = section["pairs_total"], section["pairs_labelled"]
@@ -292,17 +307,20 @@ def is_sampled(pairs: pd.DataFrame | None) -> bool:
     return pairs is not None and "inclusion_probability" in pairs
 
 
-def judge_values(model, pair_ids: pd.Index) -> np.ndarray:
+def judge_values(model: ModelJudgements, pair_ids: pd.Index[str]) -> NDArray[np.float64]:
     """A judge's value per pair for the estimates: 1 when it prefers `chosen`, else 0 (it
     prefers `rejected`, ties or failed to parse: the pairs --sample-by flags)."""
     from analysis.model_files import CHOSEN
     from analysis.models import aligned_picks
 
     picks, _ = aligned_picks(model, pair_ids)
-    return (picks == CHOSEN).astype(float)
+    chosen: NDArray[np.bool_] = picks == CHOSEN
+    return chosen.astype(np.float64)
 
 
-def with_population(report: dict, pairs: pd.DataFrame, models: list | None = None) -> dict:
+def with_population(
+    report: Report, pairs: pd.DataFrame, models: Sequence[ModelJudgements] | None = None
+) -> Report:
     """The report with its `population` key (a sampled study's pairs; gold pairs left out).
     The first --model is the judge of the prediction-powered estimates."""
     frame = pairs[~pairs["is_gold"].astype(bool)].reset_index(drop=True)
@@ -327,7 +345,7 @@ def with_population(report: dict, pairs: pd.DataFrame, models: list | None = Non
     return {**report, "population": section}
 
 
-def cleaned_pair_ids(report: dict) -> list[str]:
+def cleaned_pair_ids(report: Report) -> list[str]:
     """What ships (--export-cleaned): the population minus the sampled pairs whose verdict is
     not `valid`; pairs never sampled are kept."""
     verdicts = {p["pair_id"]: p["verdict"] for p in report["pairs"]}

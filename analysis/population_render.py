@@ -3,19 +3,22 @@
 from __future__ import annotations
 
 import html
+from collections.abc import Sequence
+
+from analysis.report_shape import Population, Report
 
 HEADER = ("verdict", "share of the benchmark", "95% CI", "human only", "95% CI (human only)")
 
 
-def _pct(value) -> str:
+def _pct(value: float | None) -> str:
     return "n/a" if value is None else f"{100 * value:.1f}%"
 
 
-def _interval(ci) -> str:
+def _interval(ci: Sequence[float] | None) -> str:
     return "n/a" if not ci else f"{100 * ci[0]:.1f}-{100 * ci[1]:.1f}%"
 
 
-def population_rows(report: dict) -> list[tuple[str, ...]]:
+def population_rows(report: Report) -> list[tuple[str, ...]]:
     estimates = report["population"]["estimates"]
     return [
         (
@@ -29,7 +32,7 @@ def population_rows(report: dict) -> list[tuple[str, ...]]:
     ]
 
 
-def _facts(section: dict) -> list[str]:
+def _facts(section: Population) -> list[str]:
     strata = "; ".join(
         f"{name}: {s['labelled']:,} labelled of {s['pairs']:,}"
         for name, s in section["strata"].items()
@@ -56,7 +59,7 @@ def _facts(section: dict) -> list[str]:
     return lines
 
 
-def population_markdown(report: dict) -> str:
+def population_markdown(report: Report) -> str:
     section = report.get("population")
     if not section:
         return ""
@@ -74,7 +77,7 @@ def population_markdown(report: dict) -> str:
     return "\n".join(lines)
 
 
-def population_html(report: dict) -> str:
+def population_html(report: Report) -> str:
     section = report.get("population")
     if not section:
         return ""

@@ -8,14 +8,16 @@ one pair's two responses by the same annotators are not independent.
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import NDArray
 
-from analysis.agreement import alpha_statistic, estimate
+from analysis.agreement import EstimateJSON, alpha_statistic, estimate
 from analysis.frames import Coded
 from analysis.intervals import Panel
+from analysis.report_shape import Section
 from analysis.validity import proportion, tost_paired
 
 
-def response_counts(coded: Coded, dimension: str, domain: list[int]) -> np.ndarray:
+def response_counts(coded: Coded, dimension: str, domain: list[int]) -> NDArray[np.int64]:
     """(2 * pairs) x len(domain) counts; row 2p is pair p's chosen response, 2p+1 its rejected."""
     lo = domain[0]
     parts = []
@@ -28,14 +30,14 @@ def response_counts(coded: Coded, dimension: str, domain: list[int]) -> np.ndarr
 
 
 def quality_alpha(
-    counts: np.ndarray,
+    counts: NDArray[np.int64],
     *,
     domain: list[int],
     bootstrap: int,
     seed: int,
     panel: Panel | None = None,
-    own: np.ndarray | None = None,
-) -> dict:
+    own: NDArray[np.int64] | None = None,
+) -> EstimateJSON:
     """Ordinal alpha over (pair, response) units; the bootstrap resamples whole pairs.
 
     ``counts`` is (2 * pairs) x len(domain) as :func:`response_counts` builds it. Internally a
@@ -60,14 +62,14 @@ def quality_alpha(
 
 
 def dimension_summary(
-    chosen_means: np.ndarray,
-    rejected_means: np.ndarray,
+    chosen_means: NDArray[np.float64],
+    rejected_means: NDArray[np.float64],
     *,
     margin: float,
     threshold: float,
-    chosen_counts: np.ndarray | None = None,
-    rejected_counts: np.ndarray | None = None,
-) -> dict:
+    chosen_counts: NDArray[np.int64] | None = None,
+    rejected_counts: NDArray[np.int64] | None = None,
+) -> Section:
     """Mean quality of each side, the paired difference and its TOST, both-high share.
 
     Over the pairs where both responses have at least one rating on this dimension; each pair

@@ -16,12 +16,13 @@ Each design also gives the bad pairs humans are expected to find.
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import NDArray
 
 from analysis.population import Z95
 from analysis.sampling import FLAGGED_SHARE, stratum_sizes
 
 
-def _smallest(half_widths: np.ndarray, wanted: float) -> int | None:
+def _smallest(half_widths: NDArray[np.float64], wanted: float) -> int | None:
     ok = np.flatnonzero(half_widths <= wanted + 1e-12)
     return int(ok[0]) + 1 if len(ok) else None
 

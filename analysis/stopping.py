@@ -28,8 +28,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
-from analysis.majority import strict_majority
+from analysis.majority import NONE, strict_majority
+from analysis.report_shape import Design
 from analysis.vocabulary import PREFERENCES
 
 DECIDED, NEEDS_MORE, AT_MAX = "decided", "needs_more", "at_max"
@@ -38,27 +40,27 @@ STATES = (DECIDED, NEEDS_MORE, AT_MAX)
 STOPPED = {DECIDED: "decided", AT_MAX: "max", NEEDS_MORE: "open"}
 
 
-def _consensus(counts: np.ndarray) -> np.ndarray:
+def _consensus(counts: NDArray[np.int64]) -> NDArray[np.object_]:
     """The verdict-relevant outcome of each row: chosen, rejected, or None (no consensus:
     no strict majority, or a majority of ties)."""
     majority = strict_majority(counts)
-    return np.where((majority == "chosen") | (majority == "rejected"), majority, None)
+    return np.where((majority == "chosen") | (majority == "rejected"), majority, NONE)
 
 
 def stopping_states(
-    counts: np.ndarray, *, minimum: int, maximum: int, ties: bool = True
-) -> np.ndarray:
+    counts: ArrayLike, *, minimum: int, maximum: int, ties: bool = True
+) -> NDArray[np.object_]:
     """The state of each pair from its pairs x (chosen, rejected, tie) answer counts (the
     order of ``analysis.tables.PREFERENCES``): an object array of DECIDED, NEEDS_MORE, AT_MAX."""
     if not 1 <= minimum <= maximum:
         raise ValueError(f"need 1 <= minimum <= maximum, got {minimum}-{maximum}")
-    counts = np.asarray(counts, dtype=np.int64).reshape(-1, len(PREFERENCES))
-    n = counts.sum(axis=1)
-    now = _consensus(counts)
-    stable = np.ones(len(counts), dtype=bool)
+    table = np.asarray(counts, dtype=np.int64).reshape(-1, len(PREFERENCES))
+    n = table.sum(axis=1)
+    now = _consensus(table)
+    stable = np.ones(len(table), dtype=bool)
     labels = PREFERENCES if ties else tuple(p for p in PREFERENCES if p != "tie")
     for label in labels:
-        more = counts.copy()
+        more = table.copy()
         more[:, PREFERENCES.index(label)] += 1
         stable &= _consensus(more) == now
     return np.select(
@@ -116,9 +118,9 @@ class OverlapDesign:
     agreement_overlap: int = 0
     sample: frozenset[str] = frozenset()
 
-    def section(self) -> dict:
+    def section(self) -> Design:
         """The report's ``design`` key (contract section 4)."""
-        out = {
+        out: Design = {
             "overlap": "adaptive" if self.adaptive else "fixed",
             "min": self.minimum,
             "max": self.maximum,
@@ -132,7 +134,7 @@ class OverlapDesign:
             out["note"] = SAMPLE_METHOD
         return out
 
-    def stopped(self, pair_ids: Sequence[str], counts: np.ndarray) -> list[str | None]:
+    def stopped(self, pair_ids: Sequence[str], counts: ArrayLike) -> list[str | None]:
         """Each pair's ``stopped`` ("decided", "max", "open") from its answer counts; None in
         a fixed-overlap study. A pair of the agreement sample is "max" once it has its K."""
         if not self.adaptive:
@@ -148,23 +150,27 @@ class OverlapDesign:
 
 
 def expected_annotations(
-    counts: np.ndarray, *, in_sample: np.ndarray, design: OverlapDesign
-) -> np.ndarray:
+    counts: ArrayLike, *, in_sample: NDArray[np.bool_], design: OverlapDesign
+) -> NDArray[np.int64] | NDArray[np.float64]:
     """How many annotations each pair is expected to end with (progress and ETA of an
     adaptive study): a pair of the agreement sample its K; a pair the rule has stopped what it
     has; an open pair at least one more than it has, and otherwise the mean final count of the
     stopped pairs outside the sample (the midpoint of MIN and MAX while there are none),
     never above MAX."""
-    counts = np.asarray(counts, dtype=np.int64).reshape(-1, len(PREFERENCES))
-    n = counts.sum(axis=1)
+    table = np.asarray(counts, dtype=np.int64).reshape(-1, len(PREFERENCES))
+    n = table.sum(axis=1)
     if not design.adaptive:
-        return np.maximum(n, design.maximum)
+        fixed: NDArray[np.int64] = np.maximum(n, design.maximum)
+        return fixed
     states = stopping_states(
-        counts, minimum=design.minimum, maximum=design.maximum, ties=design.ties
+        table, minimum=design.minimum, maximum=design.maximum, ties=design.ties
     )
     stopped = states != NEEDS_MORE
     finished = stopped & ~in_sample
     typical = n[finished].mean() if finished.any() else (design.minimum + design.maximum) / 2
     open_ = np.minimum(np.maximum(n + 1, typical), design.maximum)
     out = np.where(stopped, n, open_).astype(float)
-    return np.where(in_sample, np.maximum(n, design.agreement_overlap), out)
+    expected: NDArray[np.float64] = np.where(
+        in_sample, np.maximum(n, design.agreement_overlap), out
+    )
+    return expected

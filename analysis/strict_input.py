@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO, NoReturn
 
 from analysis.errors import UserError
 
@@ -23,7 +23,7 @@ class StrictJSONError(ValueError):
     caller names the line: a file line, or a record's first line in an array)."""
 
 
-def _no_constants(name: str):
+def _no_constants(name: str) -> NoReturn:
     raise StrictJSONError(f"{name} is not a JSON value (JSON has no NaN or infinity)")
 
 
@@ -70,7 +70,7 @@ def loads(text: str) -> Any:
 FAILURES = (ValueError, RecursionError)  # JSONDecodeError and StrictJSONError are ValueErrors
 
 
-def bounded_lines(handle, limit: int) -> Iterator[tuple[int, bytes | None, int]]:
+def bounded_lines(handle: BinaryIO, limit: int) -> Iterator[tuple[int, bytes | None, int]]:
     """(number, line, size) for every line of a binary file, reading at most `limit` + 1 bytes
     of a line into memory: a longer line comes as (number, None, its size), skipped in
     chunks (a 2 GB file without a newline took 4.3 GB when read whole)."""
@@ -95,14 +95,17 @@ def bounded_lines(handle, limit: int) -> Iterator[tuple[int, bytes | None, int]]
 MAX_PROBLEMS = 20  # a file with more is refused naming these; the rest are not checked
 
 
-def json_object_lines(handle, *, limit: int) -> tuple[list[tuple[int, dict]], list[str]]:
+def json_object_lines(
+    handle: BinaryIO, *, limit: int
+) -> tuple[list[tuple[int, dict[str, Any]]], list[str]]:
     """((line number, record) for every JSON object line, problems) of a binary JSON Lines
     file: blank lines skipped, a leading UTF-8 byte order mark allowed, each problem a sentence
     naming its line (over `limit` bytes, not UTF-8, not strict JSON, a lone surrogate escape,
     not an object); after MAX_PROBLEMS problems the rest of the file is not read. The
     importers and every analysis reader of JSON Lines read through here, so each refuses the
     same things in the same words."""
-    records, problems = [], []
+    records: list[tuple[int, dict[str, Any]]] = []
+    problems: list[str] = []
     for number, line, size in bounded_lines(handle, limit):
         if len(problems) == MAX_PROBLEMS:
             problems.append("(further lines not checked)")

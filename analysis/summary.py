@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from analysis.tables import DIMENSIONS
-from analysis.vocabulary import PREFERENCES
+from collections.abc import Iterable, Sequence
+
+from analysis.report_shape import Report, Section
+from analysis.vocabulary import DIMENSIONS, PREFERENCES
 
 
-def fmt(value, digits: int = 3) -> str:
+def fmt(value: float | None, digits: int = 3) -> str:
     if value is None:
         return "n/a"
     if isinstance(value, bool):
@@ -16,11 +18,11 @@ def fmt(value, digits: int = 3) -> str:
     return f"{value:.{digits}f}"
 
 
-def fmt_ci(ci) -> str:
+def fmt_ci(ci: Sequence[float] | None) -> str:
     return f"[{fmt(ci[0])}, {fmt(ci[1])}]" if ci else ""
 
 
-def fmt_p(p) -> str:
+def fmt_p(p: float | None) -> str:
     if p is None:
         return "n/a"
     return "< 0.001" if p < 0.001 else f"{p:.3f}"
@@ -42,7 +44,11 @@ INTERVALS_IN_WORDS = (
     "the task; it is wider when annotators differ from each other more than chance explains."
 )
 
-OUTCOME_WORDS = {"passed": "passed", "failed": "failed", "insufficient": "not enough evidence"}
+OUTCOME_WORDS: dict[str | None, str] = {
+    "passed": "passed",
+    "failed": "failed",
+    "insufficient": "not enough evidence",
+}
 STATUS_WORDS = {
     "supported": "supported",
     "not_supported": "not supported (evidence against)",
@@ -50,7 +56,7 @@ STATUS_WORDS = {
 }
 
 
-def headline_rows(report: dict) -> list[tuple[str, str, str, str, str]]:
+def headline_rows(report: Report) -> list[tuple[str, str, str, str, str]]:
     """(statistic, value, 95% interval for annotators in general, 95% interval for these
     annotators, n / note) rows shared by summary.md and the HTML."""
     pref = report["preference"]
@@ -133,7 +139,7 @@ def headline_rows(report: dict) -> list[tuple[str, str, str, str, str]]:
     return rows
 
 
-def _estimate(estimate: dict) -> tuple[str, str, str, str]:
+def _estimate(estimate: Section) -> tuple[str, str, str, str]:
     note = "; ".join(n for n in (estimate.get("note"), estimate.get("ci95_annotators_note")) if n)
     return (
         fmt(estimate["value"]),
@@ -146,9 +152,9 @@ def _estimate(estimate: dict) -> tuple[str, str, str, str]:
 CHECK_HEADER = ("Check", "Outcome", "Value", "95% CI", "Threshold", "n", "Rule / note")
 
 
-def check_rows(report: dict) -> list[tuple[str, ...]]:
+def check_rows(report: Report) -> list[tuple[str, ...]]:
     """One row per conclusion check (whatever checks the report has), shared with the HTML."""
-    rows = []
+    rows: list[tuple[str, ...]] = []
     for name, check in report["conclusion"]["checks"].items():
         threshold = check.get("threshold")
         rows.append(
@@ -165,7 +171,7 @@ def check_rows(report: dict) -> list[tuple[str, ...]]:
     return rows
 
 
-def conclusion_sentence(report: dict) -> str:
+def conclusion_sentence(report: Report) -> str:
     conclusion = report["conclusion"]
     status = conclusion.get("status")
     return (
@@ -179,7 +185,7 @@ def _cell(text: str) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
-def render_summary(report: dict) -> str:
+def render_summary(report: Report) -> str:
     from analysis.aspect_summary import aspect_markdown
 
     counts = report["counts"]
@@ -220,5 +226,5 @@ def render_summary(report: dict) -> str:
     return "\n".join(lines)
 
 
-def _row(cells) -> str:
+def _row(cells: Iterable[str]) -> str:
     return "| " + " | ".join(_cell(c) for c in cells) + " |"

@@ -9,18 +9,20 @@ from __future__ import annotations
 
 import csv
 import json
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
+from numpy.typing import NDArray
 
 from analysis import parquet_limits, strict_input
 from analysis.aspect_scores import AspectValueError, dumps, is_missing, parse_aspects
 from analysis.csv_cells import neutralise_frame, restore_frame
 from analysis.errors import InputError, UserError
+from analysis.report_shape import Section
 from analysis.vocabulary import (  # noqa: F401  (DIMENSIONS, SIDES, COLUMNS: also read from here)
     ANSWER_COLUMNS,
     COLUMNS,
@@ -163,7 +165,7 @@ def write_table(frame: pd.DataFrame, path: str | Path) -> None:
         pq.write_table(table.append_column("aspects", aspects), path)
 
 
-def _json_records(frame: pd.DataFrame) -> list[dict]:
+def _json_records(frame: pd.DataFrame) -> list[Section]:
     columns = {}
     for name in COLUMNS:
         values = frame[name].astype(object)
@@ -202,7 +204,7 @@ def _text_values(raw: pd.Series) -> pd.Series:
     return values.where(values.notna(), None).astype("string").str.strip()
 
 
-def _missing(raw: pd.Series) -> np.ndarray:
+def _missing(raw: pd.Series) -> NDArray[np.bool_]:
     """Missing = null, NaN or blank text."""
     if pd.api.types.is_numeric_dtype(raw.dtype) or raw.isna().all():
         return raw.isna().to_numpy(dtype=bool)
@@ -215,17 +217,22 @@ def _as_text(raw: pd.Series) -> pd.Series:
     return text.where(text != "")
 
 
-def _row_numbers(mask: np.ndarray) -> np.ndarray:
+Problem = tuple[int, str]  # (row number, sentence)
+
+
+def _row_numbers(mask: NDArray[np.bool_]) -> NDArray[np.intp]:
     return np.flatnonzero(mask) + 1
 
 
-def _shown(value):
+def _shown(value: object) -> object:
     if isinstance(value, float) and value.is_integer():
         return int(value)
     return value
 
 
-def _problems_for(mask: np.ndarray, raw: pd.Series, column: str, message: str) -> list[tuple]:
+def _problems_for(
+    mask: NDArray[np.bool_], raw: pd.Series, column: str, message: str
+) -> list[Problem]:
     rows = _row_numbers(mask)
     shown = [_shown(v) for v in raw.astype(object).to_numpy()[mask]]
     return [
@@ -234,7 +241,14 @@ def _problems_for(mask: np.ndarray, raw: pd.Series, column: str, message: str) -
     ]
 
 
-def _check_labels(raw, column, allowed, problems, *, required):
+def _check_labels(
+    raw: pd.Series,
+    column: str,
+    allowed: Sequence[str],
+    problems: list[Problem],
+    *,
+    required: bool,
+) -> pd.Series[str]:
     text = _as_text(raw)
     missing = text.isna().to_numpy(dtype=bool)
     unknown = ~missing & ~text.isin(list(allowed)).fillna(False).to_numpy(dtype=bool)
@@ -246,14 +260,19 @@ def _check_labels(raw, column, allowed, problems, *, required):
     return text.where(~pd.Series(missing | unknown, index=text.index))
 
 
-def _numbers(raw: pd.Series, missing: np.ndarray) -> np.ndarray:
+def _numbers(raw: pd.Series, missing: NDArray[np.bool_]) -> NDArray[np.float64]:
     if pd.api.types.is_numeric_dtype(raw.dtype) and not pd.api.types.is_bool_dtype(raw.dtype):
-        return raw.to_numpy(dtype=np.float64, na_value=np.nan)
-    kept = raw.astype(object).where(~missing)
-    return pd.to_numeric(kept, errors="coerce").astype("float64").to_numpy()
+        values = raw.to_numpy(dtype=np.float64, na_value=np.nan)
+    else:
+        kept = raw.astype(object).where(~missing)
+        values = pd.to_numeric(kept, errors="coerce").astype("float64").to_numpy()
+    # Both are float64 already (asarray does not copy); pandas-stubs say any float width.
+    return np.asarray(values, dtype=np.float64)
 
 
-def _check_ratings(raw, column, scale, problems) -> pd.Series:
+def _check_ratings(
+    raw: pd.Series, column: str, scale: tuple[int, int], problems: list[Problem]
+) -> pd.Series:
     missing = _missing(raw)
     values = _numbers(raw, missing)
     not_number = ~missing & np.isnan(values)
@@ -270,7 +289,7 @@ def _check_ratings(raw, column, scale, problems) -> pd.Series:
     return pd.Series(np.where(bad | missing, np.nan, values), index=raw.index).astype("Int64")
 
 
-def _check_seconds(raw, problems) -> pd.Series:
+def _check_seconds(raw: pd.Series, problems: list[Problem]) -> pd.Series:
     missing = _missing(raw)
     values = _numbers(raw, missing)
     with np.errstate(invalid="ignore"):
@@ -279,7 +298,7 @@ def _check_seconds(raw, problems) -> pd.Series:
     return pd.Series(np.where(bad | missing, np.nan, values), index=raw.index).astype("Float64")
 
 
-def _check_timestamps(raw, problems) -> pd.Series:
+def _check_timestamps(raw: pd.Series, problems: list[Problem]) -> pd.Series:
     if raw.isna().all():
         return pd.Series(pd.NA, index=raw.index, dtype="string")
     text = _as_text(raw)
@@ -297,10 +316,15 @@ def _check_timestamps(raw, problems) -> pd.Series:
     return text
 
 
-def _check_aspects(raw, pair_ids, aspect_counts, problems) -> pd.Series:
+def _check_aspects(
+    raw: pd.Series,
+    pair_ids: pd.Series,  # text, <NA> where missing
+    aspect_counts: Mapping[str, int] | None,
+    problems: list[Problem],
+) -> pd.Series:
     """Aspect scores by the rule of analysis.aspect_scores; only the scored rows are parsed
     (a table without aspect scores costs one vectorised null test)."""
-    parsed: list = [None] * len(raw)
+    parsed: list[list[dict[str, int]] | None] = [None] * len(raw)
     present = np.flatnonzero(~raw.isna().to_numpy(dtype=bool))
     values = raw.to_numpy(dtype=object)
     for i in present:

@@ -10,6 +10,7 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
+from numpy.typing import NDArray
 
 from analysis.distributions import (
     binom_half_greater,
@@ -21,6 +22,7 @@ from analysis.distributions import (
     t_sf,
 )
 from analysis.intervals import PairInterval, Panel, SumStatistic, annotator_interval
+from analysis.report_shape import Section
 
 _Z95 = norm_ppf(0.975)
 
@@ -38,7 +40,7 @@ def _checked_counts(k: int, n: int) -> tuple[int, int]:
     return k, n
 
 
-def label_agreement(majorities: Sequence[str]) -> dict:
+def label_agreement(majorities: Sequence[str]) -> Section:
     """Share of decided pairs whose annotator majority is ``chosen``, tested against 0.5.
 
     The unit is the pair (annotations of one pair are not independent). Anything other than
@@ -69,16 +71,16 @@ def label_statistic(*, min_annotations: int, decided_only: bool) -> SumStatistic
     all of them, so that a pair without consensus counts as not confirming the label.
     """
 
-    def features(counts: np.ndarray) -> np.ndarray:
+    def features(counts: NDArray[np.int64]) -> NDArray[np.float64]:
         n = counts.sum(axis=1)
         eligible = n >= max(min_annotations, 1)
         chosen = eligible & (2 * counts[:, 0] > n)
         counted = eligible & (chosen | (2 * counts[:, 1] > n)) if decided_only else eligible
         return np.column_stack([chosen, counted]).astype(np.float64)
 
-    def finish(sums: np.ndarray) -> np.ndarray:
+    def finish(sums: NDArray[np.float64]) -> NDArray[np.float64]:
         with np.errstate(divide="ignore", invalid="ignore"):
-            share = sums[:, 0] / sums[:, 1]
+            share: NDArray[np.float64] = sums[:, 0] / sums[:, 1]
         share[~(sums[:, 1] > 0)] = np.nan
         return share
 
@@ -86,13 +88,13 @@ def label_statistic(*, min_annotations: int, decided_only: bool) -> SumStatistic
 
 
 def label_share(
-    counts: np.ndarray,
+    counts: NDArray[np.int64],
     *,
     min_annotations: int,
     decided_only: bool,
     panel: Panel | None = None,
-    own: np.ndarray | None = None,
-) -> dict:
+    own: NDArray[np.int64] | None = None,
+) -> Section:
     """Label agreement from pairs x (chosen, rejected, tie) counts (see :func:`label_statistic`).
 
     ``ci95`` is the exact Clopper-Pearson interval (pairs independent, these annotators);
@@ -102,6 +104,7 @@ def label_share(
     statistic = label_statistic(min_annotations=min_annotations, decided_only=decided_only)
     k, n = (int(x) for x in statistic.features(counts).sum(axis=0))
     what = "a chosen or rejected majority" if decided_only else "enough annotations"
+    out: Section
     if n == 0:
         out = {
             "value": None,
@@ -115,9 +118,18 @@ def label_share(
             out["ci95_annotators"] = None
         return out
     p_value = binom_half_greater(k, n)
-    out = {"value": k / n, "ci95": _exact_ci(k, n), "p_value": float(p_value), "n": n, "k": k}
+    out = {
+        "value": k / n,
+        "ci95": _exact_ci(k, n),
+        "p_value": float(p_value),
+        "n": n,
+        "k": k,
+    }
     if panel is not None:
-        pair = PairInterval(ci95=tuple(out["ci95"]), note=None)
+        if own is None:
+            raise ValueError("own (each annotation's row of counts) comes with panel")
+        low, high = out["ci95"]
+        pair = PairInterval(ci95=(low, high), note=None)
         ci, note = annotator_interval(
             statistic, counts, own, panel=panel, point=k / n, pair=pair, bounds=(0.0, 1.0)
         )
@@ -127,7 +139,7 @@ def label_share(
     return out
 
 
-def position_bias(*, first_slot_picks: int, n: int) -> dict:
+def position_bias(*, first_slot_picks: int, n: int) -> Section:
     """Share of decisive annotations that picked the first slot, two-sided exact test vs 0.5."""
     first_slot_picks, n = _checked_counts(first_slot_picks, n)
     if n == 0:
@@ -160,7 +172,7 @@ def wilson_interval(k: int, n: int, *, z: float = _Z95) -> tuple[float, float]:
     return lo, hi
 
 
-def exact_proportion(k: int, n: int, *, undefined: str) -> dict:
+def exact_proportion(k: int, n: int, *, undefined: str) -> Section:
     """k out of n with the exact (Clopper-Pearson) 95% interval; ``undefined`` is the note
     when n is 0."""
     k, n = _checked_counts(k, n)
@@ -169,7 +181,7 @@ def exact_proportion(k: int, n: int, *, undefined: str) -> dict:
     return {"value": k / n, "ci95": _exact_ci(k, n), "n": n, "k": k}
 
 
-def proportion(k: int, n: int) -> dict:
+def proportion(k: int, n: int) -> Section:
     """k out of n with a 95% Wilson interval."""
     k, n = _checked_counts(k, n)
     if n == 0:
@@ -178,8 +190,12 @@ def proportion(k: int, n: int) -> dict:
 
 
 def tost_paired(
-    differences: Sequence[float], *, margin: float, alpha: float = 0.05, min_sd: float = 0.0
-) -> dict:
+    differences: Sequence[float] | NDArray[np.float64],
+    *,
+    margin: float,
+    alpha: float = 0.05,
+    min_sd: float = 0.0,
+) -> Section:
     """Equivalence of the per-pair differences (chosen minus rejected) to zero within ``margin``.
 
     Two one-sided one-sample t-tests (Schuirmann 1987; Lakens 2017) of H0: mu <= -margin and
@@ -246,7 +262,7 @@ def tost_paired(
     return out
 
 
-def _tost_undefined(n: int, note: str) -> dict:
+def _tost_undefined(n: int, note: str) -> Section:
     return {
         "mean_diff": None,
         "tost_p": None,
@@ -259,7 +275,7 @@ def _tost_undefined(n: int, note: str) -> dict:
     }
 
 
-def _tost_zero_variance(mean: float, n: int, *, margin: float, alpha: float) -> dict:
+def _tost_zero_variance(mean: float, n: int, *, margin: float, alpha: float) -> Section:
     inside = abs(mean) < margin
     tost_p = 0.0 if inside else 1.0
     return {

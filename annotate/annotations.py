@@ -7,10 +7,9 @@ import weakref
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from sqlalchemy import select as core_select
-from sqlalchemy import update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection, Engine
 from sqlmodel import Session, select
@@ -18,7 +17,7 @@ from sqlmodel import Session, select
 from analysis.aspect_scores import parse_aspects
 from analysis.vocabulary import ANSWER_COLUMNS, COLUMNS, RATING_COLUMNS, SIDES, SLOTS, TIE
 from annotate.queue import targets
-from annotate.queue.assignment import ensure_assignment, next_assignment, reserve_next
+from annotate.queue.assignment import close_answered, next_assignment, reserve_next
 from annotate.queue.rules import (
     AccountClosed,
     AssignmentRow,
@@ -28,10 +27,9 @@ from annotate.queue.rules import (
     choose_next,
 )
 from annotate.queue.sql import ANSWER_FIELDS, Cursor
-from annotate.store import db, sqlite_engine
+from annotate.store import db
 from annotate.store.clock import naive_utc
-from annotate.store.db import retrying, transaction
-from annotate.store.models import Annotation, Annotator, Assignment, Pair, utcnow
+from annotate.store.models import Annotation, Annotator, Pair, utcnow
 from annotate.store.text import nul_problem, visible_nul
 from annotate.studies import get_study
 
@@ -181,38 +179,22 @@ def _store_answer(
     if loaded is not None:
         _check_loaded(conn, **keys, values=values, loaded=loaded)
     if not cursor.store_answer(**keys, values=values, now=utcnow()):
-        _repair_assignment(conn, **keys)
+        close_answered(conn, **keys)
     if study.adaptive:
         targets.after_answer(conn, study_id=study.id, pair_id=pair_id)
     return study
 
 
-def _repair_assignment(conn: Connection, *, study_id: int, annotator_id: int, pair_id: int):
-    """An answer for a pair without an open assignment (a skipped pair, a stale tab, an
-    expired reservation): make sure the assignment exists and is done."""
-    with Session(bind=conn) as s:
-        assignment = ensure_assignment(
-            s, study_id=study_id, pair_id=pair_id, annotator_id=annotator_id
-        )
-        if assignment.status != "done":
-            conn.execute(
-                update(Assignment.__table__)
-                .where(Assignment.id == assignment.id)
-                .values(status="done", completed_at=utcnow())
-            )
-
-
-@retrying
 def submit_answer(
     engine: Engine, *, annotator_id: int, pair_id: int, answer: Answer, loaded: Loaded | None = None
 ) -> None:
     """Store (or replace) this annotator's answer for this pair and close its assignment.
     With `loaded` (what the form showed), an answer stored since then is not replaced."""
     values = {**answer.values(), "source": "app"}  # refuses unknown rating columns first
-    with transaction(engine) as conn:
-        _store_answer(
-            conn, annotator_id=annotator_id, pair_id=pair_id, values=values, loaded=loaded
-        )
+    keys = {"annotator_id": annotator_id, "pair_id": pair_id}
+    db.write_connection(
+        engine, lambda conn: _store_answer(conn, **keys, values=values, loaded=loaded)
+    )
 
 
 # The keyed coins of each annotator's study, for PostgreSQL's submit function (which gets the
@@ -258,98 +240,86 @@ def submit_and_next(
     committed the answer (SUBMIT_FUNCTION, DRIVER_CONNECTION or FULL_RULES; a fast path that
     left the next pair to the full rules gets " + full rules"): how the parity test knows which
     path it ran."""
-    path = _submit_and_next(
-        engine, annotator_id=annotator_id, pair_id=pair_id, answer=answer, loaded=loaded, fast=fast
-    )
-    if served is not None:
-        served.append(path[0])
-    return path[1]
-
-
-@retrying
-def _submit_and_next(
-    engine: Engine,
-    *,
-    annotator_id: int,
-    pair_id: int,
-    answer: Answer,
-    loaded: Loaded | None,
-    fast: bool,
-) -> tuple[str, AssignmentRow | None]:
+    # Three units of work at most, each retried as a whole on its own (db.write_driver,
+    # db.write_connection, next_assignment) and each safe to re-run after a commit whose
+    # acknowledgement was lost. The answer's values (its submitted_at) are made once, so
+    # every attempt stores the same answer.
     values = {**answer.values(), "source": "app"}
-    if fast and (loaded is None or loaded.submitted_at is None):
-        done, reserved = _submit_fast(
-            engine, annotator_id=annotator_id, pair_id=pair_id, values=values
-        )
+    keys = {"annotator_id": annotator_id, "pair_id": pair_id}
+    if fast and (loaded is None or loaded.submitted_at is None) and db.has_driver_writes(engine):
+        fast_path = SUBMIT_FUNCTION if engine.dialect.name == "postgresql" else DRIVER_CONNECTION
+        fast_step = _submit_function if fast_path == SUBMIT_FUNCTION else _submit_common_sqlite
+        try:
+            done, reserved = db.write_driver(
+                engine, lambda driver: fast_step(engine, driver, **keys, values=values)
+            )
+        except NeedsFullRules:  # rolled back: nothing was done
+            done, reserved = False, None
         if done:  # the answer is committed; with no pair reserved, the full rules pick one
-            fast_path = (
-                SUBMIT_FUNCTION if engine.dialect.name == "postgresql" else DRIVER_CONNECTION
-            )
-            if reserved is not None:
-                return fast_path, reserved
-            return f"{fast_path} + {FULL_RULES}", next_assignment(engine, annotator_id=annotator_id)
-    with transaction(engine) as conn:
-        study = _store_answer(
-            conn, annotator_id=annotator_id, pair_id=pair_id, values=values, loaded=loaded
-        )
-        return FULL_RULES, reserve_next(conn, study=study, annotator_id=annotator_id)
+            path = fast_path
+            if reserved is None:
+                path = f"{fast_path} + {FULL_RULES}"
+                reserved = next_assignment(engine, annotator_id=annotator_id)
+            if served is not None:
+                served.append(path)
+            return reserved
+
+    def full_rules(conn: Connection) -> AssignmentRow | None:
+        study = _store_answer(conn, **keys, values=values, loaded=loaded)
+        return reserve_next(conn, study=study, annotator_id=annotator_id)
+
+    reserved = db.write_connection(engine, full_rules)
+    if served is not None:
+        served.append(FULL_RULES)
+    return reserved
 
 
-def _submit_fast(
-    engine: Engine, *, annotator_id: int, pair_id: int, values: dict
+def _submit_function(
+    engine: Engine, driver: Any, *, annotator_id: int, pair_id: int, values: dict
 ) -> tuple[bool, AssignmentRow | None]:
-    """The common case of a Submit without SQLAlchemy: (True, the pair reserved or None)
-    once committed, (False, None) when nothing was done and the full rules must run."""
-    if engine.dialect.name == "postgresql":
-        # one round trip (the generated submit function)
-        with Cursor.autocommit(engine) as cursor:
-            coins = _coins_of(engine, cursor, annotator_id)
-            if coins is None:
-                return False, None
-            return cursor.submit_in_one_call(
-                pair_id=pair_id, annotator_id=annotator_id, values=values, now=utcnow(), coins=coins
-            )
-    if sqlite_engine.has_write_transaction(engine):
-        return _submit_common_sqlite(
-            engine, annotator_id=annotator_id, pair_id=pair_id, values=values
-        )
-    return False, None
+    """PostgreSQL's common Submit in one round trip (the generated submit function), on
+    db.write_driver's autocommit connection: (True, the pair reserved or None) once committed,
+    (False, None) when nothing was done and the full rules must run."""
+    cursor = Cursor(driver, dialect=engine.dialect)
+    coins = _coins_of(engine, cursor, annotator_id)
+    if coins is None:
+        return False, None
+    return cursor.submit_in_one_call(
+        pair_id=pair_id, annotator_id=annotator_id, values=values, now=utcnow(), coins=coins
+    )
 
 
 def _submit_common_sqlite(
-    engine: Engine, *, annotator_id: int, pair_id: int, values: dict
+    engine: Engine, driver: Any, *, annotator_id: int, pair_id: int, values: dict
 ) -> tuple[bool, AssignmentRow | None]:
-    """SQLite's common Submit on the driver's connection (sqlite_engine.write_transaction):
+    """SQLite's common Submit inside db.write_driver's transaction on the driver's connection:
     the answer stored and assignment_rules.choose_next applied to the driver's Cursor, whose
-    rare operations raise NeedsFullRules (as PostgreSQL's function returns no pair). Returns (True, the pair reserved or None) once
-    committed; (False, None) when it rolled back and nothing was done."""
+    rare operations raise NeedsFullRules (as PostgreSQL's function returns no pair). Returns
+    (True, the pair reserved or None) to be committed; NeedsFullRules when the full rules must
+    run instead (it leaves the unit, which rolls back: nothing is done)."""
     now = utcnow()
+    cursor = Cursor(driver, dialect=engine.dialect)
     try:
-        with sqlite_engine.write_transaction(engine) as driver:
-            cursor = Cursor(driver, dialect=engine.dialect)
-            try:
-                study = cursor.study_of(annotator_id=annotator_id, submitting=pair_id)
-            except LookupError:
-                raise NeedsFullRules from None
-            if not study.annotator_active:
-                raise NeedsFullRules  # the full rules refuse it
-            if study.adaptive:
-                raise NeedsFullRules  # the answer moves its pair's target (_store_answer)
-            keys = {"study_id": study.id, "annotator_id": annotator_id, "pair_id": pair_id}
-            if not cursor.store_answer(**keys, values=values, now=now):
-                raise NeedsFullRules  # no open assignment: a stale tab or a re-run
-            # The answer is kept whatever the rules need; a rare case rolls back only what
-            # they did, and next_assignment's full rules pick the pair after the commit.
-            driver.execute("SAVEPOINT rules")
-            try:
-                reserved = choose_next(cursor, study=study, annotator_id=annotator_id, now=now)
-            except NeedsFullRules:
-                driver.execute("ROLLBACK TO rules")
-                reserved = None
-            driver.execute("RELEASE rules")
-            return True, reserved
+        study = cursor.study_of(annotator_id=annotator_id, submitting=pair_id)
+    except LookupError:
+        raise NeedsFullRules from None
+    if not study.annotator_active:
+        raise NeedsFullRules  # the full rules refuse it
+    if study.adaptive:
+        raise NeedsFullRules  # the answer moves its pair's target (_store_answer)
+    keys = {"study_id": study.id, "annotator_id": annotator_id, "pair_id": pair_id}
+    if not cursor.store_answer(**keys, values=values, now=now):
+        raise NeedsFullRules  # no open assignment: a stale tab or a re-run
+    # The answer is kept whatever the rules need; a rare case rolls back only what they did,
+    # and next_assignment's full rules pick the pair after the commit.
+    driver.execute("SAVEPOINT rules")
+    try:
+        reserved = choose_next(cursor, study=study, annotator_id=annotator_id, now=now)
     except NeedsFullRules:
-        return False, None
+        driver.execute("ROLLBACK TO rules")
+        reserved = None
+    driver.execute("RELEASE rules")
+    return True, reserved
 
 
 def get_answer(engine: Engine, *, annotator_id: int, pair_id: int) -> Annotation | None:

@@ -11,8 +11,8 @@ from sqlmodel import Session, select
 
 from analysis.vocabulary import TIE
 from annotate.annotations import slot_from_preference
-from annotate.queue.assignment import history, history_in
-from annotate.store.db import read_session, retrying
+from annotate.queue.assignment import history_in
+from annotate.store import db
 from annotate.store.models import Annotation, Assignment, Pair
 
 QUESTION_START = 90  # characters of the question shown in the list
@@ -27,33 +27,11 @@ class EarlierAnswer:
     answer: str
 
 
-@retrying
 def earlier_answers(engine: Engine, *, annotator_id: int) -> list[EarlierAnswer]:
     """Every earlier answer of this annotator, newest first (no cap: the list reaches them all).
-    Which pairs count, and their order, is `assignment.history`'s rule (gold checks left out)."""
-    done = [pair_id for pair_id, _key in history(engine, annotator_id=annotator_id, limit=None)]
-    details: dict[int, tuple] = {}
-    with read_session(engine) as s:
-        for start in range(0, len(done), CHUNK):
-            ids = done[start : start + CHUNK]
-            rows = s.exec(
-                select(
-                    Pair.id,
-                    func.substr(Pair.question, 1, QUESTION_START + 1),
-                    Annotation.preference,
-                    Assignment.chosen_position,
-                )
-                .join(Assignment, Assignment.pair_id == Pair.id)
-                .outerjoin(
-                    Annotation,
-                    and_(
-                        Annotation.pair_id == Assignment.pair_id,
-                        Annotation.annotator_id == Assignment.annotator_id,
-                    ),
-                )
-                .where(Assignment.annotator_id == annotator_id, Pair.id.in_(ids))
-            ).all()
-            details.update({row[0]: row[1:] for row in rows})
+    Which pairs count, and their order, is `assignment.history`'s rule (gold checks left out).
+    One snapshot: the pairs listed and their details agree."""
+    done, details = db.read(engine, lambda s: _read_answers(s, annotator_id=annotator_id))
     answers = []
     for pair_id in done:
         question, preference, chosen_position = details[pair_id]
@@ -65,11 +43,36 @@ def earlier_answers(engine: Engine, *, annotator_id: int) -> list[EarlierAnswer]
     return answers
 
 
+def _read_answers(s: Session, *, annotator_id: int) -> tuple[list[int], dict[int, tuple]]:
+    done = [pair_id for pair_id, _key in history_in(s, annotator_id=annotator_id, limit=None)]
+    details: dict[int, tuple] = {}
+    for start in range(0, len(done), CHUNK):
+        ids = done[start : start + CHUNK]
+        rows = s.exec(
+            select(
+                Pair.id,
+                func.substr(Pair.question, 1, QUESTION_START + 1),
+                Annotation.preference,
+                Assignment.chosen_position,
+            )
+            .join(Assignment, Assignment.pair_id == Pair.id)
+            .outerjoin(
+                Annotation,
+                and_(
+                    Annotation.pair_id == Assignment.pair_id,
+                    Annotation.annotator_id == Assignment.annotator_id,
+                ),
+            )
+            .where(Assignment.annotator_id == annotator_id, Pair.id.in_(ids))
+        ).all()
+        details.update({row[0]: row[1:] for row in rows})
+    return done, details
+
+
 def previous_pair(engine: Engine, *, annotator_id: int, before: int | None) -> int | None:
     """The pair answered just before pair `before` (the latest answered one when None), by
     `earlier_answers`' rule (gold checks left out); None where there is none."""
-    with read_session(engine) as s:
-        return previous_pair_in(s, annotator_id=annotator_id, before=before)
+    return db.read(engine, lambda s: previous_pair_in(s, annotator_id=annotator_id, before=before))
 
 
 def previous_pair_in(s: Session, *, annotator_id: int, before: int | None) -> int | None:

@@ -17,7 +17,6 @@ from annotate.earlier_answers import previous_pair_in
 from annotate.queue.assignment import Progress, next_assignment, progress_in
 from annotate.queue.rules import AssignmentRow, GivenAway
 from annotate.store import db
-from annotate.store.db import read_session, retrying, transaction
 from annotate.store.models import Annotation, Annotator, Assignment, Pair, Study, utcnow
 
 DRAFT_SECONDS = "seconds"
@@ -46,10 +45,15 @@ class Item:
         return FormState.from_draft(self.assignment.draft)
 
 
-@retrying
 def load_study(engine: Engine, *, study_id: int) -> Study:
-    with read_session(engine) as s:
-        return s.get(Study, study_id)
+    return db.read(engine, lambda s: s.get(Study, study_id))
+
+
+def mark_guidelines_seen(engine: Engine, *, annotator_id: int) -> None:
+    """The annotator has read the study's guidelines (their Start button): from now on the
+    labelling page shows pairs first (label_page's `guidelines_seen`)."""
+    seen = update(Annotator).where(Annotator.id == annotator_id).values(guidelines_seen=True)
+    db.write(engine, lambda s: s.execute(seen))
 
 
 @dataclass(frozen=True)
@@ -197,7 +201,6 @@ _SAVE_SIGNED_DRAFT = (
 SIGN_IN_UNCHECKED = object()  # save_draft's default: the caller checked the sign-in itself
 
 
-@retrying
 def save_draft(
     engine: Engine,
     *,
@@ -229,8 +232,9 @@ def save_draft(
     if sign_in is not SIGN_IN_UNCHECKED:
         statement = _SAVE_SIGNED_DRAFT
         params["b_sign_in"] = sign_in
-    with transaction(engine, durable=False) as conn:
-        return conn.execute(statement, params).rowcount == 1
+    return db.write_connection(
+        engine, lambda conn: conn.execute(statement, params).rowcount == 1, durable=False
+    )
 
 
 def draft_key(

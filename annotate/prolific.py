@@ -28,6 +28,7 @@ import re
 import threading
 import time
 from collections import OrderedDict, deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from urllib.parse import quote
@@ -37,7 +38,7 @@ from sqlmodel import Session, select
 
 from annotate.auth import create_annotator
 from annotate.errors import UserError
-from annotate.store.db import retrying, session
+from annotate.store import db
 from annotate.store.models import Annotation, Annotator, Assignment, Study, utcnow
 
 PARAMS = ("PROLIFIC_PID", "STUDY_ID", "SESSION_ID")
@@ -163,7 +164,6 @@ def returning(s: Session, *, pid: str, study_id: str, session_id: str) -> Annota
     ).first()
 
 
-@retrying
 def enter(
     engine,
     *,
@@ -178,32 +178,58 @@ def enter(
     _check_id(pid, "PROLIFIC_PID")
     _check_id(study_id, "STUDY_ID")
     _check_id(session_id, "SESSION_ID")
-    with session(engine) as s:
-        study = study_for(s, study_id)
-        existing = s.exec(
-            select(Annotator).where(Annotator.external_id == pid, Annotator.study_id == study.id)
-        ).first()
-        if existing is not None:
-            if not existing.active:
-                raise UserError("this participant's access to the study has been closed")
-            if existing.external_session and existing.external_session != session_id:
-                raise UserError(
-                    "this Prolific participant already started the study in another session; "
-                    "please return to that session or contact the researchers"
-                )
-            if not existing.external_session:
-                existing.external_session = session_id
-                s.add(existing)
-            return Entry(existing.id, None, created=False)
-        NEW_ACCOUNTS.take(client or "unknown")
-        remove_abandoned(s, study_id=study.id, now=now)
-        annotator, token = create_annotator(
-            s, name=_free_name(s, pid, study), study_id=study.id, external_id=pid
-        )
-        annotator.external_session = session_id
-        s.add(annotator)
-        s.flush()
-        return Entry(annotator.id, token, created=True)
+    # db.write re-runs the unit after a transient refusal: the new participant is counted
+    # against the limit in the first attempt that gets that far, not again in a re-run (which
+    # could refuse the very participant it counted, for an account never created).
+    taken: list[bool] = []
+
+    def take_once() -> None:
+        if not taken:
+            NEW_ACCOUNTS.take(client or "unknown")
+            taken.append(True)
+
+    return db.write(
+        engine,
+        lambda s: _enter(
+            s, pid=pid, study_id=study_id, session_id=session_id, now=now, take=take_once
+        ),
+    )
+
+
+def _enter(
+    s: Session,
+    *,
+    pid: str,
+    study_id: str,
+    session_id: str,
+    now: datetime | None,
+    take: Callable[[], None],
+) -> Entry:
+    study = study_for(s, study_id)
+    existing = s.exec(
+        select(Annotator).where(Annotator.external_id == pid, Annotator.study_id == study.id)
+    ).first()
+    if existing is not None:
+        if not existing.active:
+            raise UserError("this participant's access to the study has been closed")
+        if existing.external_session and existing.external_session != session_id:
+            raise UserError(
+                "this Prolific participant already started the study in another session; "
+                "please return to that session or contact the researchers"
+            )
+        if not existing.external_session:
+            existing.external_session = session_id
+            s.add(existing)
+        return Entry(existing.id, None, created=False)
+    take()
+    remove_abandoned(s, study_id=study.id, now=now)
+    annotator, token = create_annotator(
+        s, name=_free_name(s, pid, study), study_id=study.id, external_id=pid
+    )
+    annotator.external_session = session_id
+    s.add(annotator)
+    s.flush()
+    return Entry(annotator.id, token, created=True)
 
 
 @dataclass(frozen=True)

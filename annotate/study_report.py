@@ -16,6 +16,7 @@ from sqlalchemy import func
 from sqlalchemy.engine import Engine
 from sqlmodel import select
 
+from analysis.report_shape import Report
 from analysis.stopping import OverlapDesign
 from annotate import annotations as stored
 from annotate.queue.targets import Design
@@ -100,8 +101,8 @@ def build_study_report(
     annotators: list[str] | None = None,
     content: bool = False,
     **options,
-) -> tuple[dict, pd.DataFrame, pd.DataFrame]:
-    """(report dict, annotations, pairs) for the study or the filtered part of it."""
+) -> tuple[Report, pd.DataFrame, pd.DataFrame]:
+    """(report, annotations, pairs) for the study or the filtered part of it."""
     from analysis.report import build_report, report_options
 
     data = study_tables(
@@ -124,12 +125,12 @@ def scorer_report(
     engine: Engine,
     *,
     study: str,
-    report: dict,
+    report: Report,
     annotations: pd.DataFrame,
     pairs: pd.DataFrame,
     name: str,
     data: bytes,
-) -> dict:
+) -> Report:
     """The report with an automatic scorer's file (its upload: name and bytes) compared with
     the annotators, as `annotate report --aspect-scores` does. The file is checked against the
     whole study's pairs (a broken file raises InputError naming its lines); rows of pairs
@@ -143,7 +144,7 @@ def scorer_report(
     return with_aspect_scores(report, annotations, pairs, scorer[selected].reset_index(drop=True))
 
 
-def valid_pair_records(engine: Engine, *, study: str, report: dict) -> list[dict]:
+def valid_pair_records(engine: Engine, *, study: str, report: Report) -> list[dict]:
     """The original records of the report's `valid` non-gold pairs, in the study's order."""
     from analysis.report import valid_pair_ids
 
@@ -158,7 +159,7 @@ def valid_pair_records(engine: Engine, *, study: str, report: dict) -> list[dict
 
 
 def report_files(
-    report: dict, *, engine: Engine, study: str, valid_pairs: bool = True
+    report: Report, *, engine: Engine, study: str, valid_pairs: bool = True
 ) -> dict[str, bytes]:
     """The report files (contract section 4) and the valid pairs (valid_pairs.jsonl, their
     records read now), as bytes by file name."""
@@ -210,21 +211,21 @@ def data_version(engine: Engine, *, study_id: int) -> tuple:
     )
 
 
-def report_figures(report: dict) -> list[tuple[str, object]]:
+def report_figures(report: Report) -> list[tuple[str, object]]:
     """The report's plotly charts (the same as in report.html), with a title for each."""
     from analysis import html_report
 
     return list(html_report.figures(report))
 
 
-def report_reading(report: dict) -> list[str]:
+def report_reading(report: Report) -> list[str]:
     """The report's plain-language reading of its numbers (as in report.html)."""
     from analysis import html_report
 
     return list(html_report.reading(report))
 
 
-def headline_table(report: dict) -> pd.DataFrame:
+def headline_table(report: Report) -> pd.DataFrame:
     from analysis.summary import HEADLINE_HEADER, headline_rows
 
     return pd.DataFrame(headline_rows(report), columns=list(HEADLINE_HEADER))

@@ -140,7 +140,12 @@ def statistics(data, *, n_pairs: int, bootstrap: int, seed: int, intervals: bool
             counts, level="nominal", domain=[0, 1, 2], **boot, panel=panel, own=own
         ).as_dict(),
         "alpha_neutral": alpha(
-            neutral, level="nominal", domain=[0, 1, 2], **boot, panel=panel, own=neutral_own
+            neutral,
+            level="nominal",
+            domain=[0, 1, 2],
+            **boot,
+            panel=panel.with_traits(own) if panel else None,
+            own=neutral_own,
         ).as_dict(),
         "ac1": gwet_ac1(counts, **boot, panel=panel, own=own).as_dict(),
         "label_confirmed": label_share(

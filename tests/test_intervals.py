@@ -18,6 +18,7 @@ from analysis.intervals import (
     annotator_component,
     annotator_interval,
     combined_interval,
+    main_effect_ratio,
 )
 from analysis.plan import Effects, power
 from analysis.report import ReportOptions
@@ -108,8 +109,8 @@ def test_annotators_who_differ_widen_the_interval():
     def width(ci):
         return ci[1] - ci[0]
 
-    # Alike annotators widen the interval too (three of them cannot show that they do not
-    # differ, so the component never falls to 0), but by far less than annotators who differ.
+    # Alike annotators widen the interval little (their main effects are at chance, so the
+    # component's weight is near 0), annotators who differ by far more.
     assert width(d.ci95_annotators) > 1.5 * width(d.ci95)
     assert width(d.ci95_annotators) / width(d.ci95) > 2 * width(a.ci95_annotators) / width(a.ci95)
     assert a.ci95_annotators[0] <= a.ci95[0] and a.ci95[1] <= a.ci95_annotators[1]
@@ -134,30 +135,139 @@ def test_the_noise_floor_is_the_jackknifes_expected_value_for_alike_annotators()
 
 
 def test_annotator_component_known_answers():
-    # Hand-worked: observed 0.004, floor 0.002, three annotators: the smoothing scale is
-    # 0.002 * sqrt(2 / 2) = 0.002 and the component 0.002 * ln(1 + e) = 0.0026265.
-    assert annotator_component(observed=0.004, floor=0.002, annotators=3) == pytest.approx(
-        0.002626523375, rel=1e-9
-    )
-    # six annotators: scale 0.002 * sqrt(2 / 5) = 0.0012649, component 0.0012649 *
-    # ln(1 + exp(0.002 / 0.0012649)) = 0.0022367 (closer to the plain difference 0.002)
-    assert annotator_component(observed=0.004, floor=0.002, annotators=6) == pytest.approx(
-        0.0022366573, rel=1e-7
-    )
-    # at the floor: scale * ln 2; far above: the plain difference; far below: almost 0
-    assert annotator_component(observed=0.002, floor=0.002, annotators=3) == pytest.approx(
-        0.002 * np.log(2)
-    )
-    assert annotator_component(observed=0.1, floor=0.002, annotators=3) == pytest.approx(
-        0.098, rel=1e-12
-    )
-    assert 0 < annotator_component(observed=0.0, floor=0.002, annotators=3) < 0.002 * 0.32
-    # no pair noise at all: the jackknife itself
-    assert annotator_component(observed=0.003, floor=0.0, annotators=3) == 0.003
-    # smooth: no jump anywhere around the floor
+    # Hand-worked: observed 0.004, floor 0.002, three annotators, main effects far above
+    # chance (weight 1 - exp(-49), 1 to 1e-21): the smoothing scale is (0.002 + 0.004) *
+    # sqrt(2 / 2) = 0.006 and the component 0.006 * ln(1 + exp(1/3)) = 0.00524183.
+    def component(observed, floor=0.002, annotators=3, main_effects=50.0):
+        return annotator_component(
+            observed=observed, floor=floor, annotators=annotators, main_effects=main_effects
+        )
+
+    assert component(0.004) == pytest.approx(0.0052418334, rel=1e-6)
+    # six annotators: scale 0.006 * sqrt(2 / 5) = 0.0037947, component 0.0037947 *
+    # ln(1 + exp(0.002 / 0.0037947)) = 0.0037606 (closer to the plain difference 0.002)
+    assert component(0.004, annotators=6) == pytest.approx(0.00376057, rel=1e-6)
+    # main effects at twice chance: weight 1 - exp(-1) = 0.63212; at or below chance: 0
+    assert component(0.004, main_effects=2.0) == pytest.approx(0.0052418334 * 0.6321206, rel=1e-6)
+    assert component(0.004, main_effects=1.0) == 0.0
+    assert component(0.004, main_effects=0.3) == 0.0
+    # at the floor: scale * ln 2 with the scale 2 * floor; far below: almost 0
+    assert component(0.002) == pytest.approx(0.004 * np.log(2))
+    assert 0 < component(0.0) < 0.002 * 0.32
+    # far above, the scale follows the observed value: with three annotators the component
+    # tends to ln(1 + e) = 1.313 times it (two degrees of freedom), with many to the difference
+    assert component(1.0) == pytest.approx(1.002 * np.log1p(np.exp(0.998 / 1.002)), rel=1e-12)
+    assert component(1.0, annotators=200) == pytest.approx(0.998, rel=1e-3)
+    # no pair noise at all: the scale is the observed value's own
+    assert component(0.003, floor=0.0) == pytest.approx(0.003 * np.log1p(np.e))
+    # unknown main effects count as differing (the cautious side)
+    assert component(0.004, main_effects=np.nan) == pytest.approx(0.0052418334, rel=1e-6)
+    # smooth and increasing: no jump anywhere around the floor or in the main effects
     grid = np.linspace(0.0, 0.006, 601)
-    values = [annotator_component(observed=o, floor=0.002, annotators=3) for o in grid]
-    assert np.max(np.abs(np.diff(values))) < 1.1e-5 and (np.diff(values) > 0).all()
+    values = [component(o) for o in grid]
+    assert np.max(np.abs(np.diff(values))) < 1.4e-5 and (np.diff(values) > 0).all()
+    weights = [component(0.004, main_effects=m) for m in np.linspace(0.0, 4.0, 401)]
+    assert np.max(np.abs(np.diff(weights))) < 0.0053 * 0.011 and (np.diff(weights) >= 0).all()
+
+
+def _slow_main_effect_ratio(pair, who, traits, shuffled):
+    """main_effect_ratio by loops: residuals from each pair's mean, per annotator the squared
+    sum of its residuals over its count, against the same for each shuffle."""
+    traits = np.asarray(traits, dtype=float).reshape(len(pair), -1)
+
+    def spread(codes):
+        residual = {}
+        for p in np.unique(pair):
+            rows = np.flatnonzero(pair == p)
+            if len(rows) < 2:
+                continue
+            mean = traits[rows].mean(axis=0)
+            for r in rows:
+                residual[r] = traits[r] - mean
+        total = 0.0
+        for a in np.unique(codes):
+            mine = [residual[r] for r in np.flatnonzero(codes == a) if r in residual]
+            if mine:
+                total += (np.sum(mine, axis=0) ** 2).sum() / len(mine)
+        return total
+
+    return spread(who) / np.mean([spread(c) for c in shuffled])
+
+
+def test_main_effect_ratio_known_answer():
+    # Two pairs rated by annotators 0, 1, 2 with traits (1, 0, 0) and (1, 1, 0): residuals
+    # (2/3, -1/3, -1/3) and (1/3, 1/3, -2/3), per annotator sums 1, 0, -1 over two pairs each:
+    # H = (1 + 0 + 1) / 2 = 1. Shuffled within pairs an annotator's residual in a pair is any
+    # of the pair's three, mean square 2/9, so E[H0] = 3 * (2/9 + 2/9) / 2 = 2/3: H / H0 = 1.5.
+    pair = np.array([0, 0, 0, 1, 1, 1])
+    who = np.array([0, 1, 2, 0, 1, 2])
+    traits = np.array([1, 0, 0, 1, 1, 0])
+    panel = Panel.of(pair, who, seed=0, shuffles=4000)
+    assert main_effect_ratio(panel, traits) == pytest.approx(1.5, rel=0.03)
+    # a pair with one annotation carries no residual; every pair unanimous: nothing to tell
+    single = Panel.of(np.array([0, 0, 0, 1]), np.array([0, 1, 2, 0]), seed=0)
+    assert main_effect_ratio(single, np.array([1, 1, 1, 0])) == 1.0
+
+
+def test_main_effect_ratio_equals_a_slow_recomputation():
+    rng = np.random.default_rng(5)
+    pair, who, value = _study(rng, n_pairs=40)
+    keep = rng.random(pair.size) > 0.15  # some pairs left with one or two annotations
+    pair, who, value = pair[keep], who[keep], value[keep]
+    traits = np.column_stack([np.eye(3)[value], rng.normal(size=pair.size)])
+    panel = Panel.of(pair, who, seed=1)
+    assert main_effect_ratio(panel, traits) == pytest.approx(
+        _slow_main_effect_ratio(pair, who, traits, panel.shuffled), rel=1e-12
+    )
+
+
+def test_main_effects_tell_a_panel_that_leans_from_alike_annotators():
+    # 100 pairs x 3: alike annotators give ratios about 1 (chance), a lean of -0.7, 0, 0.7
+    # log-odds to the first label lifts it far above; the neutral coding (labels swapped in a
+    # random half of the pairs) hides the lean from the statistic's own annotations, which is
+    # why the report reads neutral alpha's main effects from the labels (Panel.with_traits).
+    alike, leaning, hidden = [], [], []
+    for seed in range(40):
+        rng = np.random.default_rng(seed)
+        for lean, out in (([0, 0, 0], alike), ([-0.7, 0, 0.7], leaning)):
+            _, own, panel = _labels(rng, lean=lean, n_pairs=100)
+            out.append(main_effect_ratio(panel, own))
+        # the leaning panel's labels, each pair's coded with its coin
+        flip = (rng.random(100) < 0.5)[panel.unit]
+        hidden.append(main_effect_ratio(panel, np.where(flip[:, None], own[:, ::-1], own)))
+    assert 0.8 < np.mean(alike) < 1.2
+    assert np.median(leaning) > 3
+    assert np.median(hidden) < 1.5
+
+
+def test_a_pairs_only_interval_says_why():
+    # Alike annotators whose own labels lean no more than chance gives: the weight is 0, the
+    # interval is the pairs' own, and the note says so (not that a part was kept for them).
+    statistic = alpha_statistic(level="nominal", domain=[0, 1])
+    for seed in range(50):
+        counts, own, panel = _labels(np.random.default_rng(seed), lean=[0, 0, 0], n_pairs=60)
+        if main_effect_ratio(panel, own) <= 1:
+            break
+    point = statistic.value(counts)
+    pair = PairInterval(ci95=(point - 0.1, point + 0.15), note=None)
+    ci, note = annotator_interval(statistic, counts, own, panel=panel, point=point, pair=pair)
+    assert ci == pytest.approx(pair.ci95, abs=1e-12)
+    assert "pairs' interval" in note and "keeps a part" not in note
+
+
+def test_alike_annotators_keep_about_the_pairs_interval():
+    # Three alike annotators at 100 pairs: the old rule (the jackknife's excess smoothed at its
+    # null sd, never weighted down) made ci95_annotators 2.1x the pair interval on average
+    # here (1.5-1.8x the oracle width at 99% coverage, README); with the main-effect weight
+    # it is the pair interval itself in most studies (median 1.0) and 1.29x on average.
+    ratios = []
+    for seed in range(40):
+        counts, own, panel = _labels(np.random.default_rng(seed), lean=[0, 0, 0], n_pairs=100)
+        a = alpha(
+            counts, level="nominal", domain=[0, 1], bootstrap=200, seed=1, panel=panel, own=own
+        )
+        ratios.append(np.diff(a.ci95_annotators)[0] / np.diff(a.ci95)[0])
+    assert np.min(ratios) >= 1.0 and np.median(ratios) < 1.05 and np.mean(ratios) < 1.45
 
 
 def test_combined_interval_known_answer():
@@ -321,9 +431,13 @@ def test_annotator_interval_equals_a_slow_recomputation(width):
     observed = slow_variance(panel.annotator)
     floor = np.mean([slow_variance(c) for c in panel.shuffled])
     assert observed > floor
-    # the smooth positive part of observed - floor, at the scale floor * sqrt(2 / (k - 1))
-    scale = floor * np.sqrt(2 / (annotators - 1))
-    component = scale * np.log1p(np.exp((observed - floor) / scale))
+    ratio = _slow_main_effect_ratio(pair, who, own, panel.shuffled)
+    assert ratio > 1
+    # the smooth positive part of observed - floor, at the scale (floor + observed) *
+    # sqrt(2 / (k - 1)), weighted by 1 - exp(-(ratio - 1))
+    scale = (floor + observed) * np.sqrt(2 / (annotators - 1))
+    weight = 1 - np.exp(-(ratio - 1))
+    component = weight * scale * np.log1p(np.exp((observed - floor) / scale))
 
     def half(pair_half):
         # the pairs' variance plus the annotators' component, normal quantile

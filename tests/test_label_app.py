@@ -320,40 +320,35 @@ def test_a_finished_annotator_and_one_reading_the_guidelines_can_sign_out(study)
     assert [t.icon for t in at.toast] == [":material/check_circle:"]
 
 
-def test_a_submits_page_run_reads_the_page_in_one_unit_of_work(study, monkeypatch):
+def test_a_submits_page_run_reads_the_page_in_one_unit_of_work(study):
     """The page run after a Submit: the sign-in looked up once (app.py hands it to the page)
-    and everything the page shows read in one db.read; no other read (the next pair was
-    reserved by the Submit's own commit)."""
-    import annotate.earlier_answers
-    import annotate.labelling
-    import annotate.queue.assignment
-    import annotate.store.db
-    import annotate.web.identity
-    from annotate.queue.sql import Cursor
+    and everything the page shows read in one unit of work; no other transaction (the next
+    pair was reserved by the Submit's own commit). Counted at the engine, so a read opened any
+    other way is counted too; the Submit itself goes through the SQLite driver and is not."""
+    from sqlalchemy import event
+    from sqlalchemy.engine import Engine
 
     _engine, [(_, token), _] = study
     at = signed_in(token)
-    calls: list[str] = []
+    units: list[list[str]] = []
 
-    def counted(name, original):
-        def wrapper(*args, **kwargs):
-            calls.append(name)
-            return original(*args, **kwargs)
+    def begun(conn):
+        units.append([])
 
-        return wrapper
+    def executed(conn, cursor, statement, *_):
+        units[-1].append(" ".join(statement.split()[:4]))
 
-    monkeypatch.setattr(annotate.store.db, "read", counted("read", annotate.store.db.read))
-    monkeypatch.setattr(
-        annotate.web.identity, "read", counted("sign-in", annotate.web.identity.read)
-    )
-    for module in (annotate.labelling, annotate.queue.assignment, annotate.earlier_answers):
-        monkeypatch.setattr(
-            module, "read_session", counted(f"{module.__name__}.read_session", module.read_session)
-        )
-    autocommit = Cursor.autocommit.__func__
-    monkeypatch.setattr(Cursor, "autocommit", classmethod(counted("autocommit", autocommit)))
     shown = data(at)["token"]
-    at = submit_form(at, full_form("A"))
+    event.listen(Engine, "begin", begun)
+    event.listen(Engine, "before_cursor_execute", executed)
+    try:
+        at = submit_form(at, full_form("A"))
+    finally:
+        event.remove(Engine, "begin", begun)
+        event.remove(Engine, "before_cursor_execute", executed)
     assert not at.exception
     assert data(at)["token"] != shown  # the next pair is on screen
-    assert calls == ["sign-in", "read"]
+    assert len(units) == 2, units
+    sign_in, page = units
+    assert len(sign_in) == 1 and "annotator.id" in sign_in[0]
+    assert all(sql.startswith("SELECT") for sql in page) and len(page) > 1

@@ -3,6 +3,8 @@ given the pair's own rating noise, and one pair's verdict by the same rules as t
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -134,3 +136,12 @@ def test_pair_verdict_refuses_answers_of_two_pairs():
     )
     with pytest.raises(ValueError, match="exactly one pair"):
         pair_verdict(answers, **RULES)
+
+
+def test_pair_verdict_gives_plain_python_values():
+    """Its row is plain Python (json.dumps takes it): no NumPy scalar from the pair table."""
+    answers = clean_benchmark(60, seed=3)
+    first = answers["pair_id"].iloc[0]
+    one = pair_verdict(answers[answers["pair_id"] == first], **RULES)
+    assert [k for k, v in one.items() if isinstance(v, np.generic)] == []
+    json.dumps(one)

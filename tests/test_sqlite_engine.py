@@ -101,7 +101,7 @@ def test_a_durable_sqlite_transaction_syncs_the_wal_after_its_commit(tmp_path, m
 
 def test_a_submit_interrupted_mid_transaction_rolls_back_and_is_retried(tmp_path, monkeypatch):
     """SQLite's common Submit (sqlite_engine.write_transaction): a refusal after the answer was written but
-    before the commit rolls everything back, and `retrying` runs it again: one answer, one
+    before the commit rolls everything back, and db.write_driver runs it again: one answer, one
     reservation, the pair counted once."""
     from sqlalchemy.exc import OperationalError
     from sqlmodel import select

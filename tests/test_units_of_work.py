@@ -88,21 +88,15 @@ def test_the_token_lookup_of_every_page_run_is_retried(tmp_path, monkeypatch):
     assert found is not None and found.name == "alice" and failures == [1]
 
 
-# Modules that open units of work another way, each with its reason. The labelling path's
-# (Submit, page runs, drafts) and the identity modules' units of work are being reworked on
-# their own branches (#22, #21); the rest are deliberate.
+# Modules that open units of work another way, each with its reason.
 OTHER_WAYS = {
-    "annotate/annotations.py": "the Submit path: Core transactions and driver-level calls",
-    "annotate/labelling.py": "the labelling page's reads and drafts (#22)",
-    "annotate/earlier_answers.py": "the labelling page's past answers (#22)",
-    "annotate/web/drafts.py": "the draft route (#22)",
-    "annotate/web/login.py": "identity (#21)",
-    "annotate/prolific.py": "a crowd entry takes from a per-process limit inside its unit",
+    "annotate/web/drafts.py": "the draft route (#22, reworked on its own branch)",
     "annotate/web/health.py": "a health probe: one plain connection, answered at once, not retried",
     "annotate/commands/backup.py": "SQLite's VACUUM INTO through sqlite3 itself",
 }
 OPENERS = {"session", "read_session", "snapshot_session", "transaction", "Session"}
-METHODS = {"connect", "begin", "raw_connection", *OPENERS}
+# write_transaction and autocommit: the driver-level paths, opened through db.write_driver
+METHODS = {"connect", "begin", "raw_connection", "write_transaction", "autocommit", *OPENERS}
 
 
 def test_units_of_work_outside_storage_go_through_read_and_write():
@@ -126,3 +120,271 @@ def test_units_of_work_outside_storage_go_through_read_and_write():
             ):
                 found.append(f"{name}:{node.lineno}")
     assert found == []
+
+
+def test_views_leave_storage_to_domain_functions():
+    """A page (annotate/web/views) shows and calls domain functions: it opens no unit of work and
+    builds no statement of its own (a view's write, the Start button's, lived there once)."""
+    import ast
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    found = []
+    for path in sorted((root / "annotate" / "web" / "views").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module is not None:
+                module = node.module
+                if module.split(".")[0] in ("sqlalchemy", "sqlmodel") or module in (
+                    "annotate.store.db",
+                    "annotate.store.sqlite_engine",
+                ):
+                    found.append(f"{path.name}:{node.lineno} {module}")
+                elif module == "annotate.store" and {a.name for a in node.names} & {"db"}:
+                    found.append(f"{path.name}:{node.lineno} annotate.store.db")
+    assert found == []
+
+
+# --- each unit of work moved onto db.read/db.write: refused once, re-run whole, done once -------
+
+
+@pytest.fixture
+def refuse_once(monkeypatch):
+    """refuse_once(engine, when): the first statement SQLAlchemy runs on `engine` for which
+    when(sql) holds fails with a transient refusal *after* it ran (inside the unit's
+    transaction, so whatever it did must be rolled back); returns the list of refusals made
+    (a test checks its refusal happened)."""
+    from sqlalchemy import event
+
+    def arm(engine, when):
+        refused = []
+
+        def after(conn, cursor, statement, parameters, context, executemany):
+            if not refused and when(statement.lstrip().upper()):
+                refused.append(statement)
+                raise _locked()
+
+        event.listen(engine, "after_cursor_execute", after)
+        return refused
+
+    return arm
+
+
+@pytest.fixture
+def refuse_cursor_once(monkeypatch):
+    """As refuse_once, for the labelling step's statements on the driver (annotate/queue/sql.py's
+    Cursor, which SQLAlchemy's events do not see): the first run of the statement `name`."""
+    from annotate.queue.sql import Cursor
+
+    def arm(name):
+        refused = []
+        real = Cursor._run
+
+        def run(self, statement, params, **kwargs):
+            result = real(self, statement, params, **kwargs)
+            if not refused and statement == name:
+                refused.append(statement)
+                raise _locked()
+            return result
+
+        monkeypatch.setattr(Cursor, "_run", run)
+        return refused
+
+    return arm
+
+
+def _study(engine, tmp_path, **options):
+    from tests.factories import make_study
+
+    return make_study(engine, tmp_path, n_pairs=4, annotators=1, **options)
+
+
+def test_a_submit_refused_after_its_reservation_is_re_run_whole(
+    db_url, tmp_path, refuse_cursor_once
+):
+    """The full rules' unit (db.write_connection): the answer, the close and the reservation
+    commit together or not at all, so a re-run counts the reserved pair once."""
+    from annotate.annotations import FULL_RULES, Answer, submit_and_next
+    from annotate.queue.assignment import next_assignment
+    from annotate.store.models import Annotation, Assignment, Pair
+
+    engine = get_engine(db_url)
+    _, [(a, _)] = _study(engine, tmp_path)
+    first = next_assignment(engine, annotator_id=a)
+    refused = refuse_cursor_once("insert_assignment")  # the next pair reserved
+    served: list[str] = []
+    answer = Answer(preference="chosen", chosen_position=first.chosen_position)
+    reserved = submit_and_next(
+        engine, annotator_id=a, pair_id=first.pair_id, answer=answer, fast=False, served=served
+    )
+    assert len(refused) == 1 and served == [FULL_RULES]
+    counts = db.read(engine, lambda s: s.exec(select(Pair.id, Pair.n_assigned)).all())
+    assert dict(counts) == {pid: int(pid in (first.pair_id, reserved.pair_id)) for pid, _ in counts}
+    statuses = db.read(engine, lambda s: s.exec(select(Assignment.status)).all())
+    assert sorted(statuses) == ["active", "done"]
+    assert (
+        db.read(engine, lambda s: s.exec(select(func.count()).select_from(Annotation)).one()) == 1
+    )
+
+
+def test_a_fast_submit_refused_once_stores_the_submitted_answer_once(db_url, tmp_path, monkeypatch):
+    """The fast unit (db.write_driver) refused after its write: on SQLite the transaction rolls
+    back and is re-run; on PostgreSQL the function had committed (an acknowledgement lost) and
+    the re-run hands over to the full rules. Either way one answer, with the Submit's own
+    submitted_at (made once per Submit, not per attempt), and the next pair counted once."""
+    from annotate.annotations import FULL_RULES, Answer, submit_and_next
+    from annotate.queue.assignment import next_assignment
+    from annotate.queue.sql import Cursor
+    from annotate.store.models import Annotation, Pair
+    from tests.factories import fast_path_of
+
+    engine = get_engine(db_url)
+    _, [(a, _)] = _study(engine, tmp_path)
+    first = next_assignment(engine, annotator_id=a)
+    postgres = engine.dialect.name == "postgresql"
+    name = "submit_in_one_call" if postgres else "store_answer"
+    real = getattr(Cursor, name)
+    attempts = []
+
+    def refused_once(self, **kwargs):
+        done = real(self, **kwargs)
+        attempts.append(kwargs["values"]["submitted_at"])
+        if len(attempts) == 1:
+            raise _locked()
+        return done
+
+    monkeypatch.setattr(Cursor, name, refused_once)
+    served: list[str] = []
+    answer = Answer(preference="chosen", chosen_position=first.chosen_position)
+    reserved = submit_and_next(
+        engine, annotator_id=a, pair_id=first.pair_id, answer=answer, served=served
+    )
+    assert len(attempts) == 2  # on PostgreSQL the second found the pair closed: not done
+    assert served == [FULL_RULES if postgres else fast_path_of(engine)]
+    stored = db.read(engine, lambda s: s.exec(select(Annotation.submitted_at)).all())
+    assert len(stored) == 1 and stored[0].replace(tzinfo=None) == attempts[0].replace(tzinfo=None)
+    counts = dict(db.read(engine, lambda s: s.exec(select(Pair.id, Pair.n_assigned)).all()))
+    assert reserved is not None and counts[reserved.pair_id] == 1
+    assert sum(counts.values()) == 2
+
+
+def test_an_edit_refused_after_its_upsert_is_re_run_and_stored_once(
+    db_url, tmp_path, refuse_cursor_once
+):
+    from annotate.annotations import Answer, submit_and_next, submit_answer
+    from annotate.queue.assignment import next_assignment
+    from annotate.store.models import Annotation
+
+    engine = get_engine(db_url)
+    _, [(a, _)] = _study(engine, tmp_path)
+    first = next_assignment(engine, annotator_id=a)
+    keys = {"annotator_id": a, "pair_id": first.pair_id}
+    submit_and_next(engine, **keys, answer=Answer(preference="chosen", chosen_position="A"))
+    postgres = engine.dialect.name == "postgresql"
+    refused = refuse_cursor_once("close_and_upsert" if postgres else "upsert")
+    submit_answer(engine, **keys, answer=Answer(preference="tie", chosen_position="A"))
+    assert len(refused) == 1
+    stored = db.read(engine, lambda s: s.exec(select(Annotation.preference)).all())
+    assert stored == ["tie"]
+
+
+def test_a_draft_refused_once_is_kept(db_url, tmp_path, refuse_once):
+    from annotate.answers import FormState
+    from annotate.labelling import save_draft
+    from annotate.queue.assignment import next_assignment
+    from annotate.store.models import Assignment
+
+    engine = get_engine(db_url)
+    _, [(a, _)] = _study(engine, tmp_path)
+    current = next_assignment(engine, annotator_id=a)
+    refused = refuse_once(engine, lambda sql: sql.startswith("UPDATE ASSIGNMENT"))
+    form = FormState(slot="A", comment="half done")
+    assert save_draft(engine, assignment_id=current.id, form=form, seconds=12.0)
+    assert len(refused) == 1
+    draft = db.read(engine, lambda s: s.get(Assignment, current.id).draft)
+    assert draft["comment"] == "half done" and draft["seconds"] == 12.0
+
+
+def test_the_start_button_refused_once_marks_the_guidelines_read(db_url, tmp_path, refuse_once):
+    from annotate.labelling import mark_guidelines_seen
+
+    engine = get_engine(db_url)
+    _, [(a, _)] = _study(engine, tmp_path)
+    refused = refuse_once(engine, lambda sql: sql.startswith("UPDATE ANNOTATOR"))
+    mark_guidelines_seen(engine, annotator_id=a)
+    assert len(refused) == 1
+    from annotate.store.models import Annotator
+
+    assert db.read(engine, lambda s: s.get(Annotator, a).guidelines_seen) is True
+
+
+def test_sign_out_refused_once_retires_the_link(db_url, tmp_path, refuse_once):
+    from annotate.web.login import _revoke
+
+    engine = get_engine(db_url)
+    _, [(_, token)] = _study(engine, tmp_path)
+    refused = refuse_once(engine, lambda sql: sql.startswith("UPDATE ANNOTATOR"))
+    _revoke(engine, token)
+    assert len(refused) == 1
+    assert identity.account_for_token(engine, token) is None
+
+
+def test_the_reads_of_the_labelling_page_are_retried(db_url, tmp_path, refuse_once):
+    """Earlier answers (one snapshot), the pair before, and the study: each read refused once."""
+    from annotate.annotations import Answer, submit_and_next
+    from annotate.earlier_answers import earlier_answers, previous_pair
+    from annotate.labelling import load_study
+    from annotate.queue.assignment import next_assignment
+
+    engine = get_engine(db_url)
+    study_id, [(a, _)] = _study(engine, tmp_path)
+    answered = []
+    current = next_assignment(engine, annotator_id=a)
+    for _ in range(2):
+        answered.append(current.pair_id)
+        answer = Answer(preference="chosen", chosen_position=current.chosen_position)
+        current = submit_and_next(engine, annotator_id=a, pair_id=current.pair_id, answer=answer)
+    selects = lambda sql: sql.startswith("SELECT")  # noqa: E731
+    refused = refuse_once(engine, selects)
+    assert [e.pair_id for e in earlier_answers(engine, annotator_id=a)] == answered[::-1]
+    assert len(refused) == 1
+    refused = refuse_once(engine, selects)
+    assert previous_pair(engine, annotator_id=a, before=answered[1]) == answered[0]
+    assert len(refused) == 1
+    refused = refuse_once(engine, selects)
+    assert load_study(engine, study_id=study_id).id == study_id
+    assert len(refused) == 1
+
+
+def test_a_crowd_entry_refused_once_counts_against_the_limit_once(
+    db_url, tmp_path, refuse_once, monkeypatch
+):
+    """The per-process limit on new participants is outside the database: a re-run of the
+    unit must not take from it again (it would refuse the participant it had counted)."""
+    from annotate import prolific
+    from annotate.errors import UserError
+    from annotate.store.models import Annotator
+
+    engine = get_engine(db_url)
+    study_id, _ = _study(engine, tmp_path)
+    db.write(
+        engine,
+        lambda s: setattr(s.get(Study, study_id), "allow_prolific", True),
+    )
+    monkeypatch.setattr(prolific, "NEW_PER_CLIENT", 1)
+    prolific.NEW_ACCOUNTS.clear()
+    keys = {"study_id": "PSTUDY", "session_id": "S1", "client": "10.0.0.1"}
+    refused = refuse_once(engine, lambda sql: sql.startswith("INSERT INTO ANNOTATOR"))
+    try:
+        entry = prolific.enter(engine, pid="P1", **keys)
+        assert len(refused) == 1 and entry.created and entry.token
+        names = db.read(
+            engine,
+            lambda s: s.exec(
+                select(Annotator.name).where(Annotator.external_id.is_not(None))
+            ).all(),
+        )
+        assert names == ["prolific:P1"]
+        with pytest.raises(UserError, match="too many new participants"):
+            prolific.enter(engine, pid="P2", **keys)  # the limit was taken, once
+    finally:
+        prolific.NEW_ACCOUNTS.clear()

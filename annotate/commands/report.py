@@ -14,6 +14,10 @@ from annotate.errors import UserError
 if TYPE_CHECKING:
     import pandas as pd
 
+    from analysis.model_files import ModelJudgements
+    from analysis.report import ReportOptions
+    from analysis.report_shape import Report
+
 NAME = "report"
 ORDER = 60
 HELP = (
@@ -209,7 +213,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _with_models(report: dict, models: list, *, options) -> dict:
+def _with_models(
+    report: Report, models: list[ModelJudgements], *, options: ReportOptions
+) -> Report:
     """The report with its models section (the files checked by _read_models)."""
     from analysis.models import with_models
 
@@ -222,7 +228,9 @@ def _with_models(report: dict, models: list, *, options) -> dict:
     )
 
 
-def _with_population(report: dict, pairs, models: list, *, cleaned: str | None) -> dict:
+def _with_population(
+    report: Report, pairs: pd.DataFrame, models: list[ModelJudgements], *, cleaned: str | None
+) -> Report:
     """A sampled study's report with its population key (contract section 4)."""
     from analysis.population import is_sampled, with_population
 
@@ -236,7 +244,7 @@ def _with_population(report: dict, pairs, models: list, *, cleaned: str | None) 
     return with_population(report, pairs, models)
 
 
-def _write_cleaned(report: dict, pairs, path: Path) -> int:
+def _write_cleaned(report: Report, pairs: pd.DataFrame, path: Path) -> int:
     """The population minus the sampled pairs found not valid, in the pairs format."""
     from analysis.population import cleaned_pair_ids
     from annotate.pairs_io import write_pairs

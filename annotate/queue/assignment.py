@@ -369,6 +369,22 @@ def skip(engine: Engine, *, annotator_id: int, pair_id: int) -> None:
         )
 
 
+def close_answered(conn: Connection, *, study_id: int, annotator_id: int, pair_id: int) -> None:
+    """Inside the caller's write transaction, for an answer to a pair without an open
+    assignment (a skipped pair, a stale tab, an expired reservation): make sure the assignment
+    exists and is done (ensure_assignment's rule for taking a pair back)."""
+    with Session(bind=conn) as s:
+        assignment = ensure_assignment(
+            s, study_id=study_id, pair_id=pair_id, annotator_id=annotator_id
+        )
+        if assignment.status != "done":
+            conn.execute(
+                update(_ASSIGNMENT)
+                .where(_ASSIGNMENT.c.id == assignment.id)
+                .values(status="done", completed_at=utcnow())
+            )
+
+
 def ensure_assignment(s: Session, *, study_id: int, pair_id: int, annotator_id: int) -> Assignment:
     """The assignment row for a submission that arrives without an open one (a stale tab, a
     skipped pair, an expired reservation, an import): the pair is counted again. A released

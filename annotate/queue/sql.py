@@ -44,7 +44,7 @@ from annotate.queue.rules import (
     ab_coin_sql,
     gold_coin_sql,
 )
-from annotate.store import schema
+from annotate.store import db, schema
 from annotate.store.clock import naive_utc
 from annotate.store.models import Annotation, table_of
 from annotate.store.sqlite_engine import readers as sqlite_readers
@@ -372,17 +372,8 @@ class Cursor(Queue):
             with readers.connection() as driver:
                 yield cls(driver, dialect=engine.dialect)
             return
-        pooled = engine.raw_connection()
-        postgres = engine.dialect.name == "postgresql"
-        try:
-            if postgres:
-                pooled.dbapi_connection.autocommit = True  # type: ignore[union-attr]
+        with db.autocommit(engine) as pooled:
             yield cls(pooled, dialect=engine.dialect)
-        finally:
-            raw: Any = pooled.dbapi_connection  # None once invalidated
-            if postgres and raw is not None and not raw.closed:
-                raw.autocommit = False
-            pooled.close()
 
     def _run(self, name: str, params: dict[str, Any], *, fetch: bool = False) -> Any:
         """Execute (and fetch one row). Driver errors leave as SQLAlchemy's DBAPIError, as if

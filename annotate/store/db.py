@@ -10,9 +10,22 @@ deadlock, dropped connection), for up to RETRY_SECONDS:
     value = db.write(engine, lambda s: change(s, ...))              # committed, or rolled back
 
 `work` receives a SQLModel Session and may run several times, so it must do nothing outside the
-database that cannot be repeated. `read` is one snapshot: on SQLite a deferred transaction (a
-WAL snapshot that never waits for a writer), on PostgreSQL a REPEATABLE READ, READ ONLY
-transaction, so every query inside sees the same committed data.
+database that cannot be repeated (or must make sure itself that it happens once: see
+annotate/prolific.py). `read` is one snapshot: on SQLite a deferred transaction (a WAL snapshot
+that never waits for a writer), on PostgreSQL a REPEATABLE READ, READ ONLY transaction, so every
+query inside sees the same committed data.
+
+The labelling step's hot paths write the same way on lighter handles:
+
+    value = db.write_connection(engine, lambda conn: ...)  # a Core Connection, no ORM
+    value = db.write_driver(engine, lambda driver: ...)    # the driver's own connection
+
+`write_driver` is for the Submit's common case (annotate/annotations.py): on a SQLite file a
+durable write transaction on the sqlite3 connection; on PostgreSQL a pooled connection in
+autocommit, where each statement is a transaction of its own, so there `work` writes in one
+statement (the generated submit function). A commit whose acknowledgement was lost is re-run
+too: the work must be safe to run again after it committed (the Submit's is: its re-run finds
+the assignment closed and hands over to the full rules, whose upsert stores the same answer).
 
 Storage modules with hot paths build on the same pieces: `@retrying` around a function that
 opens `session` / `read_session` (ORM) or `transaction` (Core, the labelling step).
@@ -42,6 +55,7 @@ from typing import Any, ParamSpec, TypeVar
 
 from sqlalchemy.engine import Connection, Engine, make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, OperationalError
+from sqlalchemy.pool import PoolProxiedConnection
 from sqlmodel import Session, create_engine
 
 from annotate.errors import UserError
@@ -322,3 +336,54 @@ def write(engine: Engine, work: Callable[[Session], T], *, durable: bool = True)
             return work(s)
 
     return _retry_call(once)
+
+
+def write_connection(engine: Engine, work: Callable[[Connection], T], *, durable: bool = True) -> T:
+    """As `write`, with `work` given a Core Connection (`transaction`): no ORM bookkeeping, for
+    the labelling step's Submit and drafts."""
+
+    def once() -> T:
+        with transaction(engine, durable=durable) as conn:
+            return work(conn)
+
+    return _retry_call(once)
+
+
+def has_driver_writes(engine: Engine) -> bool:
+    """Whether `write_driver` can be used: PostgreSQL, or a SQLite file (not one in memory)."""
+    return engine.dialect.name != "sqlite" or sqlite_engine.has_write_transaction(engine)
+
+
+def write_driver(engine: Engine, work: Callable[[Any], T]) -> T:
+    """As `write`, with `work` given the driver's connection (module docstring): on a SQLite file
+    a sqlite3.Connection inside a durable write transaction (sqlite_engine.write_transaction);
+    on PostgreSQL a pooled connection in autocommit (`autocommit`), each statement committed on
+    its own. Check `has_driver_writes` first."""
+
+    def once() -> T:
+        if engine.dialect.name == "sqlite":
+            with sqlite_engine.write_transaction(engine) as driver:
+                return work(driver)
+        with autocommit(engine) as pooled:
+            return work(pooled)
+
+    return _retry_call(once)
+
+
+@contextmanager
+def autocommit(engine: Engine) -> Iterator[PoolProxiedConnection]:
+    """A pooled driver connection, on PostgreSQL in autocommit (each statement its own
+    transaction) until it goes back to the pool: without SQLAlchemy's Connection and its begin
+    and commit, which cost more than a one-statement read or the Submit function. Not retried:
+    for `write_driver` and the labelling step's one-statement reads (annotate/queue/sql.py)."""
+    pooled = engine.raw_connection()
+    postgres = engine.dialect.name == "postgresql"
+    try:
+        if postgres:
+            pooled.dbapi_connection.autocommit = True  # type: ignore[union-attr]
+        yield pooled
+    finally:
+        raw: Any = pooled.dbapi_connection  # None once invalidated
+        if postgres and raw is not None and not raw.closed:
+            raw.autocommit = False
+        pooled.close()

@@ -296,8 +296,8 @@ def write_transaction(engine: Engine) -> Iterator[sqlite3.Connection]:
     over half of the time the write lock was held, and the lock is what 32 annotators queue
     on. The same as db.transaction otherwise: a pooled connection (checked out before the lock
     is taken), this process's write lock, BEGIN IMMEDIATE, rolled back if the body raises, then
-    the group commit's fsync. Driver errors leave as SQLAlchemy's DBAPIError, so db.retrying
-    re-runs a transaction that met "database is locked"."""
+    the group commit's fsync. Driver errors leave as SQLAlchemy's DBAPIError, so db.write_driver
+    (its one user) re-runs a transaction that met "database is locked"."""
     pooled = engine.raw_connection()
     try:
         driver = pooled.dbapi_connection

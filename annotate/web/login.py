@@ -32,6 +32,7 @@ from collections.abc import Callable
 from urllib.parse import parse_qs, parse_qsl, unquote, urlencode, urlsplit
 
 from sqlalchemy.engine import Engine
+from sqlmodel import Session
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
@@ -39,7 +40,7 @@ from starlette.routing import Route
 
 from annotate.auth import annotator_for_token, reissue_token
 from annotate.prolific import PARAMS
-from annotate.store.db import session
+from annotate.store import db
 from annotate.web.identity import COOKIE, account_for_token
 from annotate.web.paths import full_path, is_under, root_path
 
@@ -296,7 +297,10 @@ def _sign_out_page(name: str | None, *, prefix: str) -> HTMLResponse:
 def _revoke(engine: Engine, token: str) -> None:
     """Give the token's account a new token that nobody is told: every copy of the old one (the
     cookie, the link in the history, another device) stops working."""
-    with session(engine) as s:
-        user = annotator_for_token(s, token)
-        if user is not None:
-            reissue_token(s, user)
+    db.write(engine, lambda s: _reissue(s, token))
+
+
+def _reissue(s: Session, token: str) -> None:
+    user = annotator_for_token(s, token)
+    if user is not None:
+        reissue_token(s, user)

@@ -5,11 +5,7 @@ from __future__ import annotations
 import html
 
 import streamlit as st
-from sqlalchemy import update
-from sqlalchemy.engine import Engine
-from sqlmodel import col
 
-from annotate.store import db
 from annotate.store.models import Annotator, Study
 from annotate.web.paths import url_prefix
 from annotate.web.render import safe_markdown
@@ -55,11 +51,6 @@ def sign_out_link() -> None:
 def show_guidelines(study: Study) -> None:
     st.title("Guidelines")
     st.markdown(safe_markdown(study.guidelines))
-
-
-def mark_guidelines_seen(engine: Engine, *, annotator_id: int) -> None:
-    seen = update(Annotator).where(col(Annotator.id) == annotator_id).values(guidelines_seen=True)
-    db.write(engine, lambda s: s.execute(seen))
 
 
 def finished_extras(user: Annotator, study: Study) -> None:

@@ -10,7 +10,14 @@ import streamlit as st
 from annotate.annotations import StaleAnswer
 from annotate.answers import FormState, missing_questions
 from annotate.earlier_answers import EarlierAnswer, earlier_answers, previous_pair
-from annotate.labelling import Item, draft_seconds, label_page, save_draft, submit
+from annotate.labelling import (
+    Item,
+    draft_seconds,
+    label_page,
+    mark_guidelines_seen,
+    save_draft,
+    submit,
+)
 from annotate.queue.assignment import next_assignment, queue_status, skip
 from annotate.queue.rules import AccountClosed, GivenAway
 from annotate.store.models import Annotator, Study
@@ -21,7 +28,6 @@ from annotate.web.views.common import (
     app_prefix,
     finished_extras,
     focus_button,
-    mark_guidelines_seen,
     show_guidelines,
     sign_out_link,
     sign_out_url,

@@ -22,6 +22,7 @@ from analysis.aspect_summary import (
     verdict_sentence,
 )
 from analysis.errors import InputError, UserError
+from analysis.report_shape import Report
 from analysis.summary import CHECK_HEADER, check_rows
 from annotate.web.inert import md_literal
 from annotate.web.views.admin.shared import show_error, show_problems
@@ -41,7 +42,7 @@ def _table(rows: list[tuple], header: tuple, **options) -> None:
 
 
 def show_aspects(
-    report: dict, *, aspect_check: bool, compare: Callable[[str, bytes], dict]
+    report: Report, *, aspect_check: bool, compare: Callable[[str, bytes], Report]
 ) -> None:
     """The section, when the report has aspect scores (a short caption when the study asks
     for them but none are in this selection yet; nothing for a study without the check).

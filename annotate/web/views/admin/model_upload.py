@@ -23,12 +23,13 @@ from analysis.model_render import (
     undefined_notes,
 )
 from analysis.models import with_models
+from analysis.report_shape import Report
 from annotate.web.inert import md_literal
 
 
 def model_comparison(
-    report: dict, uploads, *, study_pair_ids: list[str]
-) -> tuple[dict | None, list[str]]:
+    report: Report, uploads, *, study_pair_ids: list[str]
+) -> tuple[Report | None, list[str]]:
     """(the report with its models section, []) or (None, problems). A file may judge pairs
     of the study outside the selection (they are left out); every selected pair needs one."""
     names = [Path(upload.name).stem for upload in uploads]
@@ -67,7 +68,7 @@ def model_comparison(
     return compared, []
 
 
-def show_models(report: dict) -> None:
+def show_models(report: Report) -> None:
     """The tables and the chart (model names are data: shown in tables and escaped in the chart)."""
     st.dataframe(pd.DataFrame(model_rows(report), columns=list(MODEL_HEADER)), hide_index=True)
     for sentence in error_sentences(report):

@@ -1,0 +1,26 @@
+""".ci/run runs the README's test command word for word, and that command type-checks the
+layers the README says it does (issue 18: store/, queue/ and all of analysis/)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def readme_test_command() -> str:
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    commands = re.findall(r"^python3 -m venv \.venv .*&& pytest$", text, flags=re.MULTILINE)
+    assert len(commands) == 1, f"expected one test command in the README, found {commands}"
+    return commands[0]
+
+
+def test_ci_runs_the_readme_test_command_word_for_word():
+    lines = (ROOT / ".ci" / "run").read_text(encoding="utf-8").strip().splitlines()
+    assert lines[-1] == readme_test_command()
+
+
+def test_the_test_command_type_checks_store_queue_and_all_of_analysis():
+    steps = [step.strip() for step in readme_test_command().split("&&")]
+    assert "mypy --strict annotate/store annotate/queue analysis" in steps
