@@ -81,6 +81,7 @@ def growth(unit: str, size: int) -> float:
     would make a superlinear parser look better)."""
     small = unit * (size // len(unit))
     large = unit * (10 * size // len(unit))
+
     # model text's mode (a newline is a line break); the guidelines' mode differs only in the
     # string put out for a newline
     def run(text: str) -> str:
