@@ -380,15 +380,21 @@ def browser_fixture() -> Iterator:
             chromium.close()
 
 
+def new_context(browser, **context_options):
+    """A fresh browser context (its own cookies, like a new visitor); close it when done."""
+    options = {"viewport": {"width": 1400, "height": 1000}, **context_options}
+    context = browser.new_context(**options)
+    context.set_default_timeout(IDLE_TIMEOUT_MS)
+    return context
+
+
 @pytest.fixture(name="new_page")
 def new_page_fixture(browser) -> Iterator[Callable[..., object]]:
     """Factory: new_page() -> a page in a fresh context (its own cookies, like a new visitor)."""
     contexts = []
 
     def make(**context_options):
-        options = {"viewport": {"width": 1400, "height": 1000}, **context_options}
-        context = browser.new_context(**options)
-        context.set_default_timeout(IDLE_TIMEOUT_MS)
+        context = new_context(browser, **context_options)
         contexts.append(context)
         return context.new_page()
 

@@ -160,7 +160,9 @@ class Nginx:
         if process is None or process.poll() is not None:
             return
         with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGQUIT)  # nginx's graceful stop
+            # nginx's fast stop: its graceful one (SIGQUIT) waits for the pages' websockets
+            # to close, which they do not while the test's browser is open (15 s, then KILL)
+            os.killpg(process.pid, signal.SIGTERM)
         try:
             process.wait(timeout=15)
         except subprocess.TimeoutExpired:

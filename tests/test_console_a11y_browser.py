@@ -18,6 +18,7 @@ from tests.browser import (  # noqa: F401  (the fixtures `browser` and `new_page
     browser_fixture,
     expect,
     goto,
+    new_context,
     new_page_fixture,
     wait_idle,
 )
@@ -53,35 +54,50 @@ def open_console_page(page, server, url_path: str, title: str) -> None:
     wait_idle(page)
 
 
-def test_axe_finds_nothing_moderate_or_worse_on_any_console_page(site, new_page):
-    server, _ = site
-    page = maintainer_page(site, new_page, WIDE)
+HEADING_LEVELS = """() => [...document.querySelectorAll('[data-testid="stMain"] h1, '
+    + '[data-testid="stMain"] h2, [data-testid="stMain"] h3, '
+    + '[data-testid="stMain"] h4, [data-testid="stMain"] h5, '
+    + '[data-testid="stMain"] h6')]
+    .filter((h) => h.offsetParent !== null)
+    .map((h) => Number(h.tagName[1]))"""
+
+
+@pytest.fixture(scope="module")
+def every_console_page(site, browser):
+    """Each console page opened once by the maintainer at 1440x900: what axe finds on it and
+    the levels of its visible headings, in order (the tests below check one each)."""
+    server, tokens = site
+    context = new_context(browser, viewport=WIDE)
+    try:
+        page = context.new_page()
+        goto(page, server.login_url(tokens["maintainer"]))
+        seen = {}
+        for _, title, _, url_path in PAGES:
+            open_console_page(page, server, url_path, title)
+            seen[url_path] = {
+                "headings": page.evaluate(HEADING_LEVELS),
+                "axe": axe_violations(page),
+            }
+        yield seen
+    finally:
+        context.close()
+
+
+def test_axe_finds_nothing_moderate_or_worse_on_any_console_page(every_console_page):
     found = {}
-    for _, title, _, url_path in PAGES:
-        open_console_page(page, server, url_path, title)
-        bad = [
-            v for v in axe_violations(page) if v["impact"] in ("moderate", "serious", "critical")
-        ]
+    for url_path, seen in every_console_page.items():
+        bad = [v for v in seen["axe"] if v["impact"] in ("moderate", "serious", "critical")]
         if bad:
             found[url_path] = bad
     assert found == {}
 
 
-def test_console_headings_go_down_one_level_at_a_time(site, new_page):
+def test_console_headings_go_down_one_level_at_a_time(every_console_page):
     """WCAG 1.3.1 / axe's heading-order (moderate): a page's headings start at h1 and never
     skip a level on the way down."""
-    server, _ = site
-    page = maintainer_page(site, new_page, WIDE)
-    for _, title, _, url_path in PAGES:
-        open_console_page(page, server, url_path, title)
-        levels = page.evaluate(
-            """() => [...document.querySelectorAll('[data-testid="stMain"] h1, '
-                + '[data-testid="stMain"] h2, [data-testid="stMain"] h3, '
-                + '[data-testid="stMain"] h4, [data-testid="stMain"] h5, '
-                + '[data-testid="stMain"] h6')]
-                .filter((h) => h.offsetParent !== null)
-                .map((h) => Number(h.tagName[1]))"""
-        )
+    assert len(every_console_page) == len(PAGES)
+    for url_path, seen in every_console_page.items():
+        levels = seen["headings"]
         assert levels and levels[0] == 1, (url_path, levels)
         jumps = [(a, b) for a, b in itertools.pairwise(levels) if b > a + 1]
         assert jumps == [], (url_path, levels)
