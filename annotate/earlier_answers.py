@@ -29,7 +29,7 @@ class EarlierAnswer:
 
 def earlier_answers(engine: Engine, *, annotator_id: int) -> list[EarlierAnswer]:
     """Every earlier answer of this annotator, newest first (no cap: the list reaches them all).
-    Which pairs count, and their order, is `assignment.history`'s rule (gold checks left out).
+    Which pairs count, and their order, is `assignment.history_in`'s rule (gold checks left out).
     One snapshot: the pairs listed and their details agree."""
     done, details = db.read(engine, lambda s: _read_answers(s, annotator_id=annotator_id))
     answers = []

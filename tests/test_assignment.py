@@ -11,12 +11,13 @@ from sqlmodel import select
 
 from annotate.annotations import Answer, submit_answer
 from annotate.queue.assignment import (
-    history,
+    history_in,
     next_assignment,
     progress,
     skip,
 )
 from annotate.queue.rules import Coins
+from annotate.store import db
 from annotate.store.db import get_engine, session
 from annotate.store.models import Annotation, Assignment, Pair
 from tests.factories import make_study
@@ -125,7 +126,9 @@ def test_skipped_pair_comes_back_after_the_others(engine, tmp_path):
     while (item := label_one(engine, a)) is not None:
         order.append(item.pair_id)
     assert order[-1] == first.pair_id and len(order) == 3
-    assert [pid for pid, _ in history(engine, annotator_id=a)] == list(reversed(order))
+    assert [
+        pid for pid, _ in db.read(engine, lambda s: history_in(s, annotator_id=a, limit=None))
+    ] == list(reversed(order))
 
 
 def test_quota_per_annotator(engine, tmp_path):

@@ -20,7 +20,8 @@ from annotate.auth import annotator_for_token, create_annotator
 from annotate.errors import UserError
 from annotate.queue import gold
 from annotate.queue import rules as assignment_rules
-from annotate.queue.assignment import history, next_assignment, skip
+from annotate.queue.assignment import history_in, next_assignment, skip
+from annotate.store import db
 from annotate.store.db import get_engine, session
 from annotate.store.models import Annotation, Annotator, Assignment, Pair, Study
 from annotate.studies import update_study_options
@@ -139,8 +140,12 @@ def test_qualification_gold_first_then_real_pairs_or_nothing(db_url, tmp_path):
     assert second == (gold_ids - {first.pair_id}).pop()
 
     # answered gold checks cannot be revisited (and changed) through the history
-    assert [key for _, key in history(engine, annotator_id=bad)] == []
-    assert "p6" not in [key for _, key in history(engine, annotator_id=good)]
+    assert [
+        key for _, key in db.read(engine, lambda s: history_in(s, annotator_id=bad, limit=None))
+    ] == []
+    assert "p6" not in [
+        key for _, key in db.read(engine, lambda s: history_in(s, annotator_id=good, limit=None))
+    ]
 
     table = gold.gold_accuracy(engine, study_id=study_id).set_index("annotator")
     assert table.loc["default-ann-0", "gold_accuracy"] == 1.0

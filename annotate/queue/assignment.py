@@ -544,16 +544,10 @@ def queue_status(engine: Engine, *, annotator_id: int) -> QueueStatus:
     return QueueStatus(answered=answered, busy_until=busy_until)
 
 
-@retrying
-def history(engine: Engine, *, annotator_id: int, limit: int | None = 200) -> list[tuple[int, str]]:
-    """(pair id, pair key) of this annotator's completed pairs, most recent first. Gold checks
-    are left out: their first answer is what counts (accuracy, qualification)."""
-    with read_session(engine) as s:
-        return history_in(s, annotator_id=annotator_id, limit=limit)
-
-
 def history_in(s: Session, *, annotator_id: int, limit: int | None) -> list[tuple[int, str]]:
-    """`history`, inside the caller's read."""
+    """(pair id, pair key) of this annotator's completed pairs, most recent first, inside the
+    caller's read. Gold checks are left out: their first answer is what counts (accuracy,
+    qualification)."""
     rows = s.exec(
         select(Pair.id, Pair.pair_key)
         .join(Assignment, col(Assignment.pair_id) == Pair.id)
