@@ -32,7 +32,9 @@ row for a (pair, annotator), `over_target` = pairs with more answers than the st
 CPU: every process of each replica (`/proc/PID/stat`, children included) over the crowd's run,
 divided by the Submits: `cpu_s_per_pair` (drafts included). `draft_cpu_vs_submit` comes from a
 calibration before the crowd arrives (one annotator alone on replica 1: DRAFTS_PER_SUBMIT x
-`--calibrate` drafts, then `--calibrate` Submits, the replica's CPU measured around each series;
+`--calibrate` drafts, then `--calibrate` Submits, then `--calibrate` page runs alone
+(`page_cpu_s`: a rerun showing the same pair, as after a reload), the replica's CPU measured
+around each series;
 a draft costs about a millisecond and /proc counts CPU in 10 ms ticks, so 20 drafts alone were
 read to +-40 %): the crowd's messages
 cannot be told apart in a process's CPU time. `annotators_per_core` = pace / cpu_s_per_pair:
@@ -85,6 +87,7 @@ KEYS = (
     "cpu_s_per_pair",
     "draft_cpu_s",
     "submit_cpu_s",
+    "page_cpu_s",
     "draft_cpu_vs_submit",
     "rss_mb",
     "annotators_per_core",
@@ -616,9 +619,10 @@ def check_database(db: str, study_name: str, acknowledged: list[tuple[str, int]]
 
 
 # --- calibration: the CPU of one draft and of one Submit --------------------------------------
-async def calibrate(replica: Replica, token: str, n: int, seed: int) -> tuple[float, float]:
-    """Server CPU of one draft and of one Submit (with the page run that shows the next pair),
-    one annotator alone on the replica: DRAFTS_PER_SUBMIT x `n` drafts, `n` Submits."""
+async def calibrate(replica: Replica, token: str, n: int, seed: int) -> tuple[float, float, float]:
+    """Server CPU of one draft, of one Submit (with the page run that shows the next pair) and
+    of one page run alone (a rerun showing the same pair, as after a reload), one annotator
+    alone on the replica: DRAFTS_PER_SUBMIT x `n` drafts, `n` Submits, `n` page runs."""
     rng = random.Random(seed)
     client = Client(replica.url, token, "calibration")
     await client.sign_in()
@@ -644,8 +648,14 @@ async def calibrate(replica: Replica, token: str, n: int, seed: int) -> tuple[fl
         if page.data is None or page.exception or page.data["token"] == shown:
             raise SystemExit("a calibration Submit failed or the pairs ran out")
     submit_cpu = (replica.cpu() - before) / n
+    before = replica.cpu()
+    for _ in range(n):
+        page = await client.rerun()
+        if page.data is None or page.exception:
+            raise SystemExit("a calibration page run failed")
+    page_cpu = (replica.cpu() - before) / n
     await client.close()
-    return draft_cpu, submit_cpu
+    return draft_cpu, submit_cpu, page_cpu
 
 
 # --- the run --------------------------------------------------------------------------------
@@ -735,10 +745,10 @@ def main(argv=None) -> int:
                 replica.wait_ready()
             urls = [r.url for r in replicas]
         accounts = make_accounts(args.db, args.study, args.annotators, f"crowd{os.getpid()}-")
-        draft_cpu = submit_cpu = None
+        draft_cpu = submit_cpu = page_cpu = None
         if replicas and args.calibrate:
             ((_, calib_token),) = make_accounts(args.db, args.study, 1, f"calib{os.getpid()}-")
-            draft_cpu, submit_cpu = asyncio.run(
+            draft_cpu, submit_cpu, page_cpu = asyncio.run(
                 calibrate(replicas[0], calib_token, args.calibrate, args.seed)
             )
         rss_warm: list[float] = []
@@ -774,6 +784,7 @@ def main(argv=None) -> int:
         "cpu_s_per_pair": None if cpu_per_pair is None else round(cpu_per_pair, 4),
         "draft_cpu_s": None if draft_cpu is None else round(draft_cpu, 4),
         "submit_cpu_s": None if submit_cpu is None else round(submit_cpu, 4),
+        "page_cpu_s": None if page_cpu is None else round(page_cpu, 4),
         "draft_cpu_vs_submit": round(draft_cpu / submit_cpu, 3)
         if draft_cpu is not None and submit_cpu
         else None,

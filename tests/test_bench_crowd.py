@@ -44,4 +44,5 @@ def test_a_short_crowd_run_stores_every_answer_once(pg_url):
     assert result["step_p50"] is not None and result["step_p95"] >= result["step_p50"]
     assert result["cpu_s_per_pair"] > 0 and result["annotators_per_core"] > 0
     assert result["draft_cpu_vs_submit"] is not None
+    assert result["page_cpu_s"] > 0
     assert [set(r) for r in result["rss_mb"]] == [{"warm", "end"}] * 2
