@@ -125,7 +125,7 @@ _DATA_PAGE, _DATA_PAGE_V2 = 0, 3
 
 def _page_headers(
     handle: BinaryIO, start: int, length: int
-) -> Iterator[tuple[int, int, int | ThriftStruct | None]]:
+) -> Iterator[tuple[int, int, int | None]]:
     """(type, uncompressed size, encoding or None) of every page in a column chunk."""
     end = start + length
     pos = start
@@ -147,6 +147,8 @@ def _page_headers(
         encoding = None
         if isinstance(header, dict):
             encoding = header.get(2 if kind == _DATA_PAGE else 4)
+        if encoding is not None and not isinstance(encoding, int):
+            raise ValueError("a page header is malformed (its encoding is not a number)")
         yield kind, uncompressed, encoding
         pos += reader.pos + compressed
 

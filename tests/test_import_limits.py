@@ -294,3 +294,31 @@ def test_an_import_decodes_at_most_its_bound_and_writes_nothing_beyond(
     small = tmp_path / "small.parquet"
     repeated_text_parquet(small, rows=5, chars=150_000)  # 2.25 MB decoded
     assert main(["--db", db_url, "import-pairs", str(small)]) == 0
+
+
+def _parquet_with_a_struct_for_its_encoding(path):
+    """A valid file whose first data page header then holds a struct where the data page's
+    encoding (an integer) belongs: PLAIN's field `15 00` becomes `1c 00`, an empty struct
+    of the same length, so every other offset in the file still holds."""
+    pq.write_table(
+        pa.table({"a": ["x" * 5, "y" * 5]}), path, use_dictionary=False, compression="none"
+    )
+    start = pq.ParquetFile(path).metadata.row_group(0).column(0).data_page_offset
+    data = bytearray(path.read_bytes())
+    header = bytes(data[start : start + 32])
+    nested = header.index(b"\x2c")  # field 5 (data_page_header), a struct
+    encoding = nested + 1 + header[nested + 1 :].index(b"\x15\x00")
+    assert header[nested + 1] == 0x15  # num_values comes first, then the encoding
+    data[start + encoding] = 0x1C
+    path.write_bytes(bytes(data))
+
+
+def test_a_page_header_with_a_malformed_encoding_is_a_sentence_not_a_type_error(tmp_path, db_url):
+    path = tmp_path / "broken.parquet"
+    _parquet_with_a_struct_for_its_encoding(path)
+    with path.open("rb") as handle, pytest.raises(ValueError, match="malformed"):
+        parquet_limits.inspect(handle, pq.ParquetFile(path).metadata)
+    with pytest.raises(InputError, match="malformed"):
+        read_table(path)
+    with pytest.raises(InputError, match="malformed"):
+        import_pairs(get_engine(db_url), path)
