@@ -1,7 +1,7 @@
 """Coverage and width of the report's 95% intervals on simulated studies with a known truth.
 
-    python benchmarks/bench_coverage.py                 # 300 studies per cell, 1,000 resamples
-    python benchmarks/bench_coverage.py --studies 100   # quicker, wider standard errors
+    python benchmarks/bench_coverage.py                 # 1,000 studies per cell, 1,000 resamples
+    python benchmarks/bench_coverage.py --studies 300   # quicker, wider standard errors
 
 The cells of the statistical audit (issue 20):
 
@@ -229,7 +229,7 @@ def width_ratio(results: list[dict]) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--studies", type=int, default=300, help="studies per cell")
+    parser.add_argument("--studies", type=int, default=1000, help="studies per cell")
     parser.add_argument("--bootstrap", type=int, default=1000, help="resamples per interval")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--cells", default="", help="comma-separated cell numbers (default all)")
