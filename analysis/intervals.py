@@ -30,7 +30,7 @@ exceed what the same shuffles give (:func:`annotator_component`). A majority (la
 agreement, ``SumStatistic.majority``) is the exception: leaving one of three annotators out
 turns a majority of three into agreement of two, so its annotators' part is a bootstrap over
 annotators that re-labels each pair with stand-ins' answers
-(:func:`annotator_bootstrap_variance`), minus the same on the shuffles. Why the weight: with
+(:func:`annotator_bootstrap`), minus the same on the shuffles. Why the weight: with
 three annotators the jackknife of an agreement statistic has two degrees of freedom and tells a
 panel that differs from alike annotators poorly, while an annotator's own marginal over ~100
 pairs shows a lasting lean far above its standard error. Each side is z times the square root
@@ -91,7 +91,7 @@ class SumStatistic:
     # A majority-type statistic (a unit's features depend on how many annotations it has, not
     # only on their shares): leaving an annotator out changes the functional (a majority of
     # three becomes agreement of two), so its annotators' part comes from a bootstrap over
-    # annotators (:func:`annotator_bootstrap_variance`) instead of the jackknife.
+    # annotators (:func:`annotator_bootstrap`) instead of the jackknife.
     majority: bool = False
 
     def value(self, counts: np.ndarray) -> float:
@@ -380,16 +380,11 @@ def annotator_interval(
     delta = statistic.features(rows) - statistic.features(rows - own[first])
     total = statistic.features(counts).sum(axis=0)
     n_kinds = len(first)
-    few_kinds = n_kinds * panel.n_annotators <= kind.size
-    delta_rows = delta if few_kinds else delta[kind]  # (unused with few kinds)
-
-    def removed(codes: np.ndarray) -> np.ndarray:
-        if few_kinds:
-            per_annotator = np.bincount(
-                codes * n_kinds + kind, minlength=panel.n_annotators * n_kinds
-            ).reshape(panel.n_annotators, n_kinds)
-            return np.asarray(per_annotator @ delta)
-        return panel.group_sum(codes, delta_rows)
+    removed = (
+        _removed_by_kind(panel, kind, delta)
+        if n_kinds * panel.n_annotators <= kind.size
+        else _removed_by_row(panel, delta[kind])
+    )
 
     answered = (
         answered_share(panel.n_annotators, unit=panel.unit, codes=panel.annotator)
@@ -408,11 +403,11 @@ def annotator_interval(
         return _jackknife_variance(left_out) if np.isfinite(left_out).all() else np.nan
 
     def variance(codes: np.ndarray) -> float:
-        if bootstrap is None:
+        boot = bootstrap(codes) if bootstrap is not None else np.nan
+        if not np.isfinite(boot):
             return jackknife(codes)
-        boot = bootstrap(codes)
-        if answered == 1 or not np.isfinite(boot):
-            return boot if np.isfinite(boot) else jackknife(codes)
+        if answered == 1:
+            return boot
         # Where stand-ins rarely answered the same pairs (a large pool, few annotators a
         # pair) the bootstrap leaves most annotations out and says little: the jackknife
         # takes the share of re-labellings that found no answer.
@@ -437,6 +432,27 @@ def annotator_interval(
     if note is None:
         note = _component_note(below_floor=observed <= floor, leaning=main_effects > 1)
     return ci, note
+
+
+def _removed_by_kind(
+    panel: Panel, kind: np.ndarray, delta: np.ndarray
+) -> Callable[[np.ndarray], np.ndarray]:
+    """Each annotator's summed feature change from leaving it out, when annotations fall into
+    few kinds: count each annotator's kinds, then one small product."""
+    n_kinds = len(delta)
+
+    def removed(codes: np.ndarray) -> np.ndarray:
+        per_annotator = np.bincount(
+            codes * n_kinds + kind, minlength=panel.n_annotators * n_kinds
+        ).reshape(panel.n_annotators, n_kinds)
+        return np.asarray(per_annotator @ delta)
+
+    return removed
+
+
+def _removed_by_row(panel: Panel, rows: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
+    """The same from one row of feature change per annotation (many kinds)."""
+    return lambda codes: panel.group_sum(codes, rows)
 
 
 # Up to this many ordered draws of K annotators from K (K^K: 27 with three, 256 with four)
@@ -466,19 +482,6 @@ def annotator_draws(annotators: int, *, share: float = 1.0) -> np.ndarray:
     rng = np.random.Generator(np.random.PCG64([k, 2]))
     count = max(MIN_DRAWS, int(np.ceil(RANDOM_DRAWS * share)))
     return rng.integers(0, k, size=(RANDOM_DRAWS, k))[:count]
-
-
-def annotator_bootstrap_variance(
-    statistic: SumStatistic,
-    counts: np.ndarray,
-    own: np.ndarray,
-    *,
-    unit: np.ndarray,
-    codes: np.ndarray,
-    draws: np.ndarray,
-) -> float:
-    """:func:`annotator_bootstrap` for one assignment of annotators ``codes``."""
-    return annotator_bootstrap(statistic, counts, own, unit=unit, draws=draws)(codes)
 
 
 def annotator_bootstrap(

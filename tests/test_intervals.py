@@ -16,7 +16,7 @@ from analysis.agreement import AC1, PERCENT_AGREEMENT, alpha, alpha_statistic, p
 from analysis.intervals import (
     PairInterval,
     Panel,
-    annotator_bootstrap_variance,
+    annotator_bootstrap,
     annotator_component,
     annotator_draws,
     annotator_interval,
@@ -496,14 +496,9 @@ def test_bootstrap_over_annotators_known_answer():
     counts = np.zeros((2, 3), dtype=np.int64)
     np.add.at(counts, (unit, value), 1)
     statistic = label_statistic(min_annotations=2, decided_only=False)
-    variance = annotator_bootstrap_variance(
-        statistic,
-        counts,
-        np.eye(3, dtype=np.int64)[value],
-        unit=unit,
-        codes=codes,
-        draws=annotator_draws(3),
-    )
+    variance = annotator_bootstrap(
+        statistic, counts, np.eye(3, dtype=np.int64)[value], unit=unit, draws=annotator_draws(3)
+    )(codes)
     assert variance == pytest.approx(7 / 36, abs=1e-12)
     assert len(annotator_draws(3)) == 27 and len(annotator_draws(6)) == 200
     assert len(annotator_draws(40, share=0.125)) == 25 and len(annotator_draws(40, share=0)) == 20
