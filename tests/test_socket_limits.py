@@ -143,11 +143,10 @@ def test_sockets_just_under_the_limit_are_accepted_and_bounded_per_client(server
             ws = sockets.enter_context(open_socket(server))
             ws.send(rerun_message(900_000))
             opened.append(ws)
-        # every socket has had its second to be closed once the last message went out
-        kept_until = time.monotonic() + 1.0
+        # a message under the limit is taken: its page run finishes on the open socket (a
+        # socket the server closed raises ConnectionClosed here, however late it closed)
         for ws in opened:
-            still_open = not drain(ws, max(0.05, kept_until - time.monotonic()))
-            assert still_open, "a message under the limit keeps its socket"
+            until_the_run_finished(ws, 30)
         with pytest.raises(InvalidStatus):  # one more from the same client is refused
             open_socket(server)
         held = rss_mb(pid)
