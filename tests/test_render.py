@@ -39,6 +39,12 @@ CONSTRUCTS = {
     "table rows": "|a|b|\n",
 }
 
+# 10x the text: 10x the time if linear, 100x if quadratic. Linear constructs measured 6-13x
+# (one CI run under load 6 on two cores: 12.02 in three rounds, over the earlier limit of 12);
+# a planted rescan of the text read so far every 20 characters measured 20-25x at 10,000
+# characters (12-15x at 3,000, which is why the texts are this long).
+GROWTH_LIMIT = 16
+
 
 def cpu(fn, *args, runs: int = 3) -> float:
     """The least CPU time of a few runs of fn(*args) in this thread (a busy machine adds noise,
@@ -70,8 +76,8 @@ def test_rendering_is_linear_in_the_texts_length(unit, monkeypatch):
     monkeypatch.setattr(render, "MAX_STRUCTURED_LINES", 10**9)
     monkeypatch.setattr(render, "MAX_STRUCTURED_CHARS", 10**9)
     monkeypatch.setattr(render, "MAX_MARKUP_CHARS", 10**9)
-    ratio = growth(unit, 3_000)
-    assert ratio <= 12, f"10x the text cost {ratio:.1f}x the time"
+    ratio = growth(unit, 10_000)
+    assert ratio <= GROWTH_LIMIT, f"10x the text cost {ratio:.1f}x the time"
 
 
 def growth(unit: str, size: int) -> float:
@@ -91,7 +97,7 @@ def growth(unit: str, size: int) -> float:
     ratios = []
     for _ in range(3):
         ratios.append(cpu(run, large, runs=1) / max(cpu(run, small), 1e-4))
-        if ratios[-1] <= 12:
+        if ratios[-1] <= GROWTH_LIMIT:
             break
     return min(ratios)
 
@@ -99,7 +105,7 @@ def growth(unit: str, size: int) -> float:
 @pytest.mark.parametrize("unit", CONSTRUCTS.values(), ids=CONSTRUCTS.keys())
 def test_the_bounded_renderer_is_linear_too(unit):
     ratio = growth(unit, 4_000)
-    assert ratio <= 12, f"{unit!r}: 10x the text cost {ratio:.1f}x the time"
+    assert ratio <= GROWTH_LIMIT, f"{unit!r}: 10x the text cost {ratio:.1f}x the time"
 
 
 def test_a_text_is_rendered_once_then_served_from_the_cache():
