@@ -17,13 +17,13 @@ from analysis.report_shape import Report, Section
 from analysis.summary import (
     CHECK_HEADER,
     HEADLINE_HEADER,
-    INTERVALS_IN_WORDS,
     OUTCOME_WORDS,
     STATUS_WORDS,
     check_rows,
     fmt,
     fmt_p,
     headline_rows,
+    intervals_in_words,
 )
 from analysis.vocabulary import DIMENSIONS, PREFERENCES
 
@@ -437,7 +437,7 @@ def reading(report: Report) -> list[str]:
         for name, check in conclusion["checks"].items()
     ]
     paragraphs.append(verdict + "; ".join(parts) + ".")
-    paragraphs.append(INTERVALS_IN_WORDS)
+    paragraphs.append(intervals_in_words(report["counts"]["annotators"]))
     return paragraphs
 
 
@@ -505,7 +505,6 @@ def render_html(report: Report) -> str:
         *[f"<p>{_e(p)}</p>" for p in reading(report)],
         "<h2>Headline numbers</h2>",
         _table(headline_rows(report), HEADLINE_HEADER),
-        f"<p>{_e(INTERVALS_IN_WORDS)}</p>",
         f"<p>Intervals: 95% BCa bootstrap over pairs, {boot['resamples']:,} resamples, "
         f"seed {boot['seed']}. Reference values for alpha (Krippendorff 2004): >= {RELIABLE:.3f} "
         f"reliable, {TENTATIVE:.3f}-{RELIABLE:.3f} tentative conclusions only.</p>",

@@ -43,6 +43,25 @@ INTERVALS_IN_WORDS = (
     "other pairs and other annotators like these, so it is the one to quote for a claim about "
     "the task; it is wider when annotators differ from each other more than chance explains."
 )
+# The coverage benchmark (benchmarks/bench_coverage.py, README) measured studies of three to
+# six annotators; below this many the annotators' part has few degrees of freedom.
+FEW_ANNOTATORS = 10
+
+
+def intervals_in_words(annotators: int) -> str:
+    """INTERVALS_IN_WORDS, and with few annotators (3 to FEW_ANNOTATORS - 1) why the interval
+    for annotators in general is approximate (with fewer than three there is none)."""
+    if not 3 <= annotators < FEW_ANNOTATORS:
+        return INTERVALS_IN_WORDS
+    return (
+        f"{INTERVALS_IN_WORDS} With {annotators} annotators this interval is approximate: "
+        f"its annotators' part rests on {annotators - 1} degrees of freedom, and on simulated "
+        "studies of three to six annotators it covered the value for annotators in general "
+        "in 92-99% of them, depending on how much the annotators differed (README, "
+        "benchmarks/bench_coverage.py). A claim about annotators in general is firmer with "
+        "more annotators; annotate plan sizes a study."
+    )
+
 
 OUTCOME_WORDS: dict[str | None, str] = {
     "passed": "passed",
@@ -213,10 +232,12 @@ def render_summary(report: Report) -> str:
         "| --- | --- | ---: | --- | ---: | ---: | --- |",
         *[_row(row) for row in check_rows(report)],
         "",
-        INTERVALS_IN_WORDS,
+        intervals_in_words(report["counts"]["annotators"]),
         "",
         f"Methods: BCa bootstrap over pairs ({boot['resamples']:,} resamples, seed "
-        f"{boot['seed']}); the annotators' share added by a jackknife over annotators; label "
+        f"{boot['seed']}); the annotators' share from a jackknife over annotators (label "
+        "shares: a bootstrap over annotators), weighted by how far the annotators' own leans "
+        "exceed chance; label "
         "shares: exact Clopper-Pearson; position bias: exact; both-good shares: Wilson; quality "
         "differences: 90% t interval (TOST). Ties are a category of the agreement statistics only "
         "in studies that allow them, and are left out of position bias.",
