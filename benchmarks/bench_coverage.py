@@ -2,6 +2,7 @@
 
     python benchmarks/bench_coverage.py                 # 1,000 studies per cell, 1,000 resamples
     python benchmarks/bench_coverage.py --studies 300   # quicker, wider standard errors
+    python benchmarks/bench_coverage.py --first-seed 1000   # another 1,000 studies a cell
 
 The cells of the statistical audit (issue 20):
 
@@ -231,6 +232,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--studies", type=int, default=1000, help="studies per cell")
     parser.add_argument("--bootstrap", type=int, default=1000, help="resamples per interval")
+    parser.add_argument(
+        "--first-seed",
+        type=int,
+        default=0,
+        help="seed of the first study (studies are seeded in turn)",
+    )
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--cells", default="", help="comma-separated cell numbers (default all)")
     args = parser.parse_args()
@@ -252,7 +259,8 @@ def main() -> None:
         for index in chosen:
             cell = CELLS[index]
             target = population(cell, seed=12345)
-            jobs = [(cell, args.bootstrap, seed, target) for seed in range(args.studies)]
+            seeds = range(args.first_seed, args.first_seed + args.studies)
+            jobs = [(cell, args.bootstrap, seed, target) for seed in seeds]
             results = list(pool.map(one_study, jobs, chunksize=4))
             for name in STATISTICS:
                 rows = [r[name] for r in results]
