@@ -216,6 +216,21 @@ def defined_resamples(
     return defined, None, note if dropped else None
 
 
+def expanded_z(units: int | None) -> float:
+    """The normal quantile a 95% bootstrap interval over ``units`` resampled units uses:
+    ``sqrt(n / (n - 1)) * t_{n-1, 0.975}`` (Hesterberg 2015, "What teachers should know about
+    the bootstrap", the expanded percentile interval), 1.96 without a count. Why: a bootstrap
+    distribution has the plug-in spread, narrower than the sampling distribution by
+    ``sqrt((n - 1) / n)``, and its quantiles stand where a t interval's stand only for large
+    n. BCa corrects bias and skew, not that: at 40 pairs nominal alpha's 95% BCa interval
+    covered 92.8% over 2,000 simulated studies (benchmarks/bench_coverage.py). 2.08 at 30
+    units (a 96.3% normal interval), 2.05 at 40, 1.99 at 100, 1.97 at 500."""
+    if units is None or units < 2:
+        return Z975
+    n = float(units)
+    return float(np.sqrt(n / (n - 1)) * special.stdtrit(n - 1, 0.975))
+
+
 def bca_interval(
     samples: np.ndarray,
     *,
@@ -223,8 +238,11 @@ def bca_interval(
     jackknife: np.ndarray,
     jackknife_weights: np.ndarray,
     resamples: int,
+    units: int | None = None,
 ) -> tuple[tuple[float, float] | None, str | None]:
-    """95% bias-corrected and accelerated interval (Efron 1987; Efron & Tibshirani 1993, 14.3).
+    """95% bias-corrected and accelerated interval (Efron 1987; Efron & Tibshirani 1993, 14.3),
+    its levels at :func:`expanded_z` of ``units`` (the number of resampled units) instead of
+    1.96 when that is given.
 
     ``jackknife[k]`` is the statistic without one unit of kind ``k``, of which there are
     ``jackknife_weights[k]``. Undefined resamples are dropped and counted in the note; the
@@ -249,7 +267,8 @@ def bca_interval(
         if spread > 0:
             acceleration = float((weights * deviation**3).sum() / (6 * spread**1.5))
     levels = []
-    for z in (-Z975, Z975):
+    z_level = expanded_z(units)
+    for z in (-z_level, z_level):
         shifted = z0 + z
         levels.append(float(special.ndtr(z0 + shifted / (1 - acceleration * shifted))))
     lo, hi = np.quantile(defined, levels)
@@ -281,6 +300,7 @@ def pair_bootstrap(
         jackknife=jackknife,
         jackknife_weights=frequencies,
         resamples=resamples,
+        units=int(frequencies.sum()),
     )
     return PairInterval(ci95=ci, note=note)
 
@@ -712,7 +732,8 @@ def combined_interval(
     for bound, sign in ((pair_ci[0], -1.0), (pair_ci[1], 1.0)):
         pairs_variance = ((point - bound) / Z975) ** 2
         sides.append(point + sign * Z975 * np.sqrt(pairs_variance + annotator_variance))
-    lo, hi = sides
+    # the pairs' interval stays inside, also against round-off when the component is 0
+    lo, hi = min(sides[0], pair_ci[0]), max(sides[1], pair_ci[1])
     # the point itself stays inside (alpha of a handful of units can dip just below -1)
     if bounds[0] is not None:
         lo = max(lo, min(bounds[0], point))

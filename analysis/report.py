@@ -312,7 +312,11 @@ def _methods(options: ReportOptions, *, n_gold_pairs: int) -> Section:
             "resamples": options.bootstrap,
             "seed": options.seed,
             "unit": "pair",
-            "interval": "95% BCa (bias-corrected and accelerated) interval of the resampled statistic",
+            "interval": (
+                "95% BCa (bias-corrected and accelerated) interval of the resampled statistic, "
+                "its levels at sqrt(n / (n - 1)) t(n - 1) for n pairs instead of 1.96 "
+                "(Hesterberg 2015)"
+            ),
             "detail": (
                 "pairs are drawn with replacement (never coincidence pairs); for quality alpha "
                 "both responses of a drawn pair come along. Resamples where a statistic is "

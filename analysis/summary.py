@@ -235,7 +235,8 @@ def render_summary(report: Report) -> str:
         intervals_in_words(report["counts"]["annotators"]),
         "",
         f"Methods: BCa bootstrap over pairs ({boot['resamples']:,} resamples, seed "
-        f"{boot['seed']}); the annotators' share from a jackknife over annotators (label "
+        f"{boot['seed']}; its levels expanded for small samples, Hesterberg 2015); the "
+        "annotators' share from a jackknife over annotators (label "
         "shares: a bootstrap over annotators), weighted by how far the annotators' own leans "
         "exceed chance; label "
         "shares: exact Clopper-Pearson; position bias: exact; both-good shares: Wilson; quality "

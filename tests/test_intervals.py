@@ -28,16 +28,25 @@ from analysis.report import ReportOptions
 from analysis.validity import label_share, label_statistic
 
 
-def test_bca_matches_scipy_on_a_mean():
+@pytest.mark.parametrize("n", [30, 150])
+def test_bca_matches_scipy_on_a_mean_at_the_expanded_level(n):
     # Percent agreement with two raters per unit is the mean of 0/1 unit agreements: our BCa
-    # over unit patterns and scipy's BCa over units must agree up to Monte Carlo error.
+    # over unit patterns and scipy's BCa over units must agree up to Monte Carlo error, at the
+    # level of the small-sample expansion (Hesterberg 2015): z = sqrt(n / (n - 1)) t_{n-1},
+    # 2.08 at 30 units (a 96.3% interval), 1.98 at 150. Without it ours was scipy's 95%
+    # interval, which at 40 pairs covered nominal alpha 92.8% over 2,000 simulated studies.
     rng = np.random.default_rng(4)
-    n = 150
     agree = rng.random(n) < 0.8
     counts = np.where(agree[:, None], [[2, 0]], [[1, 1]])
     ours = percent_agreement(counts, bootstrap=20_000, seed=1)
+    z = np.sqrt(n / (n - 1)) * stats.t.ppf(0.975, n - 1)
     theirs = stats.bootstrap(
-        (agree.astype(float),), np.mean, n_resamples=20_000, method="BCa", random_state=2
+        (agree.astype(float),),
+        np.mean,
+        n_resamples=20_000,
+        method="BCa",
+        random_state=2,
+        confidence_level=1 - 2 * stats.norm.sf(z),
     ).confidence_interval
     assert ours.value == pytest.approx(agree.mean())
     assert ours.ci95 == pytest.approx((theirs.low, theirs.high), abs=0.006)

@@ -229,7 +229,11 @@ def test_bootstrap_intervals_are_seeded_and_contain_the_point():
         "resamples": 200,
         "seed": 7,
         "unit": "pair",
-        "interval": "95% BCa (bias-corrected and accelerated) interval of the resampled statistic",
+        "interval": (
+            "95% BCa (bias-corrected and accelerated) interval of the resampled statistic, "
+            "its levels at sqrt(n / (n - 1)) t(n - 1) for n pairs instead of 1.96 "
+            "(Hesterberg 2015)"
+        ),
         "detail": None,
     }
 
@@ -581,6 +585,7 @@ def test_quality_pair_bootstrap_equals_naive_recomputation():
         jackknife=np.array(jackknife),
         jackknife_weights=frequencies,
         resamples=200,
+        units=int(frequencies.sum()),  # the pairs resampled: the small-sample expansion
     )
     result = quality_alpha(counts, domain=domain, bootstrap=200, seed=3)
     assert result["value"] == pytest.approx(point)
