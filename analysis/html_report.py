@@ -506,8 +506,9 @@ def render_html(report: Report) -> str:
         "<h2>Headline numbers</h2>",
         _table(headline_rows(report), HEADLINE_HEADER),
         f"<p>Intervals: 95% BCa bootstrap over pairs, {boot['resamples']:,} resamples, "
-        f"seed {boot['seed']}, its levels expanded for small samples (Hesterberg 2015). Reference values for alpha (Krippendorff 2004): >= {RELIABLE:.3f} "
-        f"reliable, {TENTATIVE:.3f}-{RELIABLE:.3f} tentative conclusions only.</p>",
+        f"seed {boot['seed']}, its levels expanded for small samples (Hesterberg 2015). "
+        f"Reference values for alpha (Krippendorff 2004): >= {RELIABLE:.3f} reliable, "
+        f"{TENTATIVE:.3f}-{RELIABLE:.3f} tentative conclusions only.</p>",
         "<h2>Charts</h2>",
         *charts,
         *aspect_html(report),
