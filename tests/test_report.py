@@ -585,7 +585,6 @@ def test_quality_pair_bootstrap_equals_naive_recomputation():
         jackknife=np.array(jackknife),
         jackknife_weights=frequencies,
         resamples=200,
-        units=int(frequencies.sum()),  # the pairs resampled: the small-sample expansion
     )
     result = quality_alpha(counts, domain=domain, bootstrap=200, seed=3)
     assert result["value"] == pytest.approx(point)
