@@ -37,7 +37,8 @@ pairs shows a lasting lean far above its standard error. Each side is z times th
 of the sum; there is no test that switches between a narrow and a wide interval, and every
 interval is cut to the statistic's range (AC1's -1/(Q-1) to 1, alpha's -1 to 1, shares' 0 to
 1). ``benchmarks/bench_coverage.py`` measures coverage and width against an oracle; the README
-has the table and says which cells three annotators still miss.
+has the table and says which cells three annotators still miss; docs/intervals.md why each
+choice was made and what was tried.
 """
 
 from __future__ import annotations
@@ -524,10 +525,10 @@ def annotator_bootstrap(
     shuffle's codes; what does not depend on them is prepared once); one answer per annotator
     and unit is assumed (an annotator with two counts both when it stands in).
 
-    Against the annotators' variance over panels (README), its excess over the floor was 1.14
-    of it for the benchmark's panel of three at 100 pairs (the jackknife's 0.62) and, blended
-    with the jackknife where stand-ins had no answer, 0.82 with a pool of six (0.73); it
-    measures more (1.46) where few pairs split, because a draw with a
+    Against the annotators' variance over panels (docs/intervals.md), its excess over the
+    floor was 1.14 of it for the benchmark's panel of three at 100 pairs (the jackknife's
+    0.62) and, blended with the jackknife where stand-ins had no answer, 0.82 with a pool of
+    six (0.73); it measures more (1.46) where few pairs split, because a draw with a
     duplicate moves with that annotator's answers on every pair, a majority of three only on
     the pairs whose other two answers split: it errs wide where the jackknife errs narrow.
     """
@@ -692,9 +693,9 @@ def annotator_component(
     allowance, like a t quantile, that keeps a panel that differs covered when its jackknife
     happens to fall low. The component is ``weight * that``: no test, no switch, and alike
     annotators keep about the pairs' own interval. The two choices (the weight's unit scale and
-    the scale's ``floor + observed``) were made on ``benchmarks/bench_coverage.py`` (README):
-    ``floor`` alone as the scale left the panel's AC1 and neutral alpha at 91-93%.
-    A non-finite floor leaves ``weight * observed``.
+    the scale's ``floor + observed``) were made on ``benchmarks/bench_coverage.py``
+    (docs/intervals.md): ``floor`` alone as the scale left the panel's AC1 and neutral alpha at
+    91-93%. A non-finite floor leaves ``weight * observed``.
     """
     if not np.isfinite(main_effects):
         weight = 1.0

@@ -270,8 +270,8 @@ def test_a_pairs_only_interval_says_why():
 def test_alike_annotators_keep_about_the_pairs_interval():
     # Three alike annotators at 100 pairs: the old rule (the jackknife's excess smoothed at its
     # null sd, never weighted down) made ci95_annotators 2.1x the pair interval on average
-    # here (1.5-1.8x the oracle width at 99% coverage, README); with the main-effect weight
-    # it is the pair interval itself in most studies (median 1.0) and 1.29x on average.
+    # here (1.5-1.8x the oracle width at 99% coverage in bench_coverage); with the main-effect
+    # weight it is the pair interval itself in most studies (median 1.0) and 1.29x on average.
     ratios = []
     for seed in range(40):
         counts, own, panel = _labels(np.random.default_rng(seed), lean=[0, 0, 0], n_pairs=100)
