@@ -16,6 +16,7 @@ from analysis.aspect_summary import aspect_html
 from analysis.report_shape import Report, Section
 from analysis.summary import (
     CHECK_HEADER,
+    EXPANDED_LEVELS,
     HEADLINE_HEADER,
     OUTCOME_WORDS,
     STATUS_WORDS,
@@ -506,7 +507,7 @@ def render_html(report: Report) -> str:
         "<h2>Headline numbers</h2>",
         _table(headline_rows(report), HEADLINE_HEADER),
         f"<p>Intervals: 95% BCa bootstrap over pairs, {boot['resamples']:,} resamples, "
-        f"seed {boot['seed']}, its levels expanded for small samples (Hesterberg 2015). "
+        f"seed {boot['seed']}, {EXPANDED_LEVELS}. "
         f"Reference values for alpha (Krippendorff 2004): >= {RELIABLE:.3f} reliable, "
         f"{TENTATIVE:.3f}-{RELIABLE:.3f} tentative conclusions only.</p>",
         "<h2>Charts</h2>",

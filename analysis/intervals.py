@@ -244,9 +244,10 @@ def bca_interval(
     its levels at :func:`expanded_z` of the number of resampled units instead of 1.96.
 
     ``jackknife[k]`` is the statistic without one unit of kind ``k``, of which there are
-    ``jackknife_weights[k]`` (so they sum to the number of units). Undefined resamples are dropped and counted in the note; the
-    interval is omitted when more than half are undefined. An undefined jackknife value leaves
-    the acceleration at 0 (bias correction only), with a note.
+    ``jackknife_weights[k]`` (so they sum to the number of units). Undefined resamples are
+    dropped and counted in the note; the interval is omitted when more than half are
+    undefined. An undefined jackknife value leaves the acceleration at 0 (bias correction
+    only), with a note.
     """
     defined, omitted, dropped_note = defined_resamples(samples, resamples=resamples)
     if omitted:

@@ -43,6 +43,9 @@ INTERVALS_IN_WORDS = (
     "other pairs and other annotators like these, so it is the one to quote for a claim about "
     "the task; it is wider when annotators differ from each other more than chance explains."
 )
+# How the pair bootstrap's levels are set (analysis.intervals.expanded_z), in the words of the
+# methods lines of summary.md and report.html.
+EXPANDED_LEVELS = "its levels expanded for small samples as in Hesterberg 2015"
 # The coverage benchmark (benchmarks/bench_coverage.py, README) measured studies of three to
 # six annotators; below this many the annotators' part has few degrees of freedom.
 FEW_ANNOTATORS = 10
@@ -235,7 +238,7 @@ def render_summary(report: Report) -> str:
         intervals_in_words(report["counts"]["annotators"]),
         "",
         f"Methods: BCa bootstrap over pairs ({boot['resamples']:,} resamples, seed "
-        f"{boot['seed']}; its levels expanded for small samples, Hesterberg 2015); the "
+        f"{boot['seed']}; {EXPANDED_LEVELS}); the "
         "annotators' share from a jackknife over annotators (for label shares a bootstrap over "
         "annotators), weighted by how far the annotators' own leans exceed chance; label "
         "shares: exact Clopper-Pearson; position bias: exact; both-good shares: Wilson; quality "

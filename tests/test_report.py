@@ -236,6 +236,13 @@ def test_bootstrap_intervals_are_seeded_and_contain_the_point():
         ),
         "detail": None,
     }
+    # summary.md and report.html name the resamples, the seed and the expanded levels too
+    from analysis.html_report import render_html
+    from analysis.summary import EXPANDED_LEVELS, render_summary
+
+    for text in (render_summary(first), render_html(first)):
+        assert "200 resamples" in text and "seed 7" in text
+        assert EXPANDED_LEVELS in text
 
 
 def test_percent_agreement_tie_rate_and_label_agreement():
