@@ -6,12 +6,15 @@ bench_crowd has its own, longer test (tests/test_bench_crowd.py)."""
 
 from __future__ import annotations
 
+import importlib.util
 import re
 import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
+from scipy import stats
 
 from tests.browser import require_browser
 from tests.db_backends import postgres_unavailable_reason, require_postgres
@@ -31,6 +34,7 @@ SMOKED = {
     "bench_population.py",
     "bench_report.py",
     "bench_storage.py",
+    "coverage_bound.py",
 }
 
 
@@ -48,7 +52,7 @@ def run(script: str, *args: str, cwd: Path) -> str:
 
 
 def test_every_benchmark_has_a_smoke_test():
-    assert {p.name for p in BENCHMARKS.glob("bench_*.py")} == SMOKED
+    assert {p.name for p in BENCHMARKS.glob("*.py")} == SMOKED
 
 
 def test_bench_coverage(tmp_path):
@@ -60,6 +64,39 @@ def test_bench_coverage(tmp_path):
     assert rows, out[-2000:]
     # every statistic of the cell got a coverage figure (a percentage with its error)
     assert all(re.search(r"\| \d+\.\d \+- \d+\.\d \|", row) for row in rows), rows
+
+
+def test_coverage_bound(tmp_path):
+    out = run(
+        "coverage_bound.py", "--grid", "200", "--steps", "4", "--panel-cap", "1.2", cwd=tmp_path
+    )
+    rows = [line for line in out.splitlines() if re.match(r"\| (none|1\.2x) \|", line)]
+    assert len(rows) == 2, out
+    for row in rows:
+        cells = [cell.strip() for cell in row.strip("|").split("|")]
+        bound, reached = float(cells[1].removeprefix("<= ")), float(cells[2])
+        # weak duality: no rule found on the grid beats the bound
+        assert reached <= bound + 1e-9, row
+
+
+def test_coverage_bounds_law_of_main_effects():
+    spec = importlib.util.spec_from_file_location(
+        "coverage_bound", BENCHMARKS / "coverage_bound.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        del sys.modules[spec.name]
+    s = np.linspace(0.01, 20, 50)
+    # alike: the mean of two Exp(1) draws, a Gamma(2, scale 1/2)
+    assert np.allclose(module.s_cdf(s, snr=0.0), stats.gamma.cdf(s, 2, scale=0.5))
+    # a panel: ((1 + snr) X1 + X2) / 2 against a large simulation
+    draws = np.random.default_rng(0).exponential(size=(2, 400_000))
+    simulated = ((1 + 8.5) * draws[0] + draws[1]) / 2
+    for p in (0.25, 0.5, 0.75):
+        assert module.s_quantile(p, snr=8.5) == pytest.approx(np.quantile(simulated, p), rel=0.01)
 
 
 def test_bench_import(tmp_path):
