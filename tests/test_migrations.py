@@ -209,6 +209,36 @@ def test_head_schema_matches_the_models_exactly(db_url):
         assert compare_metadata(context, SQLModel.metadata) == []
 
 
+def test_a_schema_committed_between_the_checks_reads_as_new_not_older(db_url, monkeypatch):
+    # CI caught it once (6 processes opening a new PostgreSQL database): the fast path read
+    # the revision (none yet), another process then committed the whole schema, and the table
+    # lookup that followed saw annotate's tables: "made before migrations", refused as older.
+    # Here the other process commits at exactly that moment.
+    from annotate.store import schema
+
+    read_revisions = schema.current_revisions
+    done = []
+
+    def then_another_process_creates_it(conn):
+        revisions = read_revisions(conn)
+        if not done:
+            done.append(True)
+            other = create_engine(db_url)
+            try:
+                assert ensure_schema(other, mode=Mode.UPGRADE)
+            finally:
+                other.dispose()
+        return revisions
+
+    monkeypatch.setattr(schema, "current_revisions", then_another_process_creates_it)
+    engine = create_engine(db_url)
+    try:
+        assert ensure_schema(engine, mode=Mode.CURRENT)
+    finally:
+        engine.dispose()
+    assert done
+
+
 def test_many_processes_opening_a_new_database_at_once(db_url):
     code = textwrap.dedent(
         f"""

@@ -155,9 +155,15 @@ def _check_known(current: tuple[str, ...], script: ScriptDirectory, engine: Engi
 
 
 def _state(conn: Connection) -> tuple[tuple[str, ...], bool]:
-    """(recorded revisions, whether annotate's tables exist)."""
+    """(recorded revisions, whether annotate's tables exist).
+
+    The tables are looked up before the revision: a schema is created with its revision in one
+    transaction, and a later statement sees at least what an earlier one saw committed. In the
+    other order another process could commit between the two reads, and a new database looked
+    made before migrations (no revision, the tables there) and was refused as older."""
+    tables = set(inspect(conn).get_table_names())
     current = current_revisions(conn)
-    return current, bool(current) or set(inspect(conn).get_table_names()) >= _KNOWN_TABLES
+    return current, bool(current) or tables >= _KNOWN_TABLES
 
 
 def _older(engine: Engine, current: tuple[str, ...], target: set[str]) -> OlderSchema:
