@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import sqlite3
 import subprocess
@@ -209,6 +210,16 @@ def test_head_schema_matches_the_models_exactly(db_url):
         assert compare_metadata(context, SQLModel.metadata) == []
 
 
+@contextlib.contextmanager
+def _raw_engine(url: str):
+    """An engine of its own (not get_engine's cached one, which checks the schema itself)."""
+    engine = create_engine(url)
+    try:
+        yield engine
+    finally:
+        engine.dispose()
+
+
 def test_a_schema_committed_between_the_checks_reads_as_new_not_older(db_url, monkeypatch):
     # CI caught it once (6 processes opening a new PostgreSQL database): the fast path read
     # the revision (none yet), another process then committed the whole schema, and the table
@@ -223,19 +234,13 @@ def test_a_schema_committed_between_the_checks_reads_as_new_not_older(db_url, mo
         revisions = read_revisions(conn)
         if not done:
             done.append(True)
-            other = create_engine(db_url)
-            try:
+            with _raw_engine(db_url) as other:
                 assert ensure_schema(other, mode=Mode.UPGRADE)
-            finally:
-                other.dispose()
         return revisions
 
     monkeypatch.setattr(schema, "current_revisions", then_another_process_creates_it)
-    engine = create_engine(db_url)
-    try:
+    with _raw_engine(db_url) as engine:
         assert ensure_schema(engine, mode=Mode.CURRENT)
-    finally:
-        engine.dispose()
     assert done
 
 
