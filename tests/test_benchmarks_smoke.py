@@ -6,7 +6,6 @@ bench_crowd has its own, longer test (tests/test_bench_crowd.py)."""
 
 from __future__ import annotations
 
-import importlib.util
 import re
 import subprocess
 import sys
@@ -21,6 +20,7 @@ from tests.db_backends import postgres_unavailable_reason, require_postgres
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCHMARKS = ROOT / "benchmarks"
+sys.path.insert(0, str(BENCHMARKS))  # the scripts' own functions, as tests/test_bench_crowd.py
 
 pytestmark = [pytest.mark.slow]
 
@@ -80,15 +80,8 @@ def test_coverage_bound(tmp_path):
 
 
 def test_coverage_bounds_law_of_main_effects():
-    spec = importlib.util.spec_from_file_location(
-        "coverage_bound", BENCHMARKS / "coverage_bound.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up there
-    try:
-        spec.loader.exec_module(module)
-    finally:
-        del sys.modules[spec.name]
+    import coverage_bound as module
+
     s = np.linspace(0.01, 20, 50)
     # alike: the mean of two Exp(1) draws, a Gamma(2, scale 1/2)
     assert np.allclose(module.s_cdf(s, snr=0.0), stats.gamma.cdf(s, 2, scale=0.5))

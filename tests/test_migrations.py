@@ -17,6 +17,7 @@ from sqlalchemy import MetaData, create_engine, insert, select, text
 from sqlmodel import SQLModel
 
 from annotate.errors import UserError
+from annotate.store import schema
 from annotate.store.db import dispose_engines, get_engine
 from annotate.store.schema import FIRST_RELEASE, MIGRATIONS, Mode, current_revisions, ensure_schema
 from tests.processes import run_annotate
@@ -225,8 +226,6 @@ def test_a_schema_committed_between_the_checks_reads_as_new_not_older(db_url, mo
     # the revision (none yet), another process then committed the whole schema, and the table
     # lookup that followed saw annotate's tables: "made before migrations", refused as older.
     # Here the other process commits at exactly that moment.
-    from annotate.store import schema
-
     read_revisions = schema.current_revisions
     done = []
 
