@@ -12,6 +12,7 @@ The layers, bottom to top, each importing only from the layers below it (and its
 from __future__ import annotations
 
 import ast
+import functools
 import shutil
 import subprocess
 import sys
@@ -54,16 +55,21 @@ print(sorted(m for m in sys.modules if m == "annotate" or m.startswith("annotate
     assert (tmp_path / "report.json").is_file()
 
 
-def _imports(path: Path) -> set[str]:
+def _imports(path: Path) -> frozenset[str]:
     """Modules `path` imports at its top level or inside functions."""
+    return _imports_of(path.read_text(encoding="utf-8"))
+
+
+@functools.cache  # the planted-import tests re-check copies of the tree: one file differs
+def _imports_of(source: str) -> frozenset[str]:
     found = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.ImportFrom) and node.module:
             found.add(node.module)
             found.update(f"{node.module}.{alias.name}" for alias in node.names)
         elif isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
-    return found
+    return frozenset(found)
 
 
 # What each layer may import of `annotate` (module-name prefixes); `analysis` is below them all.
