@@ -22,6 +22,7 @@ from analysis.intervals import (
     annotator_interval,
     combined_interval,
     main_effect_ratio,
+    spread_growth,
 )
 from analysis.plan import Effects, power
 from analysis.report import ReportOptions
@@ -180,6 +181,30 @@ def test_annotator_component_known_answers():
     assert np.max(np.abs(np.diff(values))) < 1.4e-5 and (np.diff(values) > 0).all()
     weights = [component(0.004, main_effects=m) for m in np.linspace(0.0, 4.0, 401)]
     assert np.max(np.abs(np.diff(weights))) < 0.0053 * 0.011 and (np.diff(weights) >= 0).all()
+
+
+def test_a_majoritys_component_grows_with_the_main_effects_to_twice_its_size():
+    def component(main_effects, grows=True):
+        return annotator_component(
+            observed=0.004,
+            floor=0.002,
+            annotators=3,
+            main_effects=main_effects,
+            grows_with_spread=grows,
+        )
+
+    # Hand-worked from the known answer above (0.0052418334 with weight 1): S = 2.5 is 1.5
+    # past chance, growth 1 + 1.5 / 3 = 1.5, weight 1 - exp(-1.5) = 0.7768698
+    assert component(2.5) == pytest.approx(0.0052418334 * 0.7768698 * 1.5, rel=1e-6)
+    # from S = 4 on twice the component; at or below chance still 0; unknown: twice
+    assert component(4.0) == pytest.approx(2 * component(4.0, grows=False), rel=1e-12)
+    assert component(50.0) == pytest.approx(2 * 0.0052418334, rel=1e-6)
+    assert component(1.0) == component(0.5) == 0.0
+    assert component(np.nan) == pytest.approx(2 * 0.0052418334, rel=1e-6)
+    assert spread_growth(1.0) == 1.0 and spread_growth(2.5) == 1.5 and spread_growth(9.0) == 2.0
+    # continuous and increasing in the main effects
+    grown = [component(m) for m in np.linspace(0.0, 6.0, 601)]
+    assert np.max(np.abs(np.diff(grown))) < 2 * 0.0053 * 0.011 and (np.diff(grown) >= 0).all()
 
 
 def _slow_main_effect_ratio(pair, who, traits, shuffled):
@@ -584,7 +609,11 @@ def test_label_interval_equals_a_slow_bootstrap_over_annotators(annotators, per_
     assert observed > floor
     ratio = _slow_main_effect_ratio(pair, who, own, panel.shuffled)
     component = annotator_component(
-        observed=observed, floor=floor, annotators=annotators, main_effects=ratio
+        observed=observed,
+        floor=floor,
+        annotators=annotators,
+        main_effects=ratio,
+        grows_with_spread=True,  # a majority
     )
     point = share["value"]
     expected, _ = combined_interval(
