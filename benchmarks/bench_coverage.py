@@ -190,6 +190,7 @@ def one_study(args) -> dict:
             "value": v["value"],
             "ci95": _covers(v.get("ci95"), own_truth[name]),
             "ci95_annotators": _covers(v.get("ci95_annotators"), target[name]),
+            "side": _side(v.get("ci95_annotators"), target[name]),
             "width": _width(v.get("ci95_annotators")),
             "outside": any(
                 ci is not None and (ci[0] < lo - 1e-12 or ci[1] > hi + 1e-12)
@@ -201,6 +202,14 @@ def one_study(args) -> dict:
 
 def _covers(ci, truth) -> bool | None:
     return None if ci is None else bool(ci[0] <= truth <= ci[1])
+
+
+def _side(ci, truth) -> int | None:
+    """-1 when the truth lies below the interval (the interval is too high: the error that lets
+    a check on a lower bound pass wrongly), +1 above it, 0 covered; None without an interval."""
+    if ci is None:
+        return None
+    return -1 if truth < ci[0] else (1 if truth > ci[1] else 0)
 
 
 def _width(ci) -> float | None:
@@ -215,6 +224,16 @@ def coverage(hits: list[bool | None]) -> str:
     se = np.sqrt(p * (1 - p) / len(defined))
     missing = len(hits) - len(defined)
     return f"{100 * p:.1f} +- {100 * se:.1f}" + (f" ({missing} null)" if missing else "")
+
+
+def misses(sides: list[int | None]) -> str:
+    """Share of studies whose truth lies below / above the interval, in %."""
+    defined = [s for s in sides if s is not None]
+    if not defined:
+        return "n/a"
+    below = 100 * sum(s < 0 for s in defined) / len(defined)
+    above = 100 * sum(s > 0 for s in defined) / len(defined)
+    return f"{below:.1f} / {above:.1f}"
 
 
 def width_ratio(results: list[dict]) -> str:
@@ -247,14 +266,17 @@ def main() -> None:
         f"{args.studies} simulated studies per cell, {args.bootstrap} resamples each; coverage "
         "in % +- standard error (goal 93-97); ci95 of the value for the study's own "
         "annotators, ci95_annotators of the population value; width: mean ci95_annotators "
-        "width / oracle width (goal at most 1.3 with alike annotators); outside: intervals "
-        "reaching outside the statistic's range"
+        "width / oracle width (goal at most 1.3 with alike annotators); below / above: % of "
+        "studies whose population value lies below / above ci95_annotators (below is the miss "
+        "that lets a check on a lower bound pass wrongly; 2.5 each is nominal); outside: "
+        "intervals reaching outside the statistic's range"
     )
     print()
     print(
-        "| cell | statistic (population value) | ci95 | ci95_annotators | width / oracle | outside |"
+        "| cell | statistic (population value) | ci95 | ci95_annotators | below / above "
+        "| width / oracle | outside |"
     )
-    print("| --- | --- | --- | --- | --- | --- |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
     with ProcessPoolExecutor(args.workers) as pool:
         for index in chosen:
             cell = CELLS[index]
@@ -268,6 +290,7 @@ def main() -> None:
                     f"| {cell.label} | {name} ({target[name]:.3f}) "
                     f"| {coverage([r['ci95'] for r in rows])} "
                     f"| {coverage([r['ci95_annotators'] for r in rows])} "
+                    f"| {misses([r['side'] for r in rows])} "
                     f"| {width_ratio(rows)} | {sum(r['outside'] for r in rows)} |",
                     flush=True,
                 )

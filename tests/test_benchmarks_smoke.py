@@ -64,6 +64,8 @@ def test_bench_coverage(tmp_path):
     assert rows, out[-2000:]
     # every statistic of the cell got a coverage figure (a percentage with its error)
     assert all(re.search(r"\| \d+\.\d \+- \d+\.\d \|", row) for row in rows), rows
+    # and which side of the interval the population value fell on when it was missed
+    assert all(re.search(r"\| \d+\.\d / \d+\.\d \|", row) for row in rows), rows
 
 
 def test_coverage_bound(tmp_path):
