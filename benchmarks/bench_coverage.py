@@ -189,7 +189,6 @@ def one_study(args) -> dict:
         out[name] = {
             "value": v["value"],
             "ci95": _covers(v.get("ci95"), own_truth[name]),
-            "ci95_annotators": _covers(v.get("ci95_annotators"), target[name]),
             "side": _side(v.get("ci95_annotators"), target[name]),
             "width": _width(v.get("ci95_annotators")),
             "outside": any(
@@ -289,7 +288,7 @@ def main() -> None:
                 print(
                     f"| {cell.label} | {name} ({target[name]:.3f}) "
                     f"| {coverage([r['ci95'] for r in rows])} "
-                    f"| {coverage([r['ci95_annotators'] for r in rows])} "
+                    f"| {coverage([None if r['side'] is None else r['side'] == 0 for r in rows])} "
                     f"| {misses([r['side'] for r in rows])} "
                     f"| {width_ratio(rows)} | {sum(r['outside'] for r in rows)} |",
                     flush=True,
