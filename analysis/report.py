@@ -331,13 +331,19 @@ def _methods(options: ReportOptions, *, n_gold_pairs: int) -> Section:
             ),
             "ci95_annotators": (
                 "holds for annotators in general (like these, from the same pool): it adds how "
-                "much the value could change with other annotators, estimated by leaving one "
-                "annotator out at a time, beyond what shuffling annotators within pairs gives "
-                "on average (8 to 20 shuffles, more with fewer annotators), through a smooth "
-                "positive part (never exactly 0: a few annotators cannot show that they do not "
-                "differ), added to the pairs' variance and cut to the statistic's range; "
+                "much the value could change with other annotators. That part is the jackknife "
+                "over annotators (leave one out at a time) beyond what shuffling annotators "
+                "within pairs gives on average (8 to 20 shuffles, more with fewer annotators); "
+                "for label_confirmed, a majority, a bootstrap over annotators that re-labels "
+                "each pair with stand-ins' answers, beyond the same on the shuffles. It goes "
+                "through a smooth positive part (a few annotators cannot show that they do not "
+                "differ) and is weighted by how far the annotators' own lasting leans exceed "
+                "chance (0 when they show none: then this is the pairs' interval; label "
+                "agreement's part grows up to twice with those leans), added to the pairs' "
+                "variance and cut to the statistic's range; "
                 f"null below {MIN_ANNOTATORS} annotators. The headline and the label check "
-                "use it; with fewer annotators the label check is insufficient"
+                "use it; with fewer annotators the label check is insufficient. README, "
+                "'Do the intervals cover?', gives its measured coverage"
             ),
             "too_few_units": (
                 f"an agreement statistic needs {MIN_UNITS} pairs with two or more annotations "
