@@ -188,8 +188,8 @@ def one_study(args) -> dict:
         lo, hi = RANGES[name]
         out[name] = {
             "value": v["value"],
-            "ci95": _covers(v.get("ci95"), own_truth[name]),
-            "side": _side(v.get("ci95_annotators"), target[name]),
+            "ci95": _side(v.get("ci95"), own_truth[name]),
+            "ci95_annotators": _side(v.get("ci95_annotators"), target[name]),
             "width": _width(v.get("ci95_annotators")),
             "outside": any(
                 ci is not None and (ci[0] < lo - 1e-12 or ci[1] > hi + 1e-12)
@@ -197,10 +197,6 @@ def one_study(args) -> dict:
             ),
         }
     return out
-
-
-def _covers(ci, truth) -> bool | None:
-    return None if ci is None else bool(ci[0] <= truth <= ci[1])
 
 
 def _side(ci, truth) -> int | None:
@@ -215,13 +211,14 @@ def _width(ci) -> float | None:
     return None if ci is None else ci[1] - ci[0]
 
 
-def coverage(hits: list[bool | None]) -> str:
-    defined = [h for h in hits if h is not None]
+def coverage(sides: list[int | None]) -> str:
+    """Share of studies whose truth the interval covers, in % with its standard error."""
+    defined = [s for s in sides if s is not None]
     if not defined:
         return "null"
-    p = float(np.mean(defined))
+    p = float(np.mean([s == 0 for s in defined]))
     se = np.sqrt(p * (1 - p) / len(defined))
-    missing = len(hits) - len(defined)
+    missing = len(sides) - len(defined)
     return f"{100 * p:.1f} +- {100 * se:.1f}" + (f" ({missing} null)" if missing else "")
 
 
@@ -288,8 +285,8 @@ def main() -> None:
                 print(
                     f"| {cell.label} | {name} ({target[name]:.3f}) "
                     f"| {coverage([r['ci95'] for r in rows])} "
-                    f"| {coverage([None if r['side'] is None else r['side'] == 0 for r in rows])} "
-                    f"| {misses([r['side'] for r in rows])} "
+                    f"| {coverage([r['ci95_annotators'] for r in rows])} "
+                    f"| {misses([r['ci95_annotators'] for r in rows])} "
                     f"| {width_ratio(rows)} | {sum(r['outside'] for r in rows)} |",
                     flush=True,
                 )

@@ -66,6 +66,12 @@ def test_bench_coverage(tmp_path):
     assert all(re.search(r"\| \d+\.\d \+- \d+\.\d \|", row) for row in rows), rows
     # and which side of the interval the population value fell on when it was missed
     assert all(re.search(r"\| \d+\.\d / \d+\.\d \|", row) for row in rows), rows
+    # covered, below and above are the same studies split three ways
+    for row in rows:
+        annotators = re.findall(r"\| (\d+\.\d) \+- \d+\.\d \| (\d+\.\d) / (\d+\.\d) \|", row)
+        assert annotators, row
+        covered, below, above = map(float, annotators[0])
+        assert covered + below + above == pytest.approx(100, abs=0.15), row
 
 
 def test_coverage_bound(tmp_path):
