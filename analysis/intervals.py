@@ -650,12 +650,34 @@ def main_effect_ratio(panel: Panel, traits: np.ndarray) -> float:
     jackknife of an agreement statistic over three annotators hardly tells such a panel from
     alike annotators (module docstring). 1.0 when no pair shows any spread (nothing to tell).
     """
+    effects = annotator_effects(panel, traits)
+    if effects is None:
+        return 1.0
+
+    def spread(codes: np.ndarray) -> float:
+        mean, n = effects(codes)
+        return float((n[:, None] * mean**2).sum())
+
+    chance = float(np.mean([spread(codes) for codes in panel.shuffled]))
+    if chance <= 0:
+        return 1.0
+    return spread(panel.annotator) / chance
+
+
+def annotator_effects(
+    panel: Panel, traits: np.ndarray
+) -> Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]] | None:
+    """Each annotator's main effect for a given assignment of annotator codes: a function of the
+    codes (the panel's own or a shuffle) giving the annotators x d mean residuals and the number
+    of annotations behind each (0 for an annotator without any; its mean is 0). Residual: an
+    annotation's ``traits`` row minus its pair's mean, over pairs with two or more annotations.
+    None when no pair has two (nothing to compare)."""
     traits = np.asarray(traits, dtype=np.float64).reshape(len(panel.unit), -1)
     n_units = int(panel.unit.max(initial=-1)) + 1
     size = np.bincount(panel.unit, minlength=n_units)
     used = size[panel.unit] >= 2
     if not used.any():
-        return 1.0
+        return None
     unit = panel.unit[used]
     sums = np.stack(
         [np.bincount(unit, weights=column, minlength=n_units) for column in traits[used].T],
@@ -663,17 +685,21 @@ def main_effect_ratio(panel: Panel, traits: np.ndarray) -> float:
     )
     residual = traits[used] - sums[unit] / size[unit][:, None]
 
-    def spread(codes: np.ndarray) -> float:
+    def effects(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         codes = codes[used]
         per_annotator = panel.group_sum(codes, residual)
         n = np.bincount(codes, minlength=panel.n_annotators)
-        rated = n > 0
-        return float(((per_annotator[rated] ** 2).sum(axis=1) / n[rated]).sum())
+        return per_annotator / np.maximum(n, 1)[:, None], n
 
-    chance = float(np.mean([spread(codes) for codes in panel.shuffled]))
-    if chance <= 0:
+    return effects
+
+
+def main_effect_weight(main_effects: float) -> float:
+    """``1 - exp(-max(0, H / H0 - 1))``: 0 at or below chance, rising smoothly to 1 (1 when
+    unknown); the weight of :func:`annotator_component`."""
+    if not np.isfinite(main_effects):
         return 1.0
-    return spread(panel.annotator) / chance
+    return float(-np.expm1(-max(main_effects - 1.0, 0.0)))
 
 
 def annotator_component(
@@ -714,10 +740,7 @@ def annotator_component(
     ``grows_with_spread`` (majorities, whose part is the bootstrap over annotators) multiplies
     the component by :func:`spread_growth`.
     """
-    if not np.isfinite(main_effects):
-        weight = 1.0
-    else:
-        weight = float(-np.expm1(-max(main_effects - 1.0, 0.0)))
+    weight = main_effect_weight(main_effects)
     if grows_with_spread:
         weight *= spread_growth(main_effects)
     if not np.isfinite(floor):

@@ -177,12 +177,17 @@ def population(cell: Cell, seed: int) -> dict[str, float]:
     return values_of(simulate(rng, cell, n_pairs=POPULATION_PAIRS), POPULATION_PAIRS)
 
 
-def one_study(args) -> dict:
-    cell, bootstrap, seed, target = args
+def study_data(cell: Cell, seed: int):
+    """Study ``seed`` of ``cell``: its panel's leans and offsets and its annotations."""
     rng = np.random.default_rng([seed, 7])
     lean = rng.normal(0, cell.spread, cell.pool) if cell.spread else np.zeros(cell.pool)
     offset = rng.normal(0, cell.spread, cell.pool) if cell.spread else np.zeros(cell.pool)
-    data = simulate(rng, cell, n_pairs=cell.pairs, lean=lean, offset=offset)
+    return lean, offset, simulate(rng, cell, n_pairs=cell.pairs, lean=lean, offset=offset)
+
+
+def one_study(args) -> dict:
+    cell, bootstrap, seed, target = args
+    lean, offset, data = study_data(cell, seed)
     values = statistics(data, n_pairs=cell.pairs, bootstrap=bootstrap, seed=seed)
     if cell.spread:
         own_data = simulate(

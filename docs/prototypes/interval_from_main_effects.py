@@ -15,7 +15,7 @@ For every study of a cell (the same seeds and data as `benchmarks/bench_coverage
    `combined_interval` are wrapped to record their inputs (the jackknife's `observed` and
    `floor`, the main effects `H / H0`, the point and the pairs' interval);
 2. the annotators' lean covariance in share space: the mean over annotators of `e_i e_i^T`
-   (`e_i` the annotator's mean residual label, as `main_effect_ratio` reads it) minus the same
+   (`e_i` the annotator's mean residual label, `analysis.intervals.annotator_effects`) minus the same
    on the within-pair shuffles, times `m / (m - 1)` for the residuals' shrinkage;
 3. `ME`: the variance, over 100 panels of leans drawn from that covariance, of the statistic at
    its exact expectation over the labels when each annotation's label probabilities are its
@@ -119,20 +119,10 @@ def expected_value(name, p, pair, n_units, coin):
     return float(STATS["ac1"].finish(sums)[0])
 
 
-def effects(traits, pair, codes, k, n_units):
-    size = np.bincount(pair, minlength=n_units)
-    used = size[pair] >= 2
-    sums = np.zeros((n_units, traits.shape[1]))
-    np.add.at(sums, pair[used], traits[used])
-    residual = traits[used] - sums[pair[used]] / size[pair[used]][:, None]
-    out = np.zeros((k, traits.shape[1]))
-    np.add.at(out, codes[used], residual)
-    return out / np.maximum(np.bincount(codes[used], minlength=k), 1)[:, None]
-
-
-def second_moment(traits, pair, codes, k, n_units):
-    e = effects(traits, pair, codes, k, n_units)
-    return e.T @ e / k
+def second_moment(effects, codes):
+    """Mean over annotators of ``e_i e_i^T`` for the annotators' main effects under ``codes``."""
+    e, _ = effects(codes)
+    return e.T @ e / len(e)
 
 
 def panels_variance(name, traits, groups, data, k, n_units, cov, rng):
@@ -164,10 +154,7 @@ def panels_variance(name, traits, groups, data, k, n_units, cov, rng):
 def one_study(args):
     cell, bootstrap, seed, target = args
     _RECORDS.clear()
-    rng = np.random.default_rng([seed, 7])
-    lean = rng.normal(0, cell.spread, cell.pool) if cell.spread else np.zeros(cell.pool)
-    offset = rng.normal(0, cell.spread, cell.pool) if cell.spread else np.zeros(cell.pool)
-    data = bc.simulate(rng, cell, n_pairs=cell.pairs, lean=lean, offset=offset)
+    _, _, data = bc.study_data(cell, seed)
     values = bc.statistics(data, n_pairs=cell.pairs, bootstrap=bootstrap, seed=seed)
     records = list(_RECORDS)
     pair, annotator, preference, ratings, coin = data
@@ -183,8 +170,9 @@ def one_study(args):
         (labels, [(0, 3)], ("percent", "alpha", "alpha_neutral", "ac1")),
         (rated.astype(float), [(0, 5), (5, 10)], ("quality_alpha",)),
     ):
-        observed = second_moment(traits, pair, panel.annotator, k, n)
-        chance = np.mean([second_moment(traits, pair, c, k, n) for c in panel.shuffled], axis=0)
+        effects = iv.annotator_effects(panel, traits)
+        observed = second_moment(effects, panel.annotator)
+        chance = np.mean([second_moment(effects, c) for c in panel.shuffled], axis=0)
         for name in names:
             args_ = (traits, groups, (pair, panel.annotator, coin), k, n)
             out[name] = {
@@ -206,8 +194,8 @@ def component(rule, entry, k):
     kw = entry["record"]["kw"]
     if rule == "as is" or "me" not in entry or not np.isfinite(entry["me"]):
         return _component(**kw)
-    observed, floor, main_effects = kw["observed"], kw["floor"], kw["main_effects"]
-    weight = 1.0 if not np.isfinite(main_effects) else float(-np.expm1(-max(main_effects - 1, 0)))
+    observed, floor = kw["observed"], kw["floor"]
+    weight = iv.main_effect_weight(kw["main_effects"])
     scale = (entry["me"] + entry["me0"]) * np.sqrt(2.0 / max(k - 1, 1))
     g = float(rule.split()[-1])
     from_main_effects = weight * g * _softplus(entry["me"], scale)
