@@ -15,8 +15,8 @@ For every study of a cell (the same seeds and data as `benchmarks/bench_coverage
    `combined_interval` are wrapped to record their inputs (the jackknife's `observed` and
    `floor`, the main effects `H / H0`, the point and the pairs' interval);
 2. the annotators' lean covariance in share space: the mean over annotators of `e_i e_i^T`
-   (`e_i` the annotator's mean residual label, `analysis.intervals.annotator_effects`) minus the same
-   on the within-pair shuffles, times `m / (m - 1)` for the residuals' shrinkage;
+   (`e_i` the annotator's mean residual label, `analysis.intervals.annotator_effects`) minus
+   the same on the within-pair shuffles, times `m / (m - 1)` for the residuals' shrinkage;
 3. `ME`: the variance, over 100 panels of leans drawn from that covariance, of the statistic at
    its exact expectation over the labels when each annotation's label probabilities are its
    pair's other annotations' mean plus its annotator's drawn lean (expected coincidences
