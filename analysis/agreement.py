@@ -325,6 +325,7 @@ def alpha_statistic(*, level: Level, domain: Domain, parts: int = 1) -> SumStati
     return SumStatistic(
         features=features,
         finish=lambda sums: _alpha_from_coincidences(sums, level=level, domain=domain),
+        parts=parts,
     )
 
 
@@ -569,6 +570,25 @@ def neutral_orientation(
         None if _is_missing(pref) else (_KEEP if chosen_is_first(pid) else _FLIP)[str(pref)]
         for pid, pref in zip(pair_ids, preferences, strict=True)
     ]
+
+
+def neutral_coding(
+    counts: CountMatrix,
+    own: CountMatrix,
+    *,
+    keep: NDArray[np.bool_],
+    pair: NDArray[np.int64],
+) -> tuple[CountMatrix, CountMatrix, NDArray[np.int64]]:
+    """Pairs x (chosen, rejected[, tie]) counts and each annotation's row of them in the
+    neutral orientation (first, second[, tie]): chosen is "first" where ``keep[pair]``, else
+    "second". Also ``columns[r, c]``, the chosen/rejected/tie column that neutral column
+    ``c`` shows for annotation ``r`` (``Panel.with_traits``: a lasting lean to chosen shows
+    in the labels, not in the neutral coding)."""
+    width = counts.shape[1]
+    swap = np.array([1, 0, 2][:width])
+    columns = np.where(~keep[pair][:, None], swap, np.arange(width))
+    neutral = np.where(keep[:, None], counts, counts[:, swap])
+    return neutral, np.take_along_axis(own, columns, axis=1), columns
 
 
 def _is_missing(x: object) -> bool:

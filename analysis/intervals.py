@@ -21,17 +21,24 @@ its copy, which inflates every agreement statistic. Instead the interval for ann
 general adds two variance components (a two-way random-effects view, as in generalizability
 theory: pairs, annotators, and their interaction with the noise of single annotations). The
 pairs' part comes from the pair bootstrap interval, each side's half-width over z. The
-annotators' part is the jackknife over annotators minus its expected pair-noise part, measured
-by the same jackknife after the annotators' labels are shuffled within each pair (which keeps
-who rated how many pairs but removes any lasting difference between annotators; the mean over
-shuffles), taken through a smooth positive part and weighted by how far the annotators' main
-effects (an annotator's lasting lean in its own labels or ratings, :func:`main_effect_ratio`)
-exceed what the same shuffles give (:func:`annotator_component`). A majority (label
-agreement, ``SumStatistic.majority``) is the exception: leaving one of three annotators out
-turns a majority of three into agreement of two, so its annotators' part is a bootstrap over
-annotators that re-labels each pair with stand-ins' answers
-(:func:`annotator_bootstrap`), minus the same on the shuffles, and its component grows with
-the main effects up to twice its size (:func:`spread_growth`). Why the weight: with
+annotators' part (:func:`annotator_part`) is the larger of two estimates. The main effects'
+part: how much the statistic moves over panels of leans the size of the annotators' lasting
+leans in their own labels or ratings beyond chance, the statistic taken at its expectation over
+the labels (:mod:`analysis.lean_spread`). It tells statistics apart that the jackknife cannot:
+against its pair-to-pair variance, alpha moves with leans every pair shares far less than
+percent agreement does. The jackknife's part:
+the jackknife over annotators minus its expected pair-noise part, measured by the same
+jackknife after the annotators' labels are shuffled within each pair (which keeps who rated how
+many pairs but removes any lasting difference between annotators; the mean over shuffles),
+counted as far as it stands above that floor, because with three annotators it is mostly noise
+near it and speaks where it stands far above (quality alpha's bias with a few annotators who
+differ, which leans do not show). Both go through a smooth positive part and are weighted by
+how far the annotators' main effects (:func:`main_effect_ratio`) exceed what the same shuffles
+give (:func:`annotator_component`). A majority (label agreement, ``SumStatistic.majority``)
+is the exception: leaving one of three annotators out turns a majority of three into agreement
+of two, so its annotators' part is a bootstrap over annotators that re-labels each pair with
+stand-ins' answers (:func:`annotator_bootstrap`), minus the same on the shuffles, and its
+component grows with the main effects up to twice its size (:func:`spread_growth`). Why the weight: with
 three annotators the jackknife of an agreement statistic has two degrees of freedom and tells a
 panel that differs from alike annotators poorly, while an annotator's own marginal over ~100
 pairs shows a lasting lean far above its standard error. Each side is z times the square root
@@ -51,6 +58,7 @@ import numpy as np
 from scipy import sparse, special
 
 from analysis.distributions import norm_ppf, t_ppf
+from analysis.lean_spread import lean_variances
 
 Z975 = norm_ppf(0.975)
 # Below this many pairable units a statistic is null with a note: with one or two units alpha
@@ -70,6 +78,12 @@ SHUFFLES = 20
 # How far past chance (H / H0 - 1) a majority's annotators' part keeps growing, to twice its
 # size (:func:`spread_growth`).
 SPREAD_GROWTH_SPAN = 3.0
+# The main effects' part of the annotators' variance (:func:`annotator_part`) is this many times
+# the statistic's variance over panels of leans; and the jackknife's part counts as far as its
+# excess stands above this many floors. Both chosen on benchmarks/bench_coverage.py's cells
+# (docs/intervals.md), as the other constants here were.
+LEAN_GAIN = 2.5
+JACKKNIFE_EVIDENCE = 3.0
 
 
 def shuffles_for(annotators: int) -> int:
@@ -98,6 +112,10 @@ class SumStatistic:
     # three becomes agreement of two), so its annotators' part comes from a bootstrap over
     # annotators (:func:`annotator_bootstrap`) instead of the jackknife.
     majority: bool = False
+    # How many units a counts row holds side by side (quality: a pair's chosen and rejected
+    # response), each with its own labels: the expected features over labels
+    # (analysis.lean_spread) draw a label in each part.
+    parts: int = 1
 
     def value(self, counts: np.ndarray) -> float:
         return float(self.finish(self.features(counts).sum(axis=0)[None, :])[0])
@@ -325,6 +343,10 @@ class Panel:
     n_annotators: int
     shuffled: tuple[np.ndarray, ...]
     traits: np.ndarray | None = None
+    # columns[r, c]: the traits column that a statistic's column c shows for annotation r
+    # (neutral alpha shows chosen as "first" or "second" by a coin per pair); None: the same.
+    columns: np.ndarray | None = None
+    seed: int = 0
 
     @classmethod
     def of(
@@ -344,12 +366,17 @@ class Panel:
             codes_k = np.empty_like(annotator)
             codes_k[order] = annotator[by_unit]
             shuffled.append(codes_k)
-        return cls(unit, annotator, len(codes), tuple(shuffled))
+        return cls(unit, annotator, len(codes), tuple(shuffled), seed=seed)
 
-    def with_traits(self, traits: np.ndarray) -> Panel:
+    def with_traits(self, traits: np.ndarray, *, columns: np.ndarray | None = None) -> Panel:
         """The same panel and shuffles, main effects read from ``traits`` (one row per
-        annotation, in this panel's order)."""
-        return replace(self, traits=np.asarray(traits, dtype=np.float64))
+        annotation, in this panel's order); ``columns[r, c]`` is the traits column that the
+        statistic's column ``c`` shows for annotation ``r`` (None: the same columns)."""
+        return replace(
+            self,
+            traits=np.asarray(traits, dtype=np.float64),
+            columns=None if columns is None else np.asarray(columns, dtype=np.int64),
+        )
 
     def group_sum(self, codes: np.ndarray, values: np.ndarray) -> np.ndarray:
         """Per annotator sums of ``values`` rows, annotators given by ``codes`` per row: the
@@ -455,6 +482,17 @@ def annotator_interval(
         main_effects=main_effects,
         grows_with_spread=statistic.majority,
     )
+    if not statistic.majority:
+        spread, chance = lean_variances(statistic, own, panel=panel)
+        component = annotator_part(
+            component,
+            observed=observed,
+            floor=floor,
+            annotators=panel.n_annotators,
+            main_effects=main_effects,
+            lean_spread=spread,
+            chance_spread=chance,
+        )
     ci, note = combined_interval(point, pair.ci95, annotator_variance=component, bounds=bounds)
     if note is None:
         note = _component_note(below_floor=observed <= floor, leaning=main_effects > 1)
@@ -749,6 +787,52 @@ def annotator_component(
     if scale <= 0:
         return weight * max(0.0, observed - floor)
     return float(weight * scale * np.logaddexp(0.0, (observed - floor) / scale))
+
+
+def annotator_part(
+    jackknife_part: float,
+    *,
+    observed: float,
+    floor: float,
+    annotators: int,
+    main_effects: float,
+    lean_spread: float,
+    chance_spread: float,
+) -> float:
+    """The annotators' variance component of a statistic that is not a majority: the larger
+    of the part the main effects imply through the statistic and the jackknife's part where
+    the jackknife itself stands far above its floor.
+
+    ``lean_spread`` is the statistic's variance over panels of leans the size of the
+    annotators' main effects beyond chance, ``chance_spread`` the same with chance-sized
+    leans (:func:`analysis.lean_spread.lean_variances`). The main effects' part is
+    ``weight * LEAN_GAIN * s * log(1 + exp(lean_spread / s))`` with ``s = (lean_spread +
+    chance_spread) * sqrt(2 / (annotators - 1))``: the same smooth positive part and weight
+    as :func:`annotator_component`, and LEAN_GAIN because a few annotators' leans are a small
+    sample of leans in general (with three, a chi-square of two degrees of freedom). The
+    jackknife's part (``jackknife_part``, :func:`annotator_component`) counts times ``1 -
+    exp(-excess / (JACKKNIFE_EVIDENCE * floor))``: where a statistic's annotators' part comes
+    from something main effects do not show (quality alpha with a few annotators who differ
+    lies below its population value, a bias only the jackknife's excess sees), the jackknife
+    stands many floors above its floor; near it, it is noise (sd 3.8 times the pairs'
+    variance for alpha with a panel of three at 100 pairs, docs/intervals.md). Not
+    finite ``lean_spread`` (no unit with two annotations, or the statistic undefined in most
+    panels): the jackknife's part as it is.
+    """
+    if not np.isfinite(lean_spread):
+        return jackknife_part
+    weight = main_effect_weight(main_effects)
+    scale = (lean_spread + max(chance_spread, 0.0)) * np.sqrt(2.0 / max(annotators - 1, 1))
+    if scale > 0:
+        smooth = scale * float(np.logaddexp(0.0, lean_spread / scale))
+    else:
+        smooth = max(lean_spread, 0.0)
+    from_leans = weight * LEAN_GAIN * smooth
+    if floor > 0 and np.isfinite(floor):
+        evidence = float(-np.expm1(-max(observed - floor, 0.0) / (JACKKNIFE_EVIDENCE * floor)))
+    else:
+        evidence = 1.0
+    return float(max(from_leans, evidence * jackknife_part))
 
 
 def spread_growth(main_effects: float) -> float:

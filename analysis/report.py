@@ -19,7 +19,14 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from analysis import aspects as aspect_check
-from analysis.agreement import CountMatrix, alpha, chosen_is_first, gwet_ac1, percent_agreement
+from analysis.agreement import (
+    CountMatrix,
+    alpha,
+    chosen_is_first,
+    gwet_ac1,
+    neutral_coding,
+    percent_agreement,
+)
 from analysis.annotators import STRAIGHT_LINING_MIN_ITEMS, annotator_table
 from analysis.conclusion import (
     LABEL_THRESHOLD,
@@ -161,10 +168,7 @@ def _preference(stats: Coded, options: ReportOptions, panel: Panel) -> Section:
     keep = np.fromiter(
         (chosen_is_first(p) for p in stats.pair_ids), dtype=bool, count=stats.n_pairs
     )
-    swap = np.array([1, 0, 2][:n_categories])
-    neutral = np.where(keep[:, None], counts, counts[:, swap])
-    flipped = ~keep[stats.pair]
-    neutral_own = np.where(flipped[:, None], own[:, swap], own)
+    neutral, neutral_own, neutral_columns = neutral_coding(counts, own, keep=keep, pair=stats.pair)
     n_annotations = len(stats.pair)
     ties = int((stats.preference == 2).sum())
     counted, first = first_slot_picked(stats.annotations)
@@ -190,7 +194,7 @@ def _preference(stats: Coded, options: ReportOptions, panel: Panel) -> Section:
         bootstrap=options.bootstrap,
         seed=options.seed,
         # the neutral coding hides a lasting lean to chosen: main effects read from the labels
-        panel=panel.with_traits(own),
+        panel=panel.with_traits(own, columns=neutral_columns),
         own=neutral_own,
     ).as_dict()
     out["ac1"] = gwet_ac1(counts, **boot).as_dict()
@@ -331,16 +335,21 @@ def _methods(options: ReportOptions, *, n_gold_pairs: int) -> Section:
             ),
             "ci95_annotators": (
                 "holds for annotators in general (like these, from the same pool): it adds how "
-                "much the value could change with other annotators. That part is the jackknife "
-                "over annotators (leave one out at a time) beyond what shuffling annotators "
-                "within pairs gives on average (8 to 20 shuffles, more with fewer annotators); "
-                "for label_confirmed, a majority, a bootstrap over annotators that re-labels "
-                "each pair with stand-ins' answers, beyond the same on the shuffles. It goes "
-                "through a smooth positive part (a few annotators cannot show that they do not "
-                "differ) and is weighted by how far the annotators' own lasting leans exceed "
-                "chance (0 when they show none: then this is the pairs' interval; label "
-                "agreement's part grows up to twice with those leans), added to the pairs' "
-                "variance and cut to the statistic's range; "
+                "much the value could change with other annotators. That part is the larger "
+                "of two. One: 2.5 times how much the statistic moves over 100 panels of leans "
+                "the size of the annotators' own lasting leans beyond chance (each panel's "
+                "value taken at its expectation over the labels, so without pair noise). Two: "
+                "the jackknife over annotators (leave one out at a time) beyond what shuffling "
+                "annotators within pairs gives on average (8 to 20 shuffles, more with fewer "
+                "annotators), counted as far as it stands above that floor (it sees what "
+                "leans do not, such as quality alpha's bias with a few annotators who differ). "
+                "For label_confirmed, a majority, the part is a bootstrap over annotators that "
+                "re-labels each pair with stand-ins' answers, beyond the same on the shuffles, "
+                "growing up to twice with the leans. Each goes through a smooth positive part "
+                "(a few annotators cannot show that they do not differ) and is weighted by how "
+                "far the annotators' own lasting leans exceed chance (0 when they show none: "
+                "then this is the pairs' interval), added to the pairs' variance and cut to "
+                "the statistic's range; "
                 f"null below {MIN_ANNOTATORS} annotators. The headline and the label check "
                 "use it; with fewer annotators the label check is insufficient. README, "
                 "'Do the intervals cover?', gives its measured coverage"

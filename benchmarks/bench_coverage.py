@@ -39,7 +39,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from analysis.agreement import alpha, gwet_ac1, percent_agreement
+from analysis.agreement import alpha, gwet_ac1, neutral_coding, percent_agreement
 from analysis.intervals import Panel
 from analysis.quality import quality_alpha
 from analysis.validity import label_share
@@ -134,9 +134,7 @@ def statistics(data, *, n_pairs: int, bootstrap: int, seed: int, intervals: bool
     counts = np.zeros((n_pairs, 3), dtype=np.int64)
     np.add.at(counts, (pair, preference), 1)
     own = one_hot(preference, 3)
-    swap = [1, 0, 2]
-    neutral = np.where(coin[:, None], counts, counts[:, swap])
-    neutral_own = np.where(coin[pair][:, None], own, own[:, swap])
+    neutral, neutral_own, neutral_columns = neutral_coding(counts, own, keep=coin, pair=pair)
     quality_counts = np.zeros((n_pairs, 2, 5), dtype=np.int64)
     np.add.at(quality_counts, (pair, 0, ratings[:, 0] - 1), 1)
     np.add.at(quality_counts, (pair, 1, ratings[:, 1] - 1), 1)
@@ -154,7 +152,7 @@ def statistics(data, *, n_pairs: int, bootstrap: int, seed: int, intervals: bool
             level="nominal",
             domain=[0, 1, 2],
             **boot,
-            panel=panel.with_traits(own) if panel else None,
+            panel=panel.with_traits(own, columns=neutral_columns) if panel else None,
             own=neutral_own,
         ).as_dict(),
         "ac1": gwet_ac1(counts, **boot, panel=panel, own=own).as_dict(),

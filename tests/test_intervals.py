@@ -24,6 +24,7 @@ from analysis.intervals import (
     main_effect_ratio,
     spread_growth,
 )
+from analysis.lean_spread import lean_variances
 from analysis.plan import Effects, power
 from analysis.report import ReportOptions
 from analysis.validity import label_share, label_statistic
@@ -470,11 +471,19 @@ def test_annotator_interval_equals_a_slow_recomputation(width):
     assert observed > floor
     ratio = _slow_main_effect_ratio(pair, who, own, panel.shuffled)
     assert ratio > 1
-    # the smooth positive part of observed - floor, at the scale (floor + observed) *
-    # sqrt(2 / (k - 1)), weighted by 1 - exp(-(ratio - 1))
+    # the jackknife's part: the smooth positive part of observed - floor, at the scale
+    # (floor + observed) * sqrt(2 / (k - 1)), weighted by 1 - exp(-(ratio - 1))
     scale = (floor + observed) * np.sqrt(2 / (annotators - 1))
     weight = 1 - np.exp(-(ratio - 1))
-    component = weight * scale * np.log1p(np.exp((observed - floor) / scale))
+    jackknife_part = weight * scale * np.log1p(np.exp((observed - floor) / scale))
+    # the main effects' part: 2.5 times the smooth positive part of the statistic's spread
+    # over panels of leans, at the scale (spread + chance) * sqrt(2 / (k - 1)), same weight;
+    # the jackknife's part counts as far as it stands above three floors
+    spread, chance = lean_variances(statistic, own, panel=panel)
+    lean_scale = (spread + chance) * np.sqrt(2 / (annotators - 1))
+    from_leans = weight * 2.5 * lean_scale * np.log1p(np.exp(spread / lean_scale))
+    evidence = 1 - np.exp(-(observed - floor) / (3 * floor))
+    component = max(from_leans, evidence * jackknife_part)
 
     def half(pair_half):
         # the pairs' variance plus the annotators' component, normal quantile

@@ -1,0 +1,330 @@
+"""How much a statistic moves with the annotators' lasting leans: its variance over panels of
+leans the size of the observed main effects, with the statistic at its exact expectation over
+the labels (no pair noise). :func:`analysis.intervals.annotator_interval` reads the
+annotators' part of ``ci95_annotators`` from it.
+
+Why: with three annotators the jackknife over annotators cannot tell which statistic the
+leans move. Alpha and percent agreement see the same labels, the same main effects and an
+equally noisy jackknife, while their annotators' parts differ fivefold against their pairs'
+variance (0.19 and 0.94 times it with the coverage benchmark's panel of three at 100 pairs:
+alpha, agreement beyond what the pooled labels make likely, moves little with a lean every
+pair shares). The main effects are measured far more precisely than the jackknife (an
+annotator's own marginal over ~100 pairs), and passing leans of their size through the
+statistic says how much this statistic moves with them (docs/intervals.md).
+
+The one rule for what a statistic is stays its ``SumStatistic.features``:
+:func:`expected_features` takes the exact expectation of those features over independent
+labels from its second-order form (every non-majority statistic here has features that are
+quadratic in a unit's counts at a fixed number of annotations), checked against enumerating
+every labelling in ``tests/test_lean_spread.py``.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+from numpy.typing import NDArray
+from scipy import sparse
+
+if TYPE_CHECKING:
+    from analysis.intervals import Panel, SumStatistic
+
+# Panels of leans drawn for one variance: its relative standard error is about sqrt(2 / draws),
+# 0.14 at 100, well under the spread of the jackknife it stands next to.
+LEAN_DRAWS = 100
+# Above this many units the panels of leans use a random sample of them (LeanLayout.of).
+MAX_LEAN_UNITS = 400
+# Counts are rounded to this dyadic grid so that a unit's number of annotations in a part (a
+# row sum, which a statistic's features compare with 1 and 2) stays exact.
+_GRID = 2.0**30
+# Rows of features evaluated at once for a batch of panels (memory: rows x features floats).
+_BATCH_ROWS = 200_000
+
+
+def _on_grid(values: NDArray[np.float64], totals: NDArray[np.float64]) -> NDArray[np.float64]:
+    """``values`` (... x V) rounded to the dyadic grid with each row summing exactly to
+    ``totals`` (...): the rounding's remainder goes to the row's largest entry."""
+    rounded = np.round(values * _GRID) / _GRID
+    largest = np.abs(rounded).argmax(axis=-1)[..., None]
+    remainder = totals - rounded.sum(axis=-1)
+    np.put_along_axis(
+        rounded, largest, np.take_along_axis(rounded, largest, -1) + remainder[..., None], -1
+    )
+    return rounded
+
+
+def expected_features(
+    statistic: SumStatistic,
+    probabilities: NDArray[np.float64],
+    *,
+    unit: NDArray[np.int64],
+    n_units: int,
+    parts: int,
+) -> NDArray[np.float64]:
+    """Each unit's features in expectation over labels drawn independently, annotation ``r``'s
+    from ``probabilities[r]`` (annotations x parts*V: in each part a distribution, or zeros
+    where the annotation gave no label there).
+
+    A unit's counts ``n`` in a part have mean ``S = sum_r p_r`` and covariance ``diag(S) -
+    sum_r p_r p_r^T`` (independent parts). Features quadratic in ``n`` at fixed part totals
+    have a constant Hessian ``H`` there, so ``E f(n) = f(S) + tr(H Cov) / 2`` exactly. The
+    covariance's rows sum to 0, so ``tr(H Cov) = sum_ab G_ab C_ab`` over the first V - 1
+    columns, ``C`` the covariance there and ``G_ab = d_a^T H d_b`` the Hessian along ``d_a =
+    e_a - e_V``, which keeps the part's total (:func:`_hessians`).
+    """
+    indicator = _unit_indicator(unit, n_units)
+    return np.asarray(
+        _expected_features(statistic, probabilities[None], indicator=indicator, parts=parts)[0]
+    )
+
+
+def _unit_indicator(unit: NDArray[np.int64], n_units: int) -> sparse.csr_matrix:
+    """units x annotations, 1 where the annotation belongs to the unit."""
+    n = len(unit)
+    return sparse.csr_matrix((np.ones(n), (unit, np.arange(n))), shape=(n_units, n))
+
+
+# The step of the second differences that read a Hessian: small enough that every evaluated
+# count stays positive (a part's counts start at total / V each), dyadic so that part totals
+# stay exact.
+_STEP = 2.0**-8
+
+
+def _hessians(
+    statistic: SumStatistic, totals: NDArray[np.float64], *, width: int
+) -> NDArray[np.float64]:
+    """K x parts x (V-1) x (V-1) x F: for each row of part totals, ``G_ab = d_a^T H d_b`` in
+    each part, read by second differences (exact for a quadratic) around counts of
+    ``total / V`` in every column."""
+    k, parts = totals.shape
+    centre = _on_grid(np.repeat(totals[:, :, None] / width, width, axis=2), totals)
+    directions = np.zeros((width - 1, width))
+    directions[:, : width - 1] = np.eye(width - 1)
+    directions[:, -1] = -1.0
+    directions *= _STEP
+    # per part: the centre, then +-d_a, then the four corners of every pair (a, b), a < b
+    steps = [np.zeros(width)]
+    for a in range(width - 1):
+        steps += [directions[a], -directions[a]]
+    pairs = list(itertools.combinations(range(width - 1), 2))
+    for a, b in pairs:
+        for sa, sb in ((1, 1), (1, -1), (-1, 1), (-1, -1)):
+            steps.append(sa * directions[a] + sb * directions[b])
+    # K x the part moved x steps x parts x V
+    moved = np.broadcast_to(centre[:, None, None], (k, parts, len(steps), parts, width)).copy()
+    for part in range(parts):
+        moved[:, part, :, part] += np.asarray(steps)
+    values = statistic.features(moved.reshape(-1, parts * width))
+    values = values.reshape(k, parts, len(steps), -1)
+    at_centre = values[:, :, 0]
+    out = np.zeros((k, parts, width - 1, width - 1, values.shape[-1]))
+    for a in range(width - 1):
+        plus, minus = values[:, :, 1 + 2 * a], values[:, :, 2 + 2 * a]
+        out[:, :, a, a] = (plus + minus - 2 * at_centre) / _STEP**2
+    first = 1 + 2 * (width - 1)
+    for index, (a, b) in enumerate(pairs):
+        pp, pm, mp, mm = (values[:, :, first + 4 * index + j] for j in range(4))
+        out[:, :, a, b] = out[:, :, b, a] = (pp - pm - mp + mm) / (4 * _STEP**2)
+    return out
+
+
+def _expected_features(
+    statistic: SumStatistic,
+    probabilities: NDArray[np.float64],
+    *,
+    indicator: sparse.csr_matrix,
+    parts: int,
+) -> NDArray[np.float64]:
+    """:func:`expected_features` for a batch: probabilities B x annotations x parts*V, the
+    result B x units x F."""
+    batch, n, d = probabilities.shape
+    width = d // parts
+    n_units = indicator.shape[0]
+    by_part = probabilities.reshape(batch, n, parts, width)
+    # sums over each unit's annotations, for every batch row at once: units x (B * ...)
+    flat = np.moveaxis(by_part, 1, 0).reshape(n, -1)
+    mean = np.moveaxis((indicator @ flat).reshape(n_units, batch, parts, width), 0, 1)
+    head = by_part[..., : width - 1]
+    flat = np.moveaxis(head[..., :, None] * head[..., None, :], 1, 0).reshape(n, -1)
+    shape = (n_units, batch, parts, width - 1, width - 1)
+    covariance = -np.moveaxis((indicator @ flat).reshape(shape), 0, 1)
+    diagonal = np.arange(width - 1)
+    covariance[..., diagonal, diagonal] += mean[..., : width - 1]
+    totals = np.round(mean.sum(axis=-1))
+    at_mean = statistic.features(_on_grid(mean, totals).reshape(-1, d))
+    at_mean = at_mean.reshape(batch, n_units, -1)
+    # the part totals are the same in every batch row: one Hessian per distinct row of them
+    kinds, kind = np.unique(totals[0], axis=0, return_inverse=True)
+    hessians = _hessians(statistic, kinds, width=width)[kind.ravel()]
+    curvature = np.einsum("bugxy,ugxyf->buf", covariance, hessians)
+    return np.asarray(at_mean + curvature / 2)
+
+
+def lean_covariances(
+    panel: Panel, traits: NDArray[np.float64]
+) -> tuple[NDArray[np.float64], NDArray[np.float64]] | None:
+    """The annotators' lean covariance beyond chance and the chance-sized one (d x d, in the
+    traits' columns): the mean over annotators of ``e_i e_i^T`` (``e_i`` an annotator's main
+    effect, :func:`analysis.intervals.annotator_effects`) minus its mean over the within-pair
+    shuffles, and that mean; both times ``m / (m - 1)`` (``m`` the mean number of annotations a
+    unit), because residuals from a unit's mean shrink a lean by ``(m - 1) / m``. None when no
+    unit has two annotations."""
+    from analysis.intervals import annotator_effects
+
+    effects = annotator_effects(panel, traits)
+    if effects is None:
+        return None
+
+    def moment(codes: NDArray[np.int64]) -> NDArray[np.float64]:
+        mean, _ = effects(codes)
+        return np.asarray(mean.T @ mean / len(mean))
+
+    size = np.bincount(panel.unit)[panel.unit].astype(np.float64)
+    m = float(size[size >= 2].mean())
+    shrink = m / (m - 1)
+    chance = np.mean([moment(codes) for codes in panel.shuffled], axis=0)
+    return (moment(panel.annotator) - chance) * shrink, chance * shrink
+
+
+@dataclass(frozen=True)
+class LeanLayout:
+    """What every panel of leans starts from, prepared once per statistic: each annotation's
+    unit (numbered 0..units-1 over the units kept) and annotator, its base label
+    probabilities in the traits' columns (its unit's other annotations' mean traits, or its
+    own where it is alone), whether it gave a label in each part, and ``columns[r, c]``, the
+    trait column that the statistic's column ``c`` shows for ``r``."""
+
+    unit: NDArray[np.int64]
+    annotator: NDArray[np.int64]
+    n_annotators: int
+    base: NDArray[np.float64]
+    answered: NDArray[np.bool_]
+    columns: NDArray[np.int64]
+    parts: int
+
+    @classmethod
+    def of(
+        cls,
+        *,
+        panel: Panel,
+        traits: NDArray[np.float64],
+        columns: NDArray[np.int64],
+        answered: NDArray[np.bool_],
+        parts: int,
+        rng: np.random.Generator,
+    ) -> LeanLayout:
+        """Above MAX_LEAN_UNITS units, a random MAX_LEAN_UNITS of them (with all their
+        annotations): how much a statistic moves with leans every unit shares does not depend
+        on the number of units, and the cost of a panel is its units times the statistic's
+        evaluations per unit (17 for a quality dimension)."""
+        n_units = int(panel.unit.max(initial=-1)) + 1
+        kept = np.ones(len(panel.unit), dtype=bool)
+        if n_units > MAX_LEAN_UNITS:
+            chosen = np.zeros(n_units, dtype=bool)
+            chosen[rng.choice(n_units, size=MAX_LEAN_UNITS, replace=False)] = True
+            kept = chosen[panel.unit]
+        _, unit = np.unique(panel.unit[kept], return_inverse=True)
+        unit = unit.ravel()
+        n, d = int(kept.sum()), traits.shape[1]
+        width = d // parts
+        answered = answered[kept]
+        grouped = traits[kept].reshape(n, parts, width) * answered[..., None]
+        n_kept = int(unit.max(initial=-1)) + 1
+        indicator = _unit_indicator(unit, n_kept)
+        sums = (indicator @ grouped.reshape(n, d)).reshape(n_kept, parts, width)
+        others = (indicator @ answered.astype(np.float64))[unit] - 1
+        base = np.where(
+            others[..., None] > 0,
+            (sums[unit] - grouped) / np.maximum(others, 1)[..., None],
+            grouped,
+        )
+        return cls(
+            unit=unit,
+            annotator=panel.annotator[kept],
+            n_annotators=panel.n_annotators,
+            base=base.reshape(n, d),
+            answered=answered,
+            columns=columns[kept],
+            parts=parts,
+        )
+
+
+def spread_over_leans(
+    statistic: SumStatistic,
+    layout: LeanLayout,
+    *,
+    covariance: NDArray[np.float64],
+    rng: np.random.Generator,
+) -> float:
+    """The statistic's variance over LEAN_DRAWS panels of leans drawn from ``covariance``.
+
+    In each panel every annotator gets a lean (normal, ``covariance``, in the traits'
+    columns); annotation ``r``'s label probabilities are its base (:class:`LeanLayout`) plus
+    its annotator's lean, cut to [0, 1] and rescaled to a distribution in each part where it
+    gave a label (zeros where it did not), then put in the statistic's columns. NaN when the
+    statistic is undefined in most panels.
+    """
+    n, d = layout.base.shape
+    parts = layout.parts
+    width = d // parts
+    n_units = int(layout.unit.max(initial=-1)) + 1
+    eigenvalues, eigenvectors = np.linalg.eigh((covariance + covariance.T) / 2)
+    root = eigenvectors * np.sqrt(np.clip(eigenvalues, 0.0, None))
+    indicator = _unit_indicator(layout.unit, n_units)
+    fallback = layout.base.reshape(n, parts, width)
+    answered = layout.answered[..., None]
+    # draws at a time: about _BATCH_ROWS unit rows
+    batch = max(1, min(LEAN_DRAWS, _BATCH_ROWS // max(n_units * parts, 1)))
+    values = []
+    for start in range(0, LEAN_DRAWS, batch):
+        size = min(batch, LEAN_DRAWS - start)
+        lean = rng.standard_normal((size, layout.n_annotators, d)) @ root.T
+        p = np.clip(layout.base + lean[:, layout.annotator], 0.0, 1.0)
+        p = p.reshape(size, n, parts, width)
+        total = p.sum(axis=-1, keepdims=True)
+        p = np.where(total > 0, p / np.where(total > 0, total, 1.0), fallback)
+        p = (p * answered).reshape(size, n, d)
+        p = np.take_along_axis(p, np.broadcast_to(layout.columns[None], p.shape), axis=2)
+        features = _expected_features(statistic, p, indicator=indicator, parts=parts)
+        values.append(statistic.finish(features.sum(axis=1)))
+    drawn = np.concatenate(values)
+    defined = drawn[np.isfinite(drawn)]
+    if defined.size * 2 < LEAN_DRAWS:
+        return float("nan")
+    return float(defined.var())
+
+
+def lean_variances(
+    statistic: SumStatistic, own: NDArray[np.int64], *, panel: Panel
+) -> tuple[float, float]:
+    """``(spread, chance)``: the statistic's variance over panels of leans the size of the
+    annotators' main effects beyond chance (:func:`lean_covariances`), and over panels of
+    chance-sized leans (what the same measurement gives annotators who do not differ). Main
+    effects are read from ``panel.traits`` (else ``own``), in ``panel.columns``. NaN when no
+    unit has two annotations."""
+    traits = np.asarray(panel.traits if panel.traits is not None else own, dtype=np.float64)
+    n, d = traits.shape
+    if own.shape[1] != d:
+        raise ValueError(f"traits have {d} columns but the statistic's rows have {own.shape[1]}")
+    covariances = lean_covariances(panel, traits)
+    if covariances is None:
+        return float("nan"), float("nan")
+    parts = statistic.parts
+    columns = panel.columns if panel.columns is not None else np.broadcast_to(np.arange(d), (n, d))
+    rng = np.random.Generator(np.random.PCG64([panel.seed, 3]))
+    layout = LeanLayout.of(
+        panel=panel,
+        traits=traits,
+        columns=columns,
+        answered=own.reshape(n, parts, d // parts).sum(axis=-1) > 0,
+        parts=parts,
+        rng=rng,
+    )
+    spread, chance = (
+        spread_over_leans(statistic, layout, covariance=covariance, rng=rng)
+        for covariance in covariances
+    )
+    return spread, chance
