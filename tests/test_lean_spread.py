@@ -116,18 +116,22 @@ def _slow_spread(statistic, layout, covariance, rng):
     return np.var(values)
 
 
-def test_spread_over_leans_equals_a_slow_recomputation():
-    rng = np.random.default_rng(3)
-    pair, who, own = _panel(rng, n_pairs=12, annotators=3, lean=[0.2, -0.1, 0.0])
-    panel = Panel.of(pair, who, seed=1)
-    layout = LeanLayout.of(
-        panel=panel,
+def _layout(pair, who, own):
+    """The layout of one-hot labels read in their own columns, every annotation labelled."""
+    return LeanLayout.of(
+        panel=Panel.of(pair, who, seed=1),
         traits=own.astype(float),
         columns=np.broadcast_to(np.arange(3), own.shape),
         answered=np.ones((len(pair), 1), dtype=bool),
         parts=1,
         rng=np.random.default_rng(0),
     )
+
+
+def test_spread_over_leans_equals_a_slow_recomputation():
+    rng = np.random.default_rng(3)
+    pair, who, own = _panel(rng, n_pairs=12, annotators=3, lean=[0.2, -0.1, 0.0])
+    layout = _layout(pair, who, own)
     # the base: each annotation's pair's other two annotations' mean label
     assert layout.base[0] == pytest.approx(own[[1, 2]].mean(axis=0))
     covariance = np.array([[0.02, -0.01, -0.01], [-0.01, 0.01, 0.0], [-0.01, 0.0, 0.01]])
@@ -141,15 +145,7 @@ def test_spread_over_leans_equals_a_slow_recomputation():
 def test_no_leans_give_no_spread():
     rng = np.random.default_rng(3)
     pair, who, own = _panel(rng, n_pairs=30, annotators=3, lean=[0.0, 0.0, 0.0])
-    panel = Panel.of(pair, who, seed=1)
-    layout = LeanLayout.of(
-        panel=panel,
-        traits=own.astype(float),
-        columns=np.broadcast_to(np.arange(3), own.shape),
-        answered=np.ones((len(pair), 1), dtype=bool),
-        parts=1,
-        rng=np.random.default_rng(0),
-    )
+    layout = _layout(pair, who, own)
     spread = spread_over_leans(
         PERCENT_AGREEMENT, layout, covariance=np.zeros((3, 3)), rng=np.random.default_rng(1)
     )
