@@ -35,8 +35,9 @@ if TYPE_CHECKING:
 # Panels of leans drawn for one variance: its relative standard error is about sqrt(2 / draws),
 # 0.14 at 100, well under the spread of the jackknife it stands next to.
 LEAN_DRAWS = 100
-# Above this many units the panels of leans use a random sample of them (LeanLayout.of).
-MAX_LEAN_UNITS = 400
+# Above this many units the panels of leans use a random sample of them (LeanLayout.of). The
+# coverage benchmark's studies have at most 100, so its table does not depend on it.
+MAX_LEAN_UNITS = 200
 # Counts are rounded to this dyadic grid so that a unit's number of annotations in a part (a
 # row sum, which a statistic's features compare with 1 and 2) stays exact.
 _GRID = 2.0**30
@@ -218,8 +219,10 @@ class LeanLayout:
     ) -> LeanLayout:
         """Above MAX_LEAN_UNITS units, a random MAX_LEAN_UNITS of them (with all their
         annotations): how much a statistic moves with leans every unit shares does not depend
-        on the number of units, and the cost of a panel is its units times the statistic's
-        evaluations per unit (17 for a quality dimension)."""
+        on the number of units (on 200 of 600 units it was within the Monte Carlo noise of
+        all 600, tests/test_lean_spread.py), while each panel costs time in proportion to
+        its annotations (a report of 100,000 annotations went from 3.7x to 5.4x the time of
+        a bare script with 400 units, 4.8x with 200: benchmarks/bench_report.py)."""
         n_units = int(panel.unit.max(initial=-1)) + 1
         kept = np.ones(len(panel.unit), dtype=bool)
         if n_units > MAX_LEAN_UNITS:

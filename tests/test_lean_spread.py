@@ -227,7 +227,7 @@ def test_many_units_use_a_sample_of_them(monkeypatch):
     sampled, _ = lean_variances(PERCENT_AGREEMENT, own, panel=panel)
     monkeypatch.setattr(lean_spread, "MAX_LEAN_UNITS", 10_000)
     everything, _ = lean_variances(PERCENT_AGREEMENT, own, panel=panel)
-    # the same leans move the statistic alike on 400 of the 600 units
+    # the same leans move the statistic alike on 200 of the 600 units
     assert sampled == pytest.approx(everything, rel=0.3)
 
 
