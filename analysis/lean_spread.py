@@ -221,8 +221,9 @@ class LeanLayout:
         annotations): how much a statistic moves with leans every unit shares does not depend
         on the number of units (on 200 of 600 units it was within the Monte Carlo noise of
         all 600, tests/test_lean_spread.py), while each panel costs time in proportion to
-        its annotations (a report of 100,000 annotations went from 3.7x to 5.4x the time of
-        a bare script with 400 units, 4.8x with 200: benchmarks/bench_report.py)."""
+        its annotations (a report of 100,000 annotations: 4.3x the CPU time of a bare script
+        without the lean spread, 5.4x with it on 400 units, 4.5-4.8x on 200, in one session:
+        benchmarks/bench_report.py)."""
         n_units = int(panel.unit.max(initial=-1)) + 1
         kept = np.ones(len(panel.unit), dtype=bool)
         if n_units > MAX_LEAN_UNITS:
