@@ -26,27 +26,27 @@ part: how much the statistic moves over panels of leans the size of the annotato
 leans in their own labels or ratings beyond chance, the statistic taken at its expectation over
 the labels (:mod:`analysis.lean_spread`). It tells statistics apart that the jackknife cannot:
 against its pair-to-pair variance, alpha moves with leans every pair shares far less than
-percent agreement does. The jackknife's part:
-the jackknife over annotators minus its expected pair-noise part, measured by the same
-jackknife after the annotators' labels are shuffled within each pair (which keeps who rated how
-many pairs but removes any lasting difference between annotators; the mean over shuffles),
-counted as far as it stands above that floor, because with three annotators it is mostly noise
-near it and speaks where it stands far above (quality alpha's bias with a few annotators who
-differ, which leans do not show). Both go through a smooth positive part and are weighted by
-how far the annotators' main effects (:func:`main_effect_ratio`) exceed what the same shuffles
-give (:func:`annotator_component`). A majority (label agreement, ``SumStatistic.majority``)
-is the exception: leaving one of three annotators out turns a majority of three into agreement
-of two, so its annotators' part is a bootstrap over annotators that re-labels each pair with
-stand-ins' answers (:func:`annotator_bootstrap`), minus the same on the shuffles, and its
-component grows with the main effects up to twice its size (:func:`spread_growth`). Why the weight: with
-three annotators the jackknife of an agreement statistic has two degrees of freedom and tells a
-panel that differs from alike annotators poorly, while an annotator's own marginal over ~100
-pairs shows a lasting lean far above its standard error. Each side is z times the square root
-of the sum; there is no test that switches between a narrow and a wide interval, and every
-interval is cut to the statistic's range (AC1's -1/(Q-1) to 1, alpha's -1 to 1, shares' 0 to
-1). ``benchmarks/bench_coverage.py`` measures coverage and width against an oracle; the README
-has the table and says which cells three annotators still miss; docs/intervals.md why each
-choice was made and what was tried.
+percent agreement does. The jackknife's part: the jackknife over annotators minus its expected
+pair-noise part, measured by the same jackknife after the annotators' labels are shuffled
+within each pair (which keeps who rated how many pairs but removes any lasting difference
+between annotators; the mean over shuffles), counted as far as it stands above that floor,
+because with three annotators it is mostly noise near it and speaks where it stands far above
+(quality alpha's bias with a few annotators who differ, which leans do not show). Both go
+through a smooth positive part and are weighted by how far the annotators' main effects
+(:func:`main_effect_ratio`) exceed what the same shuffles give (:func:`annotator_component`). A
+majority (label agreement, ``SumStatistic.majority``) is the exception: leaving one of three
+annotators out turns a majority of three into agreement of two, so its annotators' part is a
+bootstrap over annotators that re-labels each pair with stand-ins' answers
+(:func:`annotator_bootstrap`), minus the same on the shuffles, and its component grows with the
+main effects up to twice its size (:func:`spread_growth`). Why the weight: with three
+annotators the jackknife of an agreement statistic has two degrees of freedom and tells a panel
+that differs from alike annotators poorly, while an annotator's own marginal over ~100 pairs
+shows a lasting lean far above its standard error. Each side is z times the square root of the
+sum; there is no test that switches between a narrow and a wide interval, and every interval is
+cut to the statistic's range (AC1's -1/(Q-1) to 1, alpha's -1 to 1, shares' 0 to 1).
+``benchmarks/bench_coverage.py`` measures coverage and width against an oracle; the README has
+the table and says which cells three annotators still miss; docs/intervals.md why each choice
+was made and what was tried.
 """
 
 from __future__ import annotations
