@@ -41,7 +41,8 @@ MAX_LEAN_UNITS = 200
 # Counts are rounded to this dyadic grid so that a unit's number of annotations in a part (a
 # row sum, which a statistic's features compare with 1 and 2) stays exact.
 _GRID = 2.0**30
-# Rows of features evaluated at once for a batch of panels (memory: rows x features floats).
+# Unit rows (units x parts, over the panels of a batch) handled at once: memory is about this
+# times (V - 1)^2 + the number of features floats.
 _BATCH_ROWS = 200_000
 
 
@@ -170,9 +171,10 @@ def lean_covariances(
     """The annotators' lean covariance beyond chance and the chance-sized one (d x d, in the
     traits' columns): the mean over annotators of ``e_i e_i^T`` (``e_i`` an annotator's main
     effect, :func:`analysis.intervals.annotator_effects`) minus its mean over the within-pair
-    shuffles, and that mean; both times ``m / (m - 1)`` (``m`` the mean number of annotations a
-    unit), because residuals from a unit's mean shrink a lean by ``(m - 1) / m``. None when no
-    unit has two annotations."""
+    shuffles, and that mean; both times ``m / (m - 1)`` (``m`` the number of annotations on an
+    annotation's unit, averaged over the annotations on units with two or more), because
+    residuals from a unit's mean shrink a lean by ``(m - 1) / m``. None when no unit has two
+    annotations."""
     from analysis.intervals import annotator_effects
 
     effects = annotator_effects(panel, traits)
