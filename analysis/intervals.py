@@ -378,6 +378,11 @@ class Panel:
             columns=None if columns is None else np.asarray(columns, dtype=np.int64),
         )
 
+    def traits_for(self, own: np.ndarray) -> np.ndarray:
+        """What the main effects are read from for a statistic whose annotations are ``own``:
+        this panel's traits where it has them, else ``own``."""
+        return self.traits if self.traits is not None else own
+
     def group_sum(self, codes: np.ndarray, values: np.ndarray) -> np.ndarray:
         """Per annotator sums of ``values`` rows, annotators given by ``codes`` per row: the
         annotators x rows indicator matrix times ``values``. In CSC form that matrix is its
@@ -473,8 +478,8 @@ def annotator_interval(
     # annotators who do not differ (percent agreement, alike 100 x 3: +0.65e-3, half the
     # pairs' variance).
     floor = float(np.nanmean([variance(codes) for codes in panel.shuffled]))
-    traits = panel.traits if panel.traits is not None else own
-    main_effects = main_effect_ratio(panel, traits)
+    effects = annotator_effects(panel, panel.traits_for(own))
+    main_effects = 1.0 if effects is None else effects.ratio()
     component = annotator_component(
         observed=observed,
         floor=floor,
@@ -483,7 +488,7 @@ def annotator_interval(
         grows_with_spread=statistic.majority,
     )
     if not statistic.majority:
-        spread, chance = lean_variances(statistic, own, panel=panel)
+        spread, chance = lean_variances(statistic, own, panel=panel, effects=effects)
         component = annotator_part(
             component,
             observed=observed,
@@ -689,27 +694,34 @@ def main_effect_ratio(panel: Panel, traits: np.ndarray) -> float:
     alike annotators (module docstring). 1.0 when no pair shows any spread (nothing to tell).
     """
     effects = annotator_effects(panel, traits)
-    if effects is None:
-        return 1.0
-
-    def spread(codes: np.ndarray) -> float:
-        mean, n = effects(codes)
-        return float((n[:, None] * mean**2).sum())
-
-    chance = float(np.mean([spread(codes) for codes in panel.shuffled]))
-    if chance <= 0:
-        return 1.0
-    return spread(panel.annotator) / chance
+    return 1.0 if effects is None else effects.ratio()
 
 
-def annotator_effects(
-    panel: Panel, traits: np.ndarray
-) -> Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]] | None:
-    """Each annotator's main effect for a given assignment of annotator codes: a function of the
-    codes (the panel's own or a shuffle) giving the annotators x d mean residuals and the number
-    of annotations behind each (0 for an annotator without any; its mean is 0). Residual: an
-    annotation's ``traits`` row minus its pair's mean, over pairs with two or more annotations.
-    None when no pair has two (nothing to compare)."""
+@dataclass(frozen=True)
+class MainEffects:
+    """Each annotator's main effect, annotators x d mean residuals, and the number of
+    annotations behind each (0 for an annotator without any; its mean is 0): for the panel's
+    own annotator codes and for each of its within-pair shuffles (chance)."""
+
+    observed: tuple[np.ndarray, np.ndarray]
+    shuffled: tuple[tuple[np.ndarray, np.ndarray], ...]
+
+    def ratio(self) -> float:
+        """``H / H0`` (:func:`main_effect_ratio`); 1.0 when the shuffles show no spread."""
+
+        def spread(effects: tuple[np.ndarray, np.ndarray]) -> float:
+            mean, n = effects
+            return float((n[:, None] * mean**2).sum())
+
+        chance = float(np.mean([spread(effects) for effects in self.shuffled]))
+        return spread(self.observed) / chance if chance > 0 else 1.0
+
+
+def annotator_effects(panel: Panel, traits: np.ndarray) -> MainEffects | None:
+    """The annotators' main effects (:class:`MainEffects`) read from ``traits``, one row per
+    annotation. Residual: an annotation's row minus its pair's mean, over pairs with two or
+    more annotations; an annotator's effect is the mean of its residuals. None when no pair
+    has two (nothing to compare)."""
     traits = np.asarray(traits, dtype=np.float64).reshape(len(panel.unit), -1)
     n_units = int(panel.unit.max(initial=-1)) + 1
     size = np.bincount(panel.unit, minlength=n_units)
@@ -729,7 +741,10 @@ def annotator_effects(
         n = np.bincount(codes, minlength=panel.n_annotators)
         return per_annotator / np.maximum(n, 1)[:, None], n
 
-    return effects
+    return MainEffects(
+        observed=effects(panel.annotator),
+        shuffled=tuple(effects(codes) for codes in panel.shuffled),
+    )
 
 
 def main_effect_weight(main_effects: float) -> float:
@@ -783,10 +798,20 @@ def annotator_component(
         weight *= spread_growth(main_effects)
     if not np.isfinite(floor):
         return weight * observed
-    scale = (floor + observed) * np.sqrt(2.0 / max(annotators - 1, 1))
+    return weight * smooth_positive(
+        observed - floor, variance=floor + observed, annotators=annotators
+    )
+
+
+def smooth_positive(excess: float, *, variance: float, annotators: int) -> float:
+    """``s log(1 + exp(excess / s))`` with ``s = variance * sqrt(2 / (annotators - 1))``, the
+    standard deviation of a chi-square variance estimate with annotators - 1 degrees of
+    freedom; ``max(excess, 0)`` when ``s`` is 0. The smooth positive part both annotators'
+    parts go through (:func:`annotator_component`, :func:`annotator_part`)."""
+    scale = variance * np.sqrt(2.0 / max(annotators - 1, 1))
     if scale <= 0:
-        return weight * max(0.0, observed - floor)
-    return float(weight * scale * np.logaddexp(0.0, (observed - floor) / scale))
+        return max(excess, 0.0)
+    return float(scale * np.logaddexp(0.0, excess / scale))
 
 
 def annotator_part(
@@ -821,13 +846,13 @@ def annotator_part(
     """
     if not np.isfinite(lean_spread):
         return jackknife_part
-    weight = main_effect_weight(main_effects)
-    scale = (lean_spread + max(chance_spread, 0.0)) * np.sqrt(2.0 / max(annotators - 1, 1))
-    if scale > 0:
-        smooth = scale * float(np.logaddexp(0.0, lean_spread / scale))
-    else:
-        smooth = max(lean_spread, 0.0)
-    from_leans = weight * LEAN_GAIN * smooth
+    from_leans = (
+        main_effect_weight(main_effects)
+        * LEAN_GAIN
+        * smooth_positive(
+            lean_spread, variance=lean_spread + max(chance_spread, 0.0), annotators=annotators
+        )
+    )
     if floor > 0 and np.isfinite(floor):
         evidence = float(-np.expm1(-max(observed - floor, 0.0) / (JACKKNIFE_EVIDENCE * floor)))
     else:

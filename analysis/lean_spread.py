@@ -30,7 +30,7 @@ from numpy.typing import NDArray
 from scipy import sparse
 
 if TYPE_CHECKING:
-    from analysis.intervals import Panel, SumStatistic
+    from analysis.intervals import MainEffects, Panel, SumStatistic
 
 # Panels of leans drawn for one variance: its relative standard error is about sqrt(2 / draws),
 # 0.14 at 100, well under the spread of the jackknife it stands next to.
@@ -166,30 +166,23 @@ def _expected_features(
 
 
 def lean_covariances(
-    panel: Panel, traits: NDArray[np.float64]
-) -> tuple[NDArray[np.float64], NDArray[np.float64]] | None:
+    effects: MainEffects, *, unit: NDArray[np.int64]
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """The annotators' lean covariance beyond chance and the chance-sized one (d x d, in the
     traits' columns): the mean over annotators of ``e_i e_i^T`` (``e_i`` an annotator's main
-    effect, :func:`analysis.intervals.annotator_effects`) minus its mean over the within-pair
+    effect, :class:`analysis.intervals.MainEffects`) minus its mean over the within-pair
     shuffles, and that mean; both times ``m / (m - 1)`` (``m`` the number of annotations on an
-    annotation's unit, averaged over the annotations on units with two or more), because
-    residuals from a unit's mean shrink a lean by ``(m - 1) / m``. None when no unit has two
-    annotations."""
-    from analysis.intervals import annotator_effects
+    annotation's unit, averaged over the annotations on units with two or more; ``unit``: each
+    annotation's), because residuals from a unit's mean shrink a lean by ``(m - 1) / m``."""
 
-    effects = annotator_effects(panel, traits)
-    if effects is None:
-        return None
-
-    def moment(codes: NDArray[np.int64]) -> NDArray[np.float64]:
-        mean, _ = effects(codes)
+    def moment(mean: NDArray[np.float64]) -> NDArray[np.float64]:
         return np.asarray(mean.T @ mean / len(mean))
 
-    size = np.bincount(panel.unit)[panel.unit].astype(np.float64)
+    size = np.bincount(unit)[unit].astype(np.float64)
     m = float(size[size >= 2].mean())
     shrink = m / (m - 1)
-    chance = np.mean([moment(codes) for codes in panel.shuffled], axis=0)
-    return (moment(panel.annotator) - chance) * shrink, chance * shrink
+    chance = np.mean([moment(mean) for mean, _ in effects.shuffled], axis=0)
+    return (moment(effects.observed[0]) - chance) * shrink, chance * shrink
 
 
 @dataclass(frozen=True)
@@ -304,20 +297,25 @@ def spread_over_leans(
 
 
 def lean_variances(
-    statistic: SumStatistic, own: NDArray[np.int64], *, panel: Panel
+    statistic: SumStatistic,
+    own: NDArray[np.int64],
+    *,
+    panel: Panel,
+    effects: MainEffects | None,
 ) -> tuple[float, float]:
     """``(spread, chance)``: the statistic's variance over panels of leans the size of the
     annotators' main effects beyond chance (:func:`lean_covariances`), and over panels of
-    chance-sized leans (what the same measurement gives annotators who do not differ). Main
-    effects are read from ``panel.traits`` (else ``own``), in ``panel.columns``. NaN when no
-    unit has two annotations."""
-    traits = np.asarray(panel.traits if panel.traits is not None else own, dtype=np.float64)
+    chance-sized leans (what the same measurement gives annotators who do not differ).
+    ``effects`` are the main effects read from ``panel.traits_for(own)``, whose columns the
+    statistic's show through ``panel.columns``. NaN when there are none (no unit with two
+    annotations)."""
+    traits = np.asarray(panel.traits_for(own), dtype=np.float64)
     n, d = traits.shape
     if own.shape[1] != d:
         raise ValueError(f"traits have {d} columns but the statistic's rows have {own.shape[1]}")
-    covariances = lean_covariances(panel, traits)
-    if covariances is None:
+    if effects is None:
         return float("nan"), float("nan")
+    covariances = lean_covariances(effects, unit=panel.unit)
     parts = statistic.parts
     columns = panel.columns if panel.columns is not None else np.broadcast_to(np.arange(d), (n, d))
     rng = np.random.Generator(np.random.PCG64([panel.seed, 3]))

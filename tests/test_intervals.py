@@ -19,6 +19,7 @@ from analysis.intervals import (
     annotator_bootstrap,
     annotator_component,
     annotator_draws,
+    annotator_effects,
     annotator_interval,
     combined_interval,
     main_effect_ratio,
@@ -479,7 +480,9 @@ def test_annotator_interval_equals_a_slow_recomputation(width):
     # the main effects' part: 2.5 times the smooth positive part of the statistic's spread
     # over panels of leans, at the scale (spread + chance) * sqrt(2 / (k - 1)), same weight;
     # the jackknife's part counts as far as it stands above three floors
-    spread, chance = lean_variances(statistic, own, panel=panel)
+    spread, chance = lean_variances(
+        statistic, own, panel=panel, effects=annotator_effects(panel, own)
+    )
     lean_scale = (spread + chance) * np.sqrt(2 / (annotators - 1))
     from_leans = weight * 2.5 * lean_scale * np.log1p(np.exp(spread / lean_scale))
     evidence = 1 - np.exp(-(observed - floor) / (3 * floor))

@@ -18,7 +18,13 @@ from analysis.agreement import (
     neutral_coding,
     percent_agreement,
 )
-from analysis.intervals import JACKKNIFE_EVIDENCE, LEAN_GAIN, Panel, annotator_part
+from analysis.intervals import (
+    JACKKNIFE_EVIDENCE,
+    LEAN_GAIN,
+    Panel,
+    annotator_effects,
+    annotator_part,
+)
 from analysis.lean_spread import (
     LeanLayout,
     expected_features,
@@ -26,6 +32,13 @@ from analysis.lean_spread import (
     lean_variances,
     spread_over_leans,
 )
+
+
+def _variances(statistic, own, *, panel):
+    """lean_variances with the main effects read as annotator_interval reads them."""
+    effects = annotator_effects(panel, panel.traits_for(own))
+    return lean_variances(statistic, own, panel=panel, effects=effects)
+
 
 STATISTICS = {
     "percent agreement": (PERCENT_AGREEMENT, 1, 3),
@@ -160,7 +173,7 @@ def test_lean_covariance_known_answer():
     who = np.array([0, 1, 2, 0, 1, 2])
     traits = np.array([[1.0], [0.0], [0.0], [1.0], [1.0], [0.0]])
     panel = Panel.of(pair, who, seed=0)
-    observed, chance = lean_covariances(panel, traits)
+    observed, chance = lean_covariances(annotator_effects(panel, traits), unit=pair)
     shuffled = []
     for codes in panel.shuffled:
         residual = traits[:, 0] - np.repeat([1 / 3, 2 / 3], 3)
@@ -188,7 +201,7 @@ def test_leans_move_alpha_less_than_percent_agreement_for_their_pairs_variance()
         ),
         (PERCENT_AGREEMENT, percent_agreement(counts, bootstrap=1000, seed=1)),
     ):
-        spread, chance = lean_variances(statistic, own, panel=panel)
+        spread, chance = _variances(statistic, own, panel=panel)
         assert spread > 10 * chance
         pairs_variance = ((estimate.ci95[1] - estimate.ci95[0]) / 2 / 1.96) ** 2
         shares[statistic is PERCENT_AGREEMENT] = spread / pairs_variance
@@ -213,10 +226,10 @@ def test_the_neutral_coding_reads_leans_in_the_labels_columns():
     # columns it is split between "first" and "second" at random
     statistic = alpha_statistic(level="nominal", domain=[0, 1, 2])
     panel = Panel.of(pair, who, seed=2)
-    with_labels, _ = lean_variances(
+    with_labels, _ = _variances(
         statistic, neutral_own, panel=panel.with_traits(own, columns=columns)
     )
-    hidden, _ = lean_variances(statistic, neutral_own, panel=panel)
+    hidden, _ = _variances(statistic, neutral_own, panel=panel)
     assert with_labels > 3 * hidden
 
 
@@ -224,9 +237,13 @@ def test_many_units_use_a_sample_of_them(monkeypatch):
     rng = np.random.default_rng(6)
     pair, who, own = _panel(rng, n_pairs=600, annotators=3, lean=[0.25, 0.0, -0.25])
     panel = Panel.of(pair, who, seed=4)
-    sampled, _ = lean_variances(PERCENT_AGREEMENT, own, panel=panel)
+    # 200 of the 600 units, each with all three of its annotations
+    layout = _layout(pair, who, own)
+    assert lean_spread.MAX_LEAN_UNITS == 200
+    assert len(np.unique(layout.unit)) == 200 and len(layout.unit) == 600
+    sampled, _ = _variances(PERCENT_AGREEMENT, own, panel=panel)
     monkeypatch.setattr(lean_spread, "MAX_LEAN_UNITS", 10_000)
-    everything, _ = lean_variances(PERCENT_AGREEMENT, own, panel=panel)
+    everything, _ = _variances(PERCENT_AGREEMENT, own, panel=panel)
     # the same leans move the statistic alike on 200 of the 600 units
     assert sampled == pytest.approx(everything, rel=0.3)
 
@@ -237,7 +254,7 @@ def test_traits_of_another_width_are_refused():
     own = np.eye(3, dtype=np.int64)[np.zeros(15, dtype=int)]
     panel = Panel.of(pair, who, seed=0).with_traits(np.ones((15, 2)))
     with pytest.raises(ValueError, match="traits have 2 columns"):
-        lean_variances(PERCENT_AGREEMENT, own, panel=panel)
+        _variances(PERCENT_AGREEMENT, own, panel=panel)
 
 
 def _softplus(x, scale):
