@@ -251,6 +251,46 @@ class LeanLayout:
         )
 
 
+def lean_root(covariance: NDArray[np.float64]) -> NDArray[np.float64]:
+    """A square root of ``covariance`` (its negative eigenvalues, round-off, taken as 0):
+    standard normal draws times its transpose are leans of that covariance."""
+    eigenvalues, eigenvectors = np.linalg.eigh((covariance + covariance.T) / 2)
+    return np.asarray(eigenvectors * np.sqrt(np.clip(eigenvalues, 0.0, None)))
+
+
+def leaned_distributions(
+    probabilities: NDArray[np.float64], *, fallback: NDArray[np.float64]
+) -> NDArray[np.float64]:
+    """Base plus lean (... x parts x V) cut to [0, 1] and rescaled to a distribution in each
+    part; ``fallback`` (the base) where the cut leaves nothing."""
+    p = np.clip(probabilities, 0.0, 1.0)
+    total = p.sum(axis=-1, keepdims=True)
+    return np.asarray(np.where(total > 0, p / np.where(total > 0, total, 1.0), fallback))
+
+
+def statistic_at_leans(
+    statistic: SumStatistic,
+    layout: LeanLayout,
+    lean: NDArray[np.float64],
+    *,
+    indicator: sparse.csr_matrix,
+) -> NDArray[np.float64]:
+    """The statistic at its expectation over the labels for each panel of leans (``lean``:
+    panels x annotators x d, in the traits' columns): annotation ``r``'s label probabilities
+    are its base plus its annotator's lean (:func:`leaned_distributions`), zeros where it
+    gave no label, put in the statistic's columns. ``indicator``: units x annotations."""
+    size = lean.shape[0]
+    n, d = layout.base.shape
+    parts = layout.parts
+    width = d // parts
+    leaned = (layout.base + lean[:, layout.annotator]).reshape(size, n, parts, width)
+    leaned = leaned_distributions(leaned, fallback=layout.base.reshape(n, parts, width))
+    p = (leaned * layout.answered[..., None]).reshape(size, n, d)
+    p = np.take_along_axis(p, np.broadcast_to(layout.columns[None], p.shape), axis=2)
+    features = _expected_features(statistic, p, indicator=indicator, parts=parts)
+    return np.asarray(statistic.finish(features.sum(axis=1)))
+
+
 def spread_over_leans(
     statistic: SumStatistic,
     layout: LeanLayout,
@@ -258,37 +298,21 @@ def spread_over_leans(
     covariance: NDArray[np.float64],
     rng: np.random.Generator,
 ) -> float:
-    """The statistic's variance over LEAN_DRAWS panels of leans drawn from ``covariance``.
-
-    In each panel every annotator gets a lean (normal, ``covariance``, in the traits'
-    columns); annotation ``r``'s label probabilities are its base (:class:`LeanLayout`) plus
-    its annotator's lean, cut to [0, 1] and rescaled to a distribution in each part where it
-    gave a label (zeros where it did not), then put in the statistic's columns. NaN when the
-    statistic is undefined in most panels.
+    """The statistic's variance over LEAN_DRAWS panels of leans drawn from ``covariance``
+    (every annotator a normal lean in the traits' columns; :func:`statistic_at_leans`). NaN
+    when the statistic is undefined in most panels.
     """
-    n, d = layout.base.shape
-    parts = layout.parts
-    width = d // parts
+    d = layout.base.shape[1]
     n_units = int(layout.unit.max(initial=-1)) + 1
-    eigenvalues, eigenvectors = np.linalg.eigh((covariance + covariance.T) / 2)
-    root = eigenvectors * np.sqrt(np.clip(eigenvalues, 0.0, None))
+    root = lean_root(covariance)
     indicator = _unit_indicator(layout.unit, n_units)
-    fallback = layout.base.reshape(n, parts, width)
-    answered = layout.answered[..., None]
     # draws at a time: about _BATCH_ROWS unit rows
-    batch = max(1, min(LEAN_DRAWS, _BATCH_ROWS // max(n_units * parts, 1)))
+    batch = max(1, min(LEAN_DRAWS, _BATCH_ROWS // max(n_units * layout.parts, 1)))
     values = []
     for start in range(0, LEAN_DRAWS, batch):
         size = min(batch, LEAN_DRAWS - start)
         lean = rng.standard_normal((size, layout.n_annotators, d)) @ root.T
-        p = np.clip(layout.base + lean[:, layout.annotator], 0.0, 1.0)
-        p = p.reshape(size, n, parts, width)
-        total = p.sum(axis=-1, keepdims=True)
-        p = np.where(total > 0, p / np.where(total > 0, total, 1.0), fallback)
-        p = (p * answered).reshape(size, n, d)
-        p = np.take_along_axis(p, np.broadcast_to(layout.columns[None], p.shape), axis=2)
-        features = _expected_features(statistic, p, indicator=indicator, parts=parts)
-        values.append(statistic.finish(features.sum(axis=1)))
+        values.append(statistic_at_leans(statistic, layout, lean, indicator=indicator))
     drawn = np.concatenate(values)
     defined = drawn[np.isfinite(drawn)]
     if defined.size * 2 < LEAN_DRAWS:

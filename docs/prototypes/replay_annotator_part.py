@@ -14,10 +14,13 @@ point, the pairs' interval, the range and :func:`analysis.intervals.annotator_pa
 with each lean spread also split into its odd and even parts (the statistic at leans ``L`` and
 ``-L``: ``(f(L) - f(-L)) / 2`` moves with the leans' direction, ``(f(L) + f(-L)) / 2`` with
 their spread; both over the same draws, so the total is the variance of all 2 x LEAN_DRAWS
-values). ``--uncut`` adds the leans to the base probabilities without cutting them to [0, 1]
-(the expected features are a polynomial in the probabilities, so they stay defined).
-``replay`` prints coverage of the population value for the rule as recorded and for the
-variants in ``VARIANTS``.
+values, so the recorded intervals are the rule's on those draws, not `main`'s own, which
+draws LEAN_DRAWS leans without their negatives). ``--uncut`` adds the leans to the base
+probabilities without cutting them to [0, 1] (the expected features are a polynomial in the
+probabilities, so they stay defined). ``replay`` prints coverage of the population value for
+the rule as it is, recomputed from the recorded inputs (it gives the recorded intervals back),
+and for the variants in ``VARIANTS``, each through
+:func:`analysis.intervals.annotator_part` itself.
 """
 
 from __future__ import annotations
@@ -37,11 +40,6 @@ import bench_coverage as bench
 
 import analysis.intervals as intervals
 import analysis.lean_spread as lean_spread
-from analysis.intervals import (
-    combined_interval,
-    main_effect_weight,
-    smooth_positive,
-)
 
 RECORDS = Path("/tmp/replay_annotator_part")
 _original_part = intervals.annotator_part
@@ -49,37 +47,27 @@ _original_combined = intervals.combined_interval
 _pending: dict = {}
 _records: list[dict] = []
 _splits: list[tuple[float, float, float]] = []
-_uncut = False
+
+
+def _uncut(probabilities, *, fallback):
+    """Base plus lean not cut to [0, 1]: leans sum to 0 in each part, so a distribution stays
+    one in sum; the fallback where the base had no label."""
+    total = probabilities.sum(axis=-1, keepdims=True)
+    return np.where(np.abs(total - 1) < 1e-9, probabilities, fallback)
 
 
 def _spread_over_leans(statistic, layout, *, covariance, rng):
-    """:func:`analysis.lean_spread.spread_over_leans` at ``L`` and ``-L``; records the odd
-    and even parts' variances and returns the total's."""
-    n, d = layout.base.shape
-    parts, width = layout.parts, d // layout.parts
+    """:func:`analysis.lean_spread.spread_over_leans` over LEAN_DRAWS leans and their
+    negatives; records the odd and even parts' variances and returns the total's."""
     draws = lean_spread.LEAN_DRAWS
     n_units = int(layout.unit.max(initial=-1)) + 1
-    eigenvalues, eigenvectors = np.linalg.eigh((covariance + covariance.T) / 2)
-    root = eigenvectors * np.sqrt(np.clip(eigenvalues, 0.0, None))
     indicator = lean_spread._unit_indicator(layout.unit, n_units)
-    fallback = layout.base.reshape(n, parts, width)
-    lean = rng.standard_normal((draws, layout.n_annotators, d)) @ root.T
-    values = []
-    for sign in (1.0, -1.0):
-        p = layout.base + sign * lean[:, layout.annotator]
-        p = p.reshape(draws, n, parts, width)
-        if _uncut:
-            # leans sum to 0 in each part, so p keeps summing to 1 where it was a distribution
-            p = np.where(np.abs(p.sum(axis=-1, keepdims=True) - 1) < 1e-9, p, fallback)
-        else:
-            p = np.clip(p, 0.0, 1.0)
-            total = p.sum(axis=-1, keepdims=True)
-            p = np.where(total > 0, p / np.where(total > 0, total, 1.0), fallback)
-        p = (p * layout.answered[..., None]).reshape(draws, n, d)
-        p = np.take_along_axis(p, np.broadcast_to(layout.columns[None], p.shape), axis=2)
-        features = lean_spread._expected_features(statistic, p, indicator=indicator, parts=parts)
-        values.append(statistic.finish(features.sum(axis=1)))
-    plus, minus = values
+    shape = (draws, layout.n_annotators, layout.base.shape[1])
+    lean = rng.standard_normal(shape) @ lean_spread.lean_root(covariance).T
+    plus, minus = (
+        lean_spread.statistic_at_leans(statistic, layout, sign * lean, indicator=indicator)
+        for sign in (1.0, -1.0)
+    )
     defined = np.isfinite(plus) & np.isfinite(minus)
     if defined.sum() * 2 < draws:
         _splits.append((np.nan, np.nan, np.nan))
@@ -114,8 +102,8 @@ def _study(args) -> dict:
 
 
 def record(cells: list[int], *, studies: int, first_seed: int, uncut: bool) -> None:
-    global _uncut
-    _uncut = uncut
+    if uncut:
+        lean_spread.leaned_distributions = _uncut
     lean_spread.spread_over_leans = _spread_over_leans
     intervals.annotator_part = _annotator_part
     intervals.combined_interval = _combined_interval
@@ -134,28 +122,31 @@ def record(cells: list[int], *, studies: int, first_seed: int, uncut: bool) -> N
             print(f"cell {index}: {studies} studies, {time.perf_counter() - started:.0f} s")
 
 
+def _inputs(part: dict) -> dict:
+    return {k: v for k, v in part.items() if k not in ("jackknife_part", "result", "split")}
+
+
 def as_recorded(name: str, part: dict) -> float:
-    return part["result"]
+    """The rule as it is, recomputed from the recorded inputs."""
+    return _original_part(part["jackknife_part"], **_inputs(part))
 
 
-def split_gains(*, odd: float, even: float, evidence_scale: float = 3.0):
-    """The annotators' part with ``odd`` times the odd part of the lean spread plus ``even``
-    times the even part in place of LEAN_GAIN times the whole (the same smoothing, weight and
-    jackknife's evidence as :func:`analysis.intervals.annotator_part`)."""
+def split_gains(*, odd: float, even: float):
+    """:func:`analysis.intervals.annotator_part` with ``odd`` times the odd part of the lean
+    spread plus ``even`` times the even part in place of LEAN_GAIN times the whole (its
+    smoothing is homogeneous, so dividing both spreads by LEAN_GAIN is the same)."""
 
     def rule(name: str, part: dict) -> float:
-        (o, e, total), (chance_o, chance_e, _) = part["split"]
-        if not np.isfinite(total):
-            return part["jackknife_part"]
-        spread, chance = odd * o + even * e, odd * chance_o + even * chance_e
-        from_leans = main_effect_weight(part["main_effects"]) * smooth_positive(
-            spread, variance=spread + max(chance, 0.0), annotators=part["annotators"]
+        (o, e, _), (chance_o, chance_e, _) = part["split"]
+        gain = intervals.LEAN_GAIN
+        return _original_part(
+            part["jackknife_part"],
+            **{
+                **_inputs(part),
+                "lean_spread": (odd * o + even * e) / gain,
+                "chance_spread": (odd * chance_o + even * chance_e) / gain,
+            },
         )
-        floor, observed = part["floor"], part["observed"]
-        evidence = 1.0
-        if floor > 0 and np.isfinite(floor):
-            evidence = float(-np.expm1(-max(observed - floor, 0.0) / (evidence_scale * floor)))
-        return max(from_leans, evidence * part["jackknife_part"])
 
     return rule
 
@@ -187,7 +178,7 @@ def replay(pattern: str) -> None:
                     entry = result["records"][position]
                     part = entry["part"]
                     variance = entry["variance"] if part is None else rule(name, part)
-                    lo, hi = combined_interval(
+                    lo, hi = _original_combined(
                         entry["point"],
                         entry["pair_ci"],
                         annotator_variance=variance,
