@@ -17,10 +17,14 @@ their spread; both over the same draws, so the total is the variance of all 2 x 
 values, so the recorded intervals are the rule's on those draws, not `main`'s own, which
 draws LEAN_DRAWS leans without their negatives). ``--uncut`` adds the leans to the base
 probabilities without cutting them to [0, 1] (the expected features are a polynomial in the
-probabilities, so they stay defined). ``replay`` prints coverage of the population value for
-the rule as it is, recomputed from the recorded inputs (it gives the recorded intervals back),
-and for the variants in ``VARIANTS``, each through
-:func:`analysis.intervals.annotator_part` itself.
+probabilities, so they stay defined). Each record also keeps the statistic at no lean,
+``f(0)``, and every draw, for rules with a part per side. ``replay`` prints coverage of the
+population value (in brackets the share of studies whose population value lies above the
+interval, then the mean width) for the rule as it is, recomputed from the recorded inputs (it
+gives the recorded intervals back), and for the variants in ``VARIANTS``, each through
+:func:`analysis.intervals.annotator_part` itself: a part per side from the even part's shift
+(:func:`shifted`), or a Welch-Satterthwaite t in place of the gain (:func:`satterthwaite`).
+Their numbers are in docs/intervals.md ("Three more rule families").
 """
 
 from __future__ import annotations
@@ -68,14 +72,19 @@ def _spread_over_leans(statistic, layout, *, covariance, rng):
         lean_spread.statistic_at_leans(statistic, layout, sign * lean, indicator=indicator)
         for sign in (1.0, -1.0)
     )
+    zero = float(
+        lean_spread.statistic_at_leans(
+            statistic, layout, np.zeros_like(lean[:1]), indicator=indicator
+        )[0]
+    )
     defined = np.isfinite(plus) & np.isfinite(minus)
     if defined.sum() * 2 < draws:
-        _splits.append((np.nan, np.nan, np.nan))
+        _splits.append((np.nan, np.nan, np.nan, zero, plus, minus))
         return float("nan")
     odd = (plus[defined] - minus[defined]) / 2
     even = (plus[defined] + minus[defined]) / 2
     total = float(np.concatenate([plus[defined], minus[defined]]).var())
-    _splits.append((float(np.mean(odd**2)), float(even.var()), total))
+    _splits.append((float(np.mean(odd**2)), float(even.var()), total, zero, plus, minus))
     return total
 
 
@@ -137,7 +146,7 @@ def split_gains(*, odd: float, even: float):
     smoothing is homogeneous, so dividing both spreads by LEAN_GAIN is the same)."""
 
     def rule(name: str, part: dict) -> float:
-        (o, e, _), (chance_o, chance_e, _) = part["split"]
+        (o, e, *_), (chance_o, chance_e, *_) = part["split"]
         gain = intervals.LEAN_GAIN
         return _original_part(
             part["jackknife_part"],
@@ -151,12 +160,133 @@ def split_gains(*, odd: float, even: float):
     return rule
 
 
+def _semi(entry, *, about: str) -> tuple[float, float]:
+    """Twice the downside and upside second moments of the statistic over the lean draws
+    (``L`` and ``-L``) about ``f(0)`` (``about="zero"``) or about their mean."""
+    _, _, _, zero, plus, minus = entry
+    values = np.concatenate([plus, minus])
+    values = values[np.isfinite(values)]
+    if values.size == 0 or not np.isfinite(zero):
+        return np.nan, np.nan
+    centre = zero if about == "zero" else values.mean()
+    d = values - centre
+    return 2 * float(np.mean(d**2 * (d < 0))), 2 * float(np.mean(d**2 * (d > 0)))
+
+
+def sided(*, about: str, low: float = 1.0, high: float = 1.0):
+    """The annotators' part per side: the lower side from the draws below the centre, the
+    upper from those above, each through :func:`analysis.intervals.annotator_part`."""
+
+    def rule(name: str, part: dict) -> tuple[float, float]:
+        lean_lo, lean_hi = _semi(part["split"][0], about=about)
+        chance_lo, chance_hi = _semi(part["split"][1], about=about)
+        out = []
+        for spread, chance, gain in ((lean_lo, chance_lo, low), (lean_hi, chance_hi, high)):
+            out.append(
+                _original_part(
+                    part["jackknife_part"],
+                    **{
+                        **_inputs(part),
+                        "lean_spread": gain * spread,
+                        "chance_spread": gain * chance,
+                    },
+                )
+            )
+        return out[0], out[1]
+
+    return rule
+
+
+def _pieces(entry) -> tuple[float, float, float]:
+    """``(odd, even variance, even shift)`` of the draws: ``mean(o^2)``, ``var(e)`` and
+    ``mean(e)`` for ``o = (f(L) - f(-L)) / 2`` and ``e = (f(L) + f(-L)) / 2 - f(0)``."""
+    _, _, _, zero, plus, minus = entry
+    ok = np.isfinite(plus) & np.isfinite(minus)
+    if ok.sum() == 0 or not np.isfinite(zero):
+        return np.nan, np.nan, np.nan
+    o = (plus[ok] - minus[ok]) / 2
+    e = (plus[ok] + minus[ok]) / 2 - zero
+    return float(np.mean(o**2)), float(e.var()), float(e.mean())
+
+
+def shifted(*, odd: float, even: float, shift: float, other: float = 0.0):
+    """Per side, ``odd`` x the odd part; ``even`` x the even variance and ``shift`` x its
+    squared mean on the side the mean points to, ``other`` x the even variance on the other."""
+
+    def rule(name: str, part: dict) -> tuple[float, float]:
+        lean, chance = (_pieces(part["split"][k]) for k in (0, 1))
+        gain = intervals.LEAN_GAIN
+        sides = []
+        for towards in (-1.0, 1.0):
+            spreads = []
+            for o, v, m in (lean, chance):
+                on_side = np.sign(m) == towards
+                spreads.append(
+                    (odd * o + (even * v + shift * m * m if on_side else other * v)) / gain
+                )
+            sides.append(
+                _original_part(
+                    part["jackknife_part"],
+                    **{**_inputs(part), "lean_spread": spreads[0], "chance_spread": spreads[1]},
+                )
+            )
+        return sides[0], sides[1]
+
+    return rule
+
+
+def satterthwaite(*, gain: float = 1.0, jackknife: float = 1.0):
+    """The annotators' part at lean gain ``gain`` (no LEAN_GAIN), the interval's sides at a t
+    quantile with Welch-Satterthwaite degrees of freedom: the part on ``annotators - 1``, the
+    pairs' variance on infinitely many."""
+
+    def rule(name: str, part: dict):
+        inputs = _inputs(part)
+        part_value = _original_part(
+            jackknife * part["jackknife_part"],
+            **{
+                **inputs,
+                "lean_spread": gain * inputs["lean_spread"] / intervals.LEAN_GAIN,
+                "chance_spread": gain * inputs["chance_spread"] / intervals.LEAN_GAIN,
+            },
+        )
+        return ("t", part_value, inputs["annotators"] - 1)
+
+    return rule
+
+
 VARIANTS = {
     "recorded": as_recorded,
-    "2.5 / 2.5": split_gains(odd=2.5, even=2.5),
-    "3.5 / 1": split_gains(odd=3.5, even=1.0),
-    "2 / 2.5": split_gains(odd=2.0, even=2.5),
+    "side": shifted(odd=2.5, even=2.5, shift=1.0, other=0.0),
+    "side, half": shifted(odd=2.5, even=2.5, shift=1.0, other=0.5),
+    "both + shift": shifted(odd=2.5, even=2.5, shift=1.0, other=2.5),
+    "semi f(0)": sided(about="zero"),
+    "t, gain 1": satterthwaite(gain=1.0),
+    "t, gain 1.5": satterthwaite(gain=1.5),
 }
+
+
+def _at_t(point, pair_ci, variance, df) -> tuple[float, float]:
+    """Per side, the annotators' part that makes :func:`analysis.intervals.combined_interval`'s
+    ``z * sqrt(pairs + part)`` equal to ``t(nu) * sqrt(pairs + variance)``, ``nu`` the
+    Welch-Satterthwaite degrees of freedom (``variance`` on ``df``, the pairs' on infinitely
+    many)."""
+    from scipy import stats
+
+    out = []
+    for bound in pair_ci:
+        pairs = ((point - bound) / intervals.Z975) ** 2
+        total = pairs + variance
+        nu = total**2 / (variance**2 / df) if variance > 0 else 1e9
+        out.append((stats.t.ppf(0.975, nu) / intervals.Z975) ** 2 * total - pairs)
+    return out[0], out[1]
+
+
+def _sided_interval(point, pair_ci, *, lower, upper, bounds):
+    """:func:`analysis.intervals.combined_interval` with its own annotators' part per side."""
+    los = _original_combined(point, pair_ci, annotator_variance=lower, bounds=bounds)[0][0]
+    his = _original_combined(point, pair_ci, annotator_variance=upper, bounds=bounds)[0][1]
+    return los, his
 
 
 def replay(pattern: str) -> None:
@@ -170,22 +300,32 @@ def replay(pattern: str) -> None:
     print("| leans | cell | statistic | studies | " + " | ".join(VARIANTS) + " |")
     for (kind, index), stored in sorted(data.items()):
         for position, name in enumerate(bench.STATISTICS):
+            if position >= len(stored["results"][0]["records"]):
+                continue
             truth = stored["target"][name]
             row = []
             for rule in VARIANTS.values():
-                covered = []
+                covered, below, widths = [], [], []
                 for result in stored["results"]:
                     entry = result["records"][position]
                     part = entry["part"]
                     variance = entry["variance"] if part is None else rule(name, part)
-                    lo, hi = _original_combined(
+                    if isinstance(variance, tuple) and variance[0] == "t":
+                        variance = _at_t(entry["point"], entry["pair_ci"], *variance[1:])
+                    lower, upper = variance if isinstance(variance, tuple) else (variance,) * 2
+                    lo, hi = _sided_interval(
                         entry["point"],
                         entry["pair_ci"],
-                        annotator_variance=variance,
+                        lower=lower,
+                        upper=upper,
                         bounds=entry["bounds"],
-                    )[0]
+                    )
                     covered.append(lo <= truth <= hi)
-                row.append(f"{100 * np.mean(covered):.1f}")
+                    below.append(hi < truth)
+                    widths.append(hi - lo)
+                row.append(
+                    f"{100 * np.mean(covered):.1f} ({100 * np.mean(below):.1f}) w{np.mean(widths):.3f}"
+                )
             studies = len(stored["results"])
             print(f"| {kind} | {index} | {name} | {studies} | " + " | ".join(row) + " |")
 
