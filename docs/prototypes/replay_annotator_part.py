@@ -8,6 +8,7 @@ run time, so it follows them only as long as their signatures stay.
     python docs/prototypes/replay_annotator_part.py record --cells 3 --studies 600
     python docs/prototypes/replay_annotator_part.py record --cells 3 --studies 600 --uncut
     python docs/prototypes/replay_annotator_part.py replay
+    python docs/prototypes/replay_annotator_part.py panels --cell 3
 
 ``record`` runs the bench's studies (1,000 resamples each) and keeps, for each interval, the
 point, the pairs' interval, the range and :func:`analysis.intervals.annotator_part`'s inputs,
@@ -23,8 +24,10 @@ population value (in brackets the share of studies whose population value lies a
 interval, then the mean width) for the rule as it is, recomputed from the recorded inputs (it
 gives the recorded intervals back), and for the variants in ``VARIANTS``, each through
 :func:`analysis.intervals.annotator_part` itself: a part per side from the even part's shift
-(:func:`shifted`), or a Welch-Satterthwaite t in place of the gain (:func:`satterthwaite`).
-Their numbers are in docs/intervals.md ("Three more rule families").
+(:func:`shifted`), a Welch-Satterthwaite t in place of the gain (:func:`satterthwaite`), or
+the odd part from uncut leans with the even part from cut ones (:func:`hybrid`, on the cut
+rows when both records of a cell are there; nan, so not covered, elsewhere).
+Their numbers are in docs/intervals.md ("Four more rule families").
 """
 
 from __future__ import annotations
@@ -132,7 +135,11 @@ def record(cells: list[int], *, studies: int, first_seed: int, uncut: bool) -> N
 
 
 def _inputs(part: dict) -> dict:
-    return {k: v for k, v in part.items() if k not in ("jackknife_part", "result", "split")}
+    return {
+        k: v
+        for k, v in part.items()
+        if k not in ("jackknife_part", "result", "split", "uncut_split")
+    }
 
 
 def as_recorded(name: str, part: dict) -> float:
@@ -255,17 +262,6 @@ def satterthwaite(*, gain: float = 1.0, jackknife: float = 1.0):
     return rule
 
 
-VARIANTS = {
-    "recorded": as_recorded,
-    "side": shifted(odd=2.5, even=2.5, shift=1.0, other=0.0),
-    "side, half": shifted(odd=2.5, even=2.5, shift=1.0, other=0.5),
-    "both + shift": shifted(odd=2.5, even=2.5, shift=1.0, other=2.5),
-    "semi f(0)": sided(about="zero"),
-    "t, gain 1": satterthwaite(gain=1.0),
-    "t, gain 1.5": satterthwaite(gain=1.5),
-}
-
-
 def _at_t(point, pair_ci, variance, df) -> tuple[float, float]:
     """Per side, the annotators' part that makes :func:`analysis.intervals.combined_interval`'s
     ``z * sqrt(pairs + part)`` equal to ``t(nu) * sqrt(pairs + variance)``, ``nu`` the
@@ -289,6 +285,58 @@ def _sided_interval(point, pair_ci, *, lower, upper, bounds):
     return los, his
 
 
+def _attach_uncut(data: dict) -> None:
+    """Give each cut record the uncut record's split of the same study (same seed, same lean
+    draws), as ``part["uncut_split"]``, for :func:`hybrid`."""
+    for (kind, index), stored in data.items():
+        if kind != "cut" or ("uncut", index) not in data:
+            continue
+        uncut = {r["seed"]: r for r in data[("uncut", index)]["results"]}
+        for result in stored["results"]:
+            other = uncut.get(result["seed"])
+            if other is None:
+                continue
+            for entry, twin in zip(result["records"], other["records"], strict=True):
+                assert entry["point"] == twin["point"] or entry["point"] != entry["point"]
+                if entry["part"] is not None:
+                    entry["part"]["uncut_split"] = twin["part"]["split"]
+
+
+def hybrid(*, odd: float, even: float):
+    """The odd part from leans not cut to [0, 1] (the statistic's first-order response, which
+    the cut attenuates), the even part from cut leans (the response to the leans' spread,
+    which has to respect the probabilities' bounds); ``odd`` and ``even`` their gains."""
+
+    def rule(name: str, part: dict) -> float:
+        if "uncut_split" not in part:
+            return float("nan")
+        (_, e, *_), (_, chance_e, *_) = part["split"]
+        (o, *_), (chance_o, *_) = part["uncut_split"]
+        return _original_part(
+            part["jackknife_part"],
+            **{
+                **_inputs(part),
+                "lean_spread": (odd * o + even * e) / intervals.LEAN_GAIN,
+                "chance_spread": (odd * chance_o + even * chance_e) / intervals.LEAN_GAIN,
+            },
+        )
+
+    return rule
+
+
+VARIANTS = {
+    "recorded": as_recorded,
+    "side": shifted(odd=2.5, even=2.5, shift=1.0, other=0.0),
+    "side, half": shifted(odd=2.5, even=2.5, shift=1.0, other=0.5),
+    "both + shift": shifted(odd=2.5, even=2.5, shift=1.0, other=2.5),
+    "semi f(0)": sided(about="zero"),
+    "t, gain 1": satterthwaite(gain=1.0),
+    "t, gain 1.5": satterthwaite(gain=1.5),
+    "hybrid 1": hybrid(odd=1.0, even=1.0),
+    "hybrid 2.5": hybrid(odd=2.5, even=2.5),
+}
+
+
 def replay(pattern: str) -> None:
     data: dict[tuple[str, int], dict] = {}
     for path in sorted(RECORDS.glob(pattern)):
@@ -297,6 +345,7 @@ def replay(pattern: str) -> None:
         key = (path.name.split("-")[0], stored["cell"])
         data.setdefault(key, dict(target=stored["target"], results=[]))
         data[key]["results"] += stored["results"]
+    _attach_uncut(data)
     print("| leans | cell | statistic | studies | " + " | ".join(VARIANTS) + " |")
     for (kind, index), stored in sorted(data.items()):
         for position, name in enumerate(bench.STATISTICS):
@@ -330,6 +379,35 @@ def replay(pattern: str) -> None:
             print(f"| {kind} | {index} | {name} | {studies} | " + " | ".join(row) + " |")
 
 
+def panels(index: int, *, count: int, pairs: int) -> None:
+    """What moves a panel's value: ``count`` panels drawn from cell ``index``'s population,
+    each statistic on ``pairs`` pairs rated by that panel, against the population value, and
+    its correlation with the panel's mean lean and the spread of its leans and offsets."""
+    cell = bench.CELLS[index]
+    target = bench.population(cell, seed=12345)
+    rows = []
+    for seed in range(count):
+        rng = np.random.default_rng([seed, 99])
+        lean = rng.normal(0, cell.spread, cell.pool)
+        offset = rng.normal(0, cell.spread, cell.pool)
+        data = bench.simulate(rng, cell, n_pairs=pairs, lean=lean, offset=offset)
+        values = bench.values_of(data, pairs)
+        rows.append(
+            [values[name] for name in bench.STATISTICS]
+            + [lean.mean(), lean.var(ddof=1), offset.var(ddof=1)]
+        )
+    table = np.array(rows)
+    print(
+        "| statistic | population | bias | sd over panels | r mean lean | r lean var | r offset var |"
+    )
+    for i, name in enumerate(bench.STATISTICS):
+        r = [np.corrcoef(table[:, i], table[:, j])[0, 1] for j in (-3, -2, -1)]
+        print(
+            f"| {name} | {target[name]:.4f} | {table[:, i].mean() - target[name]:+.4f} "
+            f"| {table[:, i].std():.4f} | {r[0]:+.2f} | {r[1]:+.2f} | {r[2]:+.2f} |"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -340,10 +418,16 @@ def main() -> None:
     run.add_argument("--uncut", action="store_true", help="leans not cut to [0, 1]")
     again = commands.add_parser("replay")
     again.add_argument("--pattern", default="*.pkl")
+    drawn = commands.add_parser("panels")
+    drawn.add_argument("--cell", type=int, default=3)
+    drawn.add_argument("--panels", type=int, default=300)
+    drawn.add_argument("--pairs", type=int, default=20_000)
     args = parser.parse_args()
     if args.command == "record":
         cells = [int(c) for c in args.cells.split(",")]
         record(cells, studies=args.studies, first_seed=args.first_seed, uncut=args.uncut)
+    elif args.command == "panels":
+        panels(args.cell, count=args.panels, pairs=args.pairs)
     else:
         replay(args.pattern)
 
