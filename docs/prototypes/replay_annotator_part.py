@@ -26,7 +26,8 @@ gives the recorded intervals back), and for the variants in ``VARIANTS``, each t
 :func:`analysis.intervals.annotator_part` itself: a part per side from the even part's shift
 (:func:`shifted`), a Welch-Satterthwaite t in place of the gain (:func:`satterthwaite`), or
 the odd part from uncut leans with the even part from cut ones (:func:`hybrid`, on the cut
-rows when both records of a cell are there; nan, so not covered, elsewhere).
+rows when both records of a cell are there; nan, so not covered, elsewhere), or an even
+part whose gain grows with its share of the variance (:func:`even_by_share`).
 Their numbers are in docs/intervals.md ("Four more rule families").
 """
 
@@ -134,12 +135,12 @@ def record(cells: list[int], *, studies: int, first_seed: int, uncut: bool) -> N
             print(f"cell {index}: {studies} studies, {time.perf_counter() - started:.0f} s")
 
 
+_NOT_INPUTS = ("jackknife_part", "result", "split", "uncut_split", "pairs_variance")
+
+
 def _inputs(part: dict) -> dict:
-    return {
-        k: v
-        for k, v in part.items()
-        if k not in ("jackknife_part", "result", "split", "uncut_split")
-    }
+    """What :func:`analysis.intervals.annotator_part` was given, as keyword arguments."""
+    return {k: v for k, v in part.items() if k not in _NOT_INPUTS}
 
 
 def as_recorded(name: str, part: dict) -> float:
@@ -302,6 +303,27 @@ def _attach_uncut(data: dict) -> None:
                     entry["part"]["uncut_split"] = twin["part"]["split"]
 
 
+def even_by_share(*, odd: float, low: float, high: float):
+    """``odd`` x the odd part; the even part's gain rising from ``low`` to ``high`` with its
+    share of itself plus the pairs' variance (a few annotators' uncertainty matters in
+    proportion to the share of the variance that rests on them)."""
+
+    def rule(name: str, part: dict) -> float:
+        (o, e, *_), (chance_o, chance_e, *_) = part["split"]
+        pairs = part["pairs_variance"]
+        gain = low + (high - low) * (e / (e + pairs) if e + pairs > 0 else 0.0)
+        return _original_part(
+            part["jackknife_part"],
+            **{
+                **_inputs(part),
+                "lean_spread": (odd * o + gain * e) / intervals.LEAN_GAIN,
+                "chance_spread": (odd * chance_o + gain * chance_e) / intervals.LEAN_GAIN,
+            },
+        )
+
+    return rule
+
+
 def hybrid(*, odd: float, even: float):
     """The odd part from leans not cut to [0, 1] (the statistic's first-order response, which
     the cut attenuates), the even part from cut leans (the response to the leans' spread,
@@ -334,6 +356,7 @@ VARIANTS = {
     "t, gain 1.5": satterthwaite(gain=1.5),
     "hybrid 1": hybrid(odd=1.0, even=1.0),
     "hybrid 2.5": hybrid(odd=2.5, even=2.5),
+    "even by share": even_by_share(odd=3.0, low=1.0, high=6.0),
 }
 
 
@@ -358,6 +381,9 @@ def replay(pattern: str) -> None:
                 for result in stored["results"]:
                     entry = result["records"][position]
                     part = entry["part"]
+                    if part is not None:
+                        lo, hi = entry["pair_ci"]
+                        part["pairs_variance"] = ((hi - lo) / 2 / intervals.Z975) ** 2
                     variance = entry["variance"] if part is None else rule(name, part)
                     if isinstance(variance, tuple) and variance[0] == "t":
                         variance = _at_t(entry["point"], entry["pair_ci"], *variance[1:])
