@@ -28,7 +28,7 @@ gives the recorded intervals back), and for the variants in ``VARIANTS``, each t
 the odd part from uncut leans with the even part from cut ones (:func:`hybrid`, on the cut
 rows when both records of a cell are there; nan, so not covered, elsewhere), or an even
 part whose gain grows with its share of the variance (:func:`even_by_share`).
-Their numbers are in docs/intervals.md ("Four more rule families").
+Their numbers are in docs/intervals.md ("Five more rule families").
 """
 
 from __future__ import annotations
