@@ -54,7 +54,8 @@ _original_part = intervals.annotator_part
 _original_combined = intervals.combined_interval
 _pending: dict = {}
 _records: list[dict] = []
-_splits: list[tuple[float, float, float]] = []
+# per lean spread: (odd, even variance, total, f(0), f(L) draws, f(-L) draws)
+_splits: list[tuple] = []
 
 
 def _uncut(probabilities, *, fallback):
@@ -135,12 +136,31 @@ def record(cells: list[int], *, studies: int, first_seed: int, uncut: bool) -> N
             print(f"cell {index}: {studies} studies, {time.perf_counter() - started:.0f} s")
 
 
-_NOT_INPUTS = ("jackknife_part", "result", "split", "uncut_split", "pairs_variance")
+_NOT_INPUTS = (
+    "jackknife_part",
+    "result",
+    "split",
+    "uncut_split",
+    "point",
+    "pair_ci",
+    "pairs_variance",
+)
 
 
 def _inputs(part: dict) -> dict:
     """What :func:`analysis.intervals.annotator_part` was given, as keyword arguments."""
     return {k: v for k, v in part.items() if k not in _NOT_INPUTS}
+
+
+def _part_at(part: dict, *, lean: float, chance: float) -> float:
+    """:func:`analysis.intervals.annotator_part` on the recorded inputs with the lean and
+    chance spreads replaced by ``lean`` and ``chance``, already times their gain (its
+    smoothing is homogeneous, so dividing both by LEAN_GAIN is the same as a gain of 1)."""
+    gain = intervals.LEAN_GAIN
+    return _original_part(
+        part["jackknife_part"],
+        **{**_inputs(part), "lean_spread": lean / gain, "chance_spread": chance / gain},
+    )
 
 
 def as_recorded(name: str, part: dict) -> float:
@@ -149,60 +169,37 @@ def as_recorded(name: str, part: dict) -> float:
 
 
 def split_gains(*, odd: float, even: float):
-    """:func:`analysis.intervals.annotator_part` with ``odd`` times the odd part of the lean
-    spread plus ``even`` times the even part in place of LEAN_GAIN times the whole (its
-    smoothing is homogeneous, so dividing both spreads by LEAN_GAIN is the same)."""
+    """``odd`` times the odd part of the lean spread plus ``even`` times the even part in
+    place of LEAN_GAIN times the whole."""
 
     def rule(name: str, part: dict) -> float:
         (o, e, *_), (chance_o, chance_e, *_) = part["split"]
-        gain = intervals.LEAN_GAIN
-        return _original_part(
-            part["jackknife_part"],
-            **{
-                **_inputs(part),
-                "lean_spread": (odd * o + even * e) / gain,
-                "chance_spread": (odd * chance_o + even * chance_e) / gain,
-            },
-        )
+        return _part_at(part, lean=odd * o + even * e, chance=odd * chance_o + even * chance_e)
 
     return rule
 
 
-def _semi(entry, *, about: str) -> tuple[float, float]:
+def _semi(entry) -> tuple[float, float]:
     """Twice the downside and upside second moments of the statistic over the lean draws
-    (``L`` and ``-L``) about ``f(0)`` (``about="zero"``) or about their mean."""
+    (``L`` and ``-L``) about ``f(0)``."""
     _, _, _, zero, plus, minus = entry
     values = np.concatenate([plus, minus])
     values = values[np.isfinite(values)]
     if values.size == 0 or not np.isfinite(zero):
         return np.nan, np.nan
-    centre = zero if about == "zero" else values.mean()
-    d = values - centre
+    d = values - zero
     return 2 * float(np.mean(d**2 * (d < 0))), 2 * float(np.mean(d**2 * (d > 0)))
 
 
-def sided(*, about: str, low: float = 1.0, high: float = 1.0):
-    """The annotators' part per side: the lower side from the draws below the centre, the
-    upper from those above, each through :func:`analysis.intervals.annotator_part`."""
-
-    def rule(name: str, part: dict) -> tuple[float, float]:
-        lean_lo, lean_hi = _semi(part["split"][0], about=about)
-        chance_lo, chance_hi = _semi(part["split"][1], about=about)
-        out = []
-        for spread, chance, gain in ((lean_lo, chance_lo, low), (lean_hi, chance_hi, high)):
-            out.append(
-                _original_part(
-                    part["jackknife_part"],
-                    **{
-                        **_inputs(part),
-                        "lean_spread": gain * spread,
-                        "chance_spread": gain * chance,
-                    },
-                )
-            )
-        return out[0], out[1]
-
-    return rule
+def sided(name: str, part: dict) -> tuple[float, float]:
+    """The annotators' part per side at LEAN_GAIN: the lower side from the draws below
+    ``f(0)``, the upper from those above."""
+    (lean_lo, lean_hi), (chance_lo, chance_hi) = (_semi(entry) for entry in part["split"][:2])
+    gain = intervals.LEAN_GAIN
+    return (
+        _part_at(part, lean=gain * lean_lo, chance=gain * chance_lo),
+        _part_at(part, lean=gain * lean_hi, chance=gain * chance_hi),
+    )
 
 
 def _pieces(entry) -> tuple[float, float, float]:
@@ -217,48 +214,20 @@ def _pieces(entry) -> tuple[float, float, float]:
     return float(np.mean(o**2)), float(e.var()), float(e.mean())
 
 
-def shifted(*, odd: float, even: float, shift: float, other: float = 0.0):
+def shifted(*, odd: float, even: float, shift: float, other: float):
     """Per side, ``odd`` x the odd part; ``even`` x the even variance and ``shift`` x its
     squared mean on the side the mean points to, ``other`` x the even variance on the other."""
 
+    def on(side: float, pieces: tuple[float, float, float]) -> float:
+        o, v, m = pieces
+        return odd * o + (even * v + shift * m * m if np.sign(m) == side else other * v)
+
     def rule(name: str, part: dict) -> tuple[float, float]:
-        lean, chance = (_pieces(part["split"][k]) for k in (0, 1))
-        gain = intervals.LEAN_GAIN
-        sides = []
-        for towards in (-1.0, 1.0):
-            spreads = []
-            for o, v, m in (lean, chance):
-                on_side = np.sign(m) == towards
-                spreads.append(
-                    (odd * o + (even * v + shift * m * m if on_side else other * v)) / gain
-                )
-            sides.append(
-                _original_part(
-                    part["jackknife_part"],
-                    **{**_inputs(part), "lean_spread": spreads[0], "chance_spread": spreads[1]},
-                )
-            )
-        return sides[0], sides[1]
-
-    return rule
-
-
-def satterthwaite(*, gain: float = 1.0, jackknife: float = 1.0):
-    """The annotators' part at lean gain ``gain`` (no LEAN_GAIN), the interval's sides at a t
-    quantile with Welch-Satterthwaite degrees of freedom: the part on ``annotators - 1``, the
-    pairs' variance on infinitely many."""
-
-    def rule(name: str, part: dict):
-        inputs = _inputs(part)
-        part_value = _original_part(
-            jackknife * part["jackknife_part"],
-            **{
-                **inputs,
-                "lean_spread": gain * inputs["lean_spread"] / intervals.LEAN_GAIN,
-                "chance_spread": gain * inputs["chance_spread"] / intervals.LEAN_GAIN,
-            },
+        lean, chance = (_pieces(entry) for entry in part["split"][:2])
+        lower, upper = (
+            _part_at(part, lean=on(side, lean), chance=on(side, chance)) for side in (-1.0, 1.0)
         )
-        return ("t", part_value, inputs["annotators"] - 1)
+        return lower, upper
 
     return rule
 
@@ -279,28 +248,19 @@ def _at_t(point, pair_ci, variance, df) -> tuple[float, float]:
     return out[0], out[1]
 
 
-def _sided_interval(point, pair_ci, *, lower, upper, bounds):
-    """:func:`analysis.intervals.combined_interval` with its own annotators' part per side."""
-    los = _original_combined(point, pair_ci, annotator_variance=lower, bounds=bounds)[0][0]
-    his = _original_combined(point, pair_ci, annotator_variance=upper, bounds=bounds)[0][1]
-    return los, his
+def satterthwaite(*, gain: float):
+    """The annotators' part at lean gain ``gain`` (in place of LEAN_GAIN), the interval's
+    sides at a t quantile with Welch-Satterthwaite degrees of freedom: the part on
+    ``annotators - 1``, the pairs' variance on infinitely many."""
 
+    def rule(name: str, part: dict) -> tuple[float, float]:
+        inputs = _inputs(part)
+        value = _part_at(
+            part, lean=gain * inputs["lean_spread"], chance=gain * inputs["chance_spread"]
+        )
+        return _at_t(part["point"], part["pair_ci"], value, inputs["annotators"] - 1)
 
-def _attach_uncut(data: dict) -> None:
-    """Give each cut record the uncut record's split of the same study (same seed, same lean
-    draws), as ``part["uncut_split"]``, for :func:`hybrid`."""
-    for (kind, index), stored in data.items():
-        if kind != "cut" or ("uncut", index) not in data:
-            continue
-        uncut = {r["seed"]: r for r in data[("uncut", index)]["results"]}
-        for result in stored["results"]:
-            other = uncut.get(result["seed"])
-            if other is None:
-                continue
-            for entry, twin in zip(result["records"], other["records"], strict=True):
-                assert entry["point"] == twin["point"] or entry["point"] != entry["point"]
-                if entry["part"] is not None:
-                    entry["part"]["uncut_split"] = twin["part"]["split"]
+    return rule
 
 
 def even_by_share(*, odd: float, low: float, high: float):
@@ -312,14 +272,7 @@ def even_by_share(*, odd: float, low: float, high: float):
         (o, e, *_), (chance_o, chance_e, *_) = part["split"]
         pairs = part["pairs_variance"]
         gain = low + (high - low) * (e / (e + pairs) if e + pairs > 0 else 0.0)
-        return _original_part(
-            part["jackknife_part"],
-            **{
-                **_inputs(part),
-                "lean_spread": (odd * o + gain * e) / intervals.LEAN_GAIN,
-                "chance_spread": (odd * chance_o + gain * chance_e) / intervals.LEAN_GAIN,
-            },
-        )
+        return _part_at(part, lean=odd * o + gain * e, chance=odd * chance_o + gain * chance_e)
 
     return rule
 
@@ -334,16 +287,39 @@ def hybrid(*, odd: float, even: float):
             return float("nan")
         (_, e, *_), (_, chance_e, *_) = part["split"]
         (o, *_), (chance_o, *_) = part["uncut_split"]
-        return _original_part(
-            part["jackknife_part"],
-            **{
-                **_inputs(part),
-                "lean_spread": (odd * o + even * e) / intervals.LEAN_GAIN,
-                "chance_spread": (odd * chance_o + even * chance_e) / intervals.LEAN_GAIN,
-            },
-        )
+        return _part_at(part, lean=odd * o + even * e, chance=odd * chance_o + even * chance_e)
 
     return rule
+
+
+def _sided_interval(point, pair_ci, *, lower, upper, bounds):
+    """:func:`analysis.intervals.combined_interval` with its own annotators' part per side."""
+    los = _original_combined(point, pair_ci, annotator_variance=lower, bounds=bounds)[0][0]
+    his = _original_combined(point, pair_ci, annotator_variance=upper, bounds=bounds)[0][1]
+    return los, his
+
+
+def _prepare(data: dict) -> None:
+    """Once per record: the point, the pairs' interval and its variance into each part, and
+    each cut record the uncut record's split of the same study (same seed, same lean draws)
+    as ``part["uncut_split"]``, for :func:`hybrid`."""
+    for (kind, index), stored in data.items():
+        uncut = {r["seed"]: r for r in data.get(("uncut", index), {}).get("results", [])}
+        for result in stored["results"]:
+            twin = uncut.get(result["seed"]) if kind == "cut" else None
+            for position, entry in enumerate(result["records"]):
+                part = entry["part"]
+                if part is None:
+                    continue
+                lo, hi = entry["pair_ci"]
+                part.update(
+                    point=entry["point"],
+                    pair_ci=entry["pair_ci"],
+                    pairs_variance=((hi - lo) / 2 / intervals.Z975) ** 2,
+                )
+                if twin is not None:
+                    assert twin["records"][position]["point"] == entry["point"]
+                    part["uncut_split"] = twin["records"][position]["part"]["split"]
 
 
 VARIANTS = {
@@ -351,7 +327,8 @@ VARIANTS = {
     "side": shifted(odd=2.5, even=2.5, shift=1.0, other=0.0),
     "side, half": shifted(odd=2.5, even=2.5, shift=1.0, other=0.5),
     "both + shift": shifted(odd=2.5, even=2.5, shift=1.0, other=2.5),
-    "semi f(0)": sided(about="zero"),
+    "semi f(0)": sided,
+    "odd 3.5 / even 1": split_gains(odd=3.5, even=1.0),
     "t, gain 1": satterthwaite(gain=1.0),
     "t, gain 1.5": satterthwaite(gain=1.5),
     "hybrid 1": hybrid(odd=1.0, even=1.0),
@@ -368,7 +345,7 @@ def replay(pattern: str) -> None:
         key = (path.name.split("-")[0], stored["cell"])
         data.setdefault(key, dict(target=stored["target"], results=[]))
         data[key]["results"] += stored["results"]
-    _attach_uncut(data)
+    _prepare(data)
     print("| leans | cell | statistic | studies | " + " | ".join(VARIANTS) + " |")
     for (kind, index), stored in sorted(data.items()):
         for position, name in enumerate(bench.STATISTICS):
@@ -377,16 +354,11 @@ def replay(pattern: str) -> None:
             truth = stored["target"][name]
             row = []
             for rule in VARIANTS.values():
-                covered, below, widths = [], [], []
+                covered, above, widths = [], [], []
                 for result in stored["results"]:
                     entry = result["records"][position]
                     part = entry["part"]
-                    if part is not None:
-                        lo, hi = entry["pair_ci"]
-                        part["pairs_variance"] = ((hi - lo) / 2 / intervals.Z975) ** 2
                     variance = entry["variance"] if part is None else rule(name, part)
-                    if isinstance(variance, tuple) and variance[0] == "t":
-                        variance = _at_t(entry["point"], entry["pair_ci"], *variance[1:])
                     lower, upper = variance if isinstance(variance, tuple) else (variance,) * 2
                     lo, hi = _sided_interval(
                         entry["point"],
@@ -396,10 +368,10 @@ def replay(pattern: str) -> None:
                         bounds=entry["bounds"],
                     )
                     covered.append(lo <= truth <= hi)
-                    below.append(hi < truth)
+                    above.append(hi < truth)
                     widths.append(hi - lo)
                 row.append(
-                    f"{100 * np.mean(covered):.1f} ({100 * np.mean(below):.1f}) w{np.mean(widths):.3f}"
+                    f"{100 * np.mean(covered):.1f} ({100 * np.mean(above):.1f}) w{np.mean(widths):.3f}"
                 )
             studies = len(stored["results"])
             print(f"| {kind} | {index} | {name} | {studies} | " + " | ".join(row) + " |")
