@@ -12,6 +12,16 @@ pair shares). The main effects are measured far more precisely than the jackknif
 annotator's own marginal over ~100 pairs), and passing leans of their size through the
 statistic says how much this statistic moves with them (docs/intervals.md).
 
+The world the leans act on: each annotation's label distribution is its unit's other
+annotations' labels shrunk towards the labels' overall mean, by as much as makes the
+statistic at no lean equal its observed value (:func:`calibrated`), and a lean moves it in
+log-odds (:func:`statistic_at_leans`), so that a unit whose labels are near certain moves
+little. Leans added to the other annotations' raw labels and cut to [0, 1] read the
+statistic's annotators' part in proportions that differ by statistic (given the true spread
+of leans, 0.53-0.63 of it for percent agreement, AC1 and neutral alpha, 1.01 for alpha and
+0.28 for quality alpha with the benchmark's panel of three); this world reads them within
+0.65-1.39 (docs/intervals.md).
+
 The one rule for what a statistic is stays its ``SumStatistic.features``:
 :func:`expected_features` takes the exact expectation of those features over independent
 labels from its second-order form (every non-majority statistic here has features that are
@@ -22,7 +32,7 @@ every labelling in ``tests/test_lean_spread.py``.
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -188,18 +198,26 @@ def lean_covariances(
 @dataclass(frozen=True)
 class LeanLayout:
     """What every panel of leans starts from, prepared once per statistic: each annotation's
-    unit (numbered 0..units-1 over the units kept) and annotator, its base label
-    probabilities in the traits' columns (its unit's other annotations' mean traits, or its
-    own where it is alone), whether it gave a label in each part, and ``columns[r, c]``, the
-    trait column that the statistic's column ``c`` shows for ``r``."""
+    unit (numbered 0..units-1 over the units kept) and annotator, whether it gave a label in
+    each part, ``columns[r, c]`` (the trait column that the statistic's column ``c`` shows for
+    ``r``), the traits its unit's other annotations gave (summed, and how many), the traits'
+    mean over every answered annotation, and the kept units' counts in the statistic's
+    columns. ``base`` is each annotation's label distribution before any lean (traits'
+    columns), set by :meth:`shrunk`; ``to_logit`` maps a lean in probability space to the
+    log-odds lean with that effect on average over the annotations (:func:`logit_map`)."""
 
     unit: NDArray[np.int64]
     annotator: NDArray[np.int64]
     n_annotators: int
-    base: NDArray[np.float64]
     answered: NDArray[np.bool_]
     columns: NDArray[np.int64]
     parts: int
+    others_sum: NDArray[np.float64]
+    others: NDArray[np.float64]
+    grand: NDArray[np.float64]
+    counts: NDArray[np.int64]
+    base: NDArray[np.float64]
+    to_logit: NDArray[np.float64]
 
     @classmethod
     def of(
@@ -207,18 +225,18 @@ class LeanLayout:
         *,
         panel: Panel,
         traits: NDArray[np.float64],
+        own: NDArray[np.int64],
         columns: NDArray[np.int64],
-        answered: NDArray[np.bool_],
         parts: int,
         rng: np.random.Generator,
     ) -> LeanLayout:
-        """Above MAX_LEAN_UNITS units, a random MAX_LEAN_UNITS of them (with all their
-        annotations): how much a statistic moves with leans every unit shares does not depend
-        on the number of units (on 200 of 600 units it was within the Monte Carlo noise of
-        all 600, tests/test_lean_spread.py), while each panel costs time in proportion to
-        its annotations (a report of 100,000 annotations: 4.3x the CPU time of a bare script
-        without the lean spread, 5.4x with it on 400 units, 4.5-4.8x on 200, in one session:
-        benchmarks/bench_report.py)."""
+        """The layout at a shrinkage of 1 (:meth:`shrunk`). Above MAX_LEAN_UNITS units, a
+        random MAX_LEAN_UNITS of them (with all their annotations): how much a statistic
+        moves with leans every unit shares does not depend on the number of units (on 200 of
+        600 units it was within the Monte Carlo noise of all 600, tests/test_lean_spread.py),
+        while each panel costs time in proportion to its annotations (a report of 100,000
+        annotations: 4.3x the CPU time of a bare script without the lean spread, 5.4x with it
+        on 400 units, 4.5-4.8x on 200, in one session: benchmarks/bench_report.py)."""
         n_units = int(panel.unit.max(initial=-1)) + 1
         kept = np.ones(len(panel.unit), dtype=bool)
         if n_units > MAX_LEAN_UNITS:
@@ -229,26 +247,58 @@ class LeanLayout:
         unit = unit.ravel()
         n, d = int(kept.sum()), traits.shape[1]
         width = d // parts
-        answered = answered[kept]
+        own = np.asarray(own)[kept]
+        answered = own.reshape(n, parts, -1).sum(axis=-1) > 0
         grouped = traits[kept].reshape(n, parts, width) * answered[..., None]
         n_kept = int(unit.max(initial=-1)) + 1
         indicator = _unit_indicator(unit, n_kept)
         sums = (indicator @ grouped.reshape(n, d)).reshape(n_kept, parts, width)
-        others = (indicator @ answered.astype(np.float64))[unit] - 1
-        base = np.where(
-            others[..., None] > 0,
-            (sums[unit] - grouped) / np.maximum(others, 1)[..., None],
-            grouped,
-        )
-        return cls(
+        labelled = indicator @ answered.astype(np.float64)
+        grand = grouped.sum(axis=0) / np.maximum(answered.sum(axis=0), 1)[:, None]
+        layout = cls(
             unit=unit,
             annotator=panel.annotator[kept],
             n_annotators=panel.n_annotators,
-            base=base.reshape(n, d),
             answered=answered,
             columns=columns[kept],
             parts=parts,
+            others_sum=sums[unit] - grouped,
+            others=labelled[unit] - answered,
+            grand=grand,
+            counts=np.asarray(indicator @ own, dtype=np.int64),
+            base=np.zeros((n, d)),
+            to_logit=np.zeros((parts, width, width)),
         )
+        return layout.shrunk(1.0)
+
+    def shrunk(self, shrink: float) -> LeanLayout:
+        """Each annotation's base: its unit's other annotations' mean traits shrunk towards
+        their mean over all annotations, ``(others' sum + shrink * mean) / (others + shrink)``
+        (the mean where it is alone on its unit)."""
+        base = (self.others_sum + shrink * self.grand) / (self.others[..., None] + shrink)
+        n = len(self.unit)
+        return replace(
+            self,
+            base=base.reshape(n, -1),
+            to_logit=logit_map(base, answered=self.answered),
+        )
+
+
+def logit_map(base: NDArray[np.float64], *, answered: NDArray[np.bool_]) -> NDArray[np.float64]:
+    """parts x V x V: per part, the pseudo-inverse of the softmax's Jacobian ``diag(b) - b
+    b^T`` averaged over the answered annotations' bases ``b`` (``base``: annotations x parts x
+    V). A lean ``L`` in log-odds moves annotation ``r``'s distribution by about ``J_r L``, so
+    the main effects (a lean in probability space, averaged over the annotations) are ``mean
+    J`` times it."""
+    parts, width = base.shape[1], base.shape[2]
+    out = np.zeros((parts, width, width))
+    for part in range(parts):
+        rows = base[answered[:, part], part]
+        if not len(rows):
+            continue
+        jacobian = np.diag(rows.mean(axis=0)) - rows.T @ rows / len(rows)
+        out[part] = np.linalg.pinv(jacobian, rcond=1e-10, hermitian=True)
+    return out
 
 
 def lean_root(covariance: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -259,13 +309,15 @@ def lean_root(covariance: NDArray[np.float64]) -> NDArray[np.float64]:
 
 
 def leaned_distributions(
-    probabilities: NDArray[np.float64], *, fallback: NDArray[np.float64]
+    base: NDArray[np.float64], lean: NDArray[np.float64]
 ) -> NDArray[np.float64]:
-    """Base plus lean (... x parts x V) cut to [0, 1] and rescaled to a distribution in each
-    part; ``fallback`` (the base) where the cut leaves nothing."""
-    p = np.clip(probabilities, 0.0, 1.0)
-    total = p.sum(axis=-1, keepdims=True)
-    return np.asarray(np.where(total > 0, p / np.where(total > 0, total, 1.0), fallback))
+    """``softmax(log base + lean)`` in each part (... x parts x V): a column the base gives no
+    weight keeps none."""
+    positive = base > 0
+    logits = np.where(positive, np.log(np.where(positive, base, 1.0)) + lean, -np.inf)
+    logits = logits - logits.max(axis=-1, keepdims=True)
+    weights = np.exp(logits)
+    return np.asarray(weights / weights.sum(axis=-1, keepdims=True))
 
 
 def statistic_at_leans(
@@ -276,19 +328,68 @@ def statistic_at_leans(
     indicator: sparse.csr_matrix,
 ) -> NDArray[np.float64]:
     """The statistic at its expectation over the labels for each panel of leans (``lean``:
-    panels x annotators x d, in the traits' columns): annotation ``r``'s label probabilities
-    are its base plus its annotator's lean (:func:`leaned_distributions`), zeros where it
-    gave no label, put in the statistic's columns. ``indicator``: units x annotations."""
+    panels x annotators x d, in probability space in the traits' columns): annotation ``r``'s
+    label distribution is its base moved by its annotator's lean in log-odds
+    (``layout.to_logit``, :func:`leaned_distributions`), zeros where it gave no label, put in
+    the statistic's columns. ``indicator``: units x annotations."""
     size = lean.shape[0]
     n, d = layout.base.shape
     parts = layout.parts
     width = d // parts
-    leaned = (layout.base + lean[:, layout.annotator]).reshape(size, n, parts, width)
-    leaned = leaned_distributions(leaned, fallback=layout.base.reshape(n, parts, width))
+    logit = np.einsum("gvw,sagw->sagv", layout.to_logit, lean.reshape(size, -1, parts, width))
+    base = layout.base.reshape(n, parts, width)
+    leaned = leaned_distributions(base[None], logit[:, layout.annotator])
     p = (leaned * layout.answered[..., None]).reshape(size, n, d)
     p = np.take_along_axis(p, np.broadcast_to(layout.columns[None], p.shape), axis=2)
     features = _expected_features(statistic, p, indicator=indicator, parts=parts)
     return np.asarray(statistic.finish(features.sum(axis=1)))
+
+
+# The shrinkage is searched on this range of log2 values, in this many halvings.
+_SHRINK_RANGE = (-10.0, 10.0)
+_SHRINK_STEPS = 16
+
+
+def calibrated(statistic: SumStatistic, layout: LeanLayout) -> LeanLayout:
+    """The layout whose bases give the statistic its observed value (on the kept units) at no
+    lean. Why: the other annotations' labels themselves (no shrinkage) are a world of
+    near-certain labels where agreement is far higher than observed (nominal alpha 0.33
+    against 0.11 with the coverage benchmark's panel of three), and their mean for every
+    annotation is one where every pair is alike (agreement at chance); how much a lean moves
+    a statistic depends on where between the two the world is, differently by statistic
+    (docs/intervals.md). The value falls as the shrinkage grows; bisection on its log."""
+    n_units = int(layout.unit.max(initial=-1)) + 1
+    indicator = _unit_indicator(layout.unit, n_units)
+    target = float(statistic.finish(statistic.features(layout.counts).sum(axis=0)[None])[0])
+    if not np.isfinite(target):
+        return layout
+    zero = np.zeros((1, layout.n_annotators, layout.base.shape[1]))
+
+    def value(log_shrink: float) -> float:
+        shrunk = layout.shrunk(2.0**log_shrink)
+        return float(statistic_at_leans(statistic, shrunk, zero, indicator=indicator)[0])
+
+    low, high = _SHRINK_RANGE
+    for _ in range(_SHRINK_STEPS):
+        middle = (low + high) / 2
+        at = value(middle)
+        if not np.isfinite(at):
+            return layout
+        if at > target:
+            low = middle
+        else:
+            high = middle
+    return layout.shrunk(2.0 ** ((low + high) / 2))
+
+
+@dataclass(frozen=True)
+class LeanSpread:
+    """A statistic's variance over panels of leans (``variance``) and the share of it that
+    moves with the leans' spread rather than their direction (``even``: the part of ``f(L) +
+    f(-L)``, the rest that of ``f(L) - f(-L)``)."""
+
+    variance: float
+    even: float
 
 
 def spread_over_leans(
@@ -297,27 +398,36 @@ def spread_over_leans(
     *,
     covariance: NDArray[np.float64],
     rng: np.random.Generator,
-) -> float:
+) -> LeanSpread:
     """The statistic's variance over LEAN_DRAWS panels of leans drawn from ``covariance``
-    (every annotator a normal lean in the traits' columns; :func:`statistic_at_leans`). NaN
-    when the statistic is undefined in most panels.
+    (every annotator a normal lean in the traits' columns; :func:`statistic_at_leans`), half
+    of them the negatives of the other half, which splits it exactly into the variance of
+    ``(f(L) + f(-L)) / 2`` and the mean square of ``(f(L) - f(-L)) / 2``. NaN when the
+    statistic is undefined in most panels.
     """
     d = layout.base.shape[1]
     n_units = int(layout.unit.max(initial=-1)) + 1
     root = lean_root(covariance)
     indicator = _unit_indicator(layout.unit, n_units)
-    # draws at a time: about _BATCH_ROWS unit rows
-    batch = max(1, min(LEAN_DRAWS, _BATCH_ROWS // max(n_units * layout.parts, 1)))
+    pairs = LEAN_DRAWS // 2
+    # leans at a time: about _BATCH_ROWS unit rows, with their negatives
+    batch = max(1, min(pairs, _BATCH_ROWS // max(2 * n_units * layout.parts, 1)))
     values = []
-    for start in range(0, LEAN_DRAWS, batch):
-        size = min(batch, LEAN_DRAWS - start)
+    for start in range(0, pairs, batch):
+        size = min(batch, pairs - start)
         lean = rng.standard_normal((size, layout.n_annotators, d)) @ root.T
-        values.append(statistic_at_leans(statistic, layout, lean, indicator=indicator))
+        both = statistic_at_leans(
+            statistic, layout, np.concatenate([lean, -lean]), indicator=indicator
+        )
+        values.append(both.reshape(2, size).T)
     drawn = np.concatenate(values)
-    defined = drawn[np.isfinite(drawn)]
-    if defined.size * 2 < LEAN_DRAWS:
-        return float("nan")
-    return float(defined.var())
+    defined = drawn[np.isfinite(drawn).all(axis=1)]
+    if defined.size < pairs:
+        return LeanSpread(float("nan"), float("nan"))
+    even = float(defined.mean(axis=1).var())
+    odd = float(np.mean(np.square((defined[:, 0] - defined[:, 1]) / 2)))
+    total = even + odd
+    return LeanSpread(total, even / total if total > 0 else 0.0)
 
 
 def lean_variances(
@@ -326,8 +436,8 @@ def lean_variances(
     *,
     panel: Panel,
     effects: MainEffects | None,
-) -> tuple[float, float]:
-    """``(spread, chance)``: the statistic's variance over panels of leans the size of the
+) -> tuple[LeanSpread, LeanSpread]:
+    """``(spread, chance)``: how the statistic moves over panels of leans the size of the
     annotators' main effects beyond chance (:func:`lean_covariances`), and over panels of
     chance-sized leans (what the same measurement gives annotators who do not differ).
     ``effects`` are the main effects read from ``panel.traits_for(own)``, whose columns the
@@ -338,18 +448,14 @@ def lean_variances(
     if own.shape[1] != d:
         raise ValueError(f"traits have {d} columns but the statistic's rows have {own.shape[1]}")
     if effects is None:
-        return float("nan"), float("nan")
+        return LeanSpread(float("nan"), float("nan")), LeanSpread(float("nan"), float("nan"))
     covariances = lean_covariances(effects, unit=panel.unit)
     parts = statistic.parts
     columns = panel.columns if panel.columns is not None else np.broadcast_to(np.arange(d), (n, d))
     rng = np.random.Generator(np.random.PCG64([panel.seed, 3]))
-    layout = LeanLayout.of(
-        panel=panel,
-        traits=traits,
-        columns=columns,
-        answered=own.reshape(n, parts, d // parts).sum(axis=-1) > 0,
-        parts=parts,
-        rng=rng,
+    layout = calibrated(
+        statistic,
+        LeanLayout.of(panel=panel, traits=traits, own=own, columns=columns, parts=parts, rng=rng),
     )
     spread, chance = (
         spread_over_leans(statistic, layout, covariance=covariance, rng=rng)

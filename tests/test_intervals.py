@@ -479,13 +479,16 @@ def test_annotator_interval_equals_a_slow_recomputation(width):
     jackknife_part = weight * scale * np.log1p(np.exp((observed - floor) / scale))
     # the main effects' part: 2.5 times the smooth positive part of the statistic's spread
     # over panels of leans, at the scale (spread + chance) * sqrt(2 / (k - 1)), same weight;
-    # the jackknife's part counts as far as it stands above three floors
-    spread, chance = lean_variances(
+    # the jackknife's part counts as far as it stands above three floors, after dividing out
+    # its count of the part that moves with the leans' spread, (k - 1) / (k - 2) times
+    leans, chance_leans = lean_variances(
         statistic, own, panel=panel, effects=annotator_effects(panel, own)
     )
+    spread, chance = leans.variance, chance_leans.variance
     lean_scale = (spread + chance) * np.sqrt(2 / (annotators - 1))
     from_leans = weight * 2.5 * lean_scale * np.log1p(np.exp(spread / lean_scale))
     evidence = 1 - np.exp(-(observed - floor) / (3 * floor))
+    jackknife_part /= 1 + leans.even / (annotators - 2)
     component = max(from_leans, evidence * jackknife_part)
 
     def half(pair_half):

@@ -27,6 +27,7 @@ from analysis.intervals import (
 )
 from analysis.lean_spread import (
     LeanLayout,
+    calibrated,
     expected_features,
     lean_covariances,
     lean_variances,
@@ -102,31 +103,40 @@ def test_expected_features_of_one_hot_rows_are_the_features_of_the_counts():
 
 
 def _panel(rng, *, n_pairs, annotators, lean):
-    """Every annotator rates every pair; annotator i picks label 0 with probability 0.5 +
-    lean[i] (else 1 or 2 evenly)."""
+    """Every annotator rates every pair; annotator i picks label 0 on pair j with probability
+    q[j] + lean[i], q uniform on [0.2, 0.8] (else 1 or 2 evenly)."""
     pair = np.repeat(np.arange(n_pairs), annotators)
     who = np.tile(np.arange(annotators), n_pairs)
-    first = 0.5 + np.asarray(lean)[who]
+    first = np.clip(rng.uniform(0.2, 0.8, n_pairs)[pair] + np.asarray(lean)[who], 0.02, 0.98)
     draw = rng.random(pair.size)
     labels = np.where(draw < first, 0, np.where(draw < first + (1 - first) / 2, 1, 2))
     return pair, who, np.eye(3, dtype=np.int64)[labels]
 
 
 def _slow_spread(statistic, layout, covariance, rng):
-    """spread_over_leans by a loop over panels, the expectation by enumeration."""
+    """spread_over_leans by a loop over panels, the expectation by enumeration: leans and
+    their negatives, each moving an annotation's base in log-odds by the pseudo-inverse of
+    the softmax's mean Jacobian times the lean."""
     n, d = layout.base.shape
     eigenvalues, eigenvectors = np.linalg.eigh(covariance)
     root = eigenvectors * np.sqrt(np.clip(eigenvalues, 0, None))
     n_units = int(layout.unit.max()) + 1
-    leans = rng.standard_normal((lean_spread.LEAN_DRAWS, layout.n_annotators, d)) @ root.T
+    jacobian = np.mean([np.diag(b) - np.outer(b, b) for b in layout.base], axis=0)
+    to_logit = np.linalg.pinv(jacobian)
+    leans = rng.standard_normal((lean_spread.LEAN_DRAWS // 2, layout.n_annotators, d)) @ root.T
     values = []
-    for lean in leans:
-        p = np.clip(layout.base + lean[layout.annotator], 0, 1)
-        p = p / p.sum(axis=1, keepdims=True)
+    for lean in np.concatenate([leans, -leans]):
+        p = np.empty((n, d))
+        for r in range(n):
+            weights = layout.base[r] * np.exp(to_logit @ lean[layout.annotator[r]])
+            p[r] = weights / weights.sum()
         p = p[np.arange(n)[:, None], layout.columns]
         features = _enumerated(statistic, p, layout.unit, n_units, 1).sum(axis=0)
         values.append(statistic.finish(features[None, :])[0])
-    return np.var(values)
+    values = np.array(values).reshape(2, -1)
+    even = np.var(values.mean(axis=0))
+    odd = np.mean(np.square((values[0] - values[1]) / 2))
+    return np.var(values), even / (even + odd)
 
 
 def _layout(pair, who, own):
@@ -134,8 +144,8 @@ def _layout(pair, who, own):
     return LeanLayout.of(
         panel=Panel.of(pair, who, seed=1),
         traits=own.astype(float),
+        own=own,
         columns=np.broadcast_to(np.arange(3), own.shape),
-        answered=np.ones((len(pair), 1), dtype=bool),
         parts=1,
         rng=np.random.default_rng(0),
     )
@@ -145,14 +155,37 @@ def test_spread_over_leans_equals_a_slow_recomputation():
     rng = np.random.default_rng(3)
     pair, who, own = _panel(rng, n_pairs=12, annotators=3, lean=[0.2, -0.1, 0.0])
     layout = _layout(pair, who, own)
-    # the base: each annotation's pair's other two annotations' mean label
-    assert layout.base[0] == pytest.approx(own[[1, 2]].mean(axis=0))
+    # the base: each annotation's pair's other two annotations' labels plus once the mean
+    # label over all annotations, over three
+    assert layout.base[0] == pytest.approx((own[[1, 2]].sum(axis=0) + own.mean(axis=0)) / 3)
     covariance = np.array([[0.02, -0.01, -0.01], [-0.01, 0.01, 0.0], [-0.01, 0.0, 0.01]])
     statistic = alpha_statistic(level="nominal", domain=[0, 1, 2])
     ours = spread_over_leans(statistic, layout, covariance=covariance, rng=np.random.default_rng(9))
-    slow = _slow_spread(statistic, layout, covariance, np.random.default_rng(9))
-    assert ours == pytest.approx(slow, rel=1e-6)
-    assert ours > 0
+    slow, even = _slow_spread(statistic, layout, covariance, np.random.default_rng(9))
+    assert ours.variance == pytest.approx(slow, rel=1e-6)
+    assert ours.even == pytest.approx(even, rel=1e-6)
+    assert ours.variance > 0
+
+
+def test_the_calibrated_base_gives_the_observed_value():
+    """No lean: the statistic at its expectation over labels drawn from the calibrated bases
+    is the value the labels themselves give, for every statistic; the other annotations'
+    labels alone (the layout before calibration) give more agreement than there is."""
+    rng = np.random.default_rng(4)
+    pair, who, own = _panel(rng, n_pairs=60, annotators=3, lean=[0.2, 0.0, -0.2])
+    layout = _layout(pair, who, own)
+    indicator = lean_spread._unit_indicator(layout.unit, 60)
+    zero = np.zeros((1, 3, 3))
+    counts = np.zeros((60, 3), dtype=np.int64)
+    np.add.at(counts, (pair, own.argmax(axis=1)), 1)
+    for name in ("percent agreement", "AC1", "nominal alpha"):
+        statistic = STATISTICS[name][0]
+        observed = statistic.finish(statistic.features(counts).sum(axis=0)[None])[0]
+        raw = lean_spread.statistic_at_leans(statistic, layout, zero, indicator=indicator)[0]
+        fitted = calibrated(statistic, layout)
+        at = lean_spread.statistic_at_leans(statistic, fitted, zero, indicator=indicator)[0]
+        assert at == pytest.approx(observed, abs=1e-3)
+        assert raw > observed + 0.01
 
 
 def test_no_leans_give_no_spread():
@@ -162,7 +195,7 @@ def test_no_leans_give_no_spread():
     spread = spread_over_leans(
         PERCENT_AGREEMENT, layout, covariance=np.zeros((3, 3)), rng=np.random.default_rng(1)
     )
-    assert spread == pytest.approx(0.0, abs=1e-20)
+    assert spread.variance == pytest.approx(0.0, abs=1e-20)
 
 
 def test_lean_covariance_known_answer():
@@ -193,7 +226,7 @@ def test_leans_move_alpha_less_than_percent_agreement_for_their_pairs_variance()
     counts = np.zeros((150, 3), dtype=np.int64)
     np.add.at(counts, (pair, own.argmax(axis=1)), 1)
     panel = Panel.of(pair, who, seed=2)
-    shares = {}
+    shares, evens = {}, {}
     for statistic, estimate in (
         (
             alpha_statistic(level="nominal", domain=[0, 1, 2]),
@@ -202,10 +235,13 @@ def test_leans_move_alpha_less_than_percent_agreement_for_their_pairs_variance()
         (PERCENT_AGREEMENT, percent_agreement(counts, bootstrap=1000, seed=1)),
     ):
         spread, chance = _variances(statistic, own, panel=panel)
-        assert spread > 10 * chance
+        assert spread.variance > 10 * chance.variance
         pairs_variance = ((estimate.ci95[1] - estimate.ci95[0]) / 2 / 1.96) ** 2
-        shares[statistic is PERCENT_AGREEMENT] = spread / pairs_variance
+        shares[statistic is PERCENT_AGREEMENT] = spread.variance / pairs_variance
+        evens[statistic is PERCENT_AGREEMENT] = spread.even
     assert shares[False] < 0.8 * shares[True]
+    # and alpha moves with the leans' spread, percent agreement with their direction
+    assert evens[False] > 0.5 > evens[True]
 
 
 def test_the_neutral_coding_reads_leans_in_the_labels_columns():
@@ -230,7 +266,7 @@ def test_the_neutral_coding_reads_leans_in_the_labels_columns():
         statistic, neutral_own, panel=panel.with_traits(own, columns=columns)
     )
     hidden, _ = _variances(statistic, neutral_own, panel=panel)
-    assert with_labels > 3 * hidden
+    assert with_labels.variance > 3 * hidden.variance
 
 
 def test_many_units_use_a_sample_of_them(monkeypatch):
@@ -245,7 +281,7 @@ def test_many_units_use_a_sample_of_them(monkeypatch):
     monkeypatch.setattr(lean_spread, "MAX_LEAN_UNITS", 10_000)
     everything, _ = _variances(PERCENT_AGREEMENT, own, panel=panel)
     # the same leans move the statistic alike on 200 of the 600 units
-    assert sampled == pytest.approx(everything, rel=0.3)
+    assert sampled.variance == pytest.approx(everything.variance, rel=0.3)
 
 
 def test_traits_of_another_width_are_refused():
@@ -262,7 +298,7 @@ def _softplus(x, scale):
 
 
 def test_annotator_part_known_answers():
-    common = {"annotators": 3, "main_effects": 2.0}
+    common = {"annotators": 3, "main_effects": 2.0, "even_share": 0.0}
     weight = 1 - np.exp(-1.0)
     # the jackknife at its floor: the main effects' part, LEAN_GAIN times the smooth positive
     # part of the spread at the scale (spread + chance) * sqrt(2 / (k - 1))
@@ -276,6 +312,27 @@ def test_annotator_part_known_answers():
     )
     assert JACKKNIFE_EVIDENCE == 3.0
     assert part == pytest.approx(5.0 * (1 - np.exp(-10.0)))
+    # half of the lean spread moving with the leans' spread: the jackknife counts that half
+    # (k - 1) / (k - 2) = 2 times with three annotators, so its part is divided by 1 + 1/2
+    part = annotator_part(
+        5.0,
+        observed=31.0,
+        floor=1.0,
+        lean_spread=0.2,
+        chance_spread=0.1,
+        **{**common, "even_share": 0.5},
+    )
+    assert part == pytest.approx(5.0 * (1 - np.exp(-10.0)) / 1.5)
+    # with six annotators 5 / 4 times: divided by 1 + 0.5 / 4
+    part = annotator_part(
+        5.0,
+        observed=31.0,
+        floor=1.0,
+        lean_spread=0.2,
+        chance_spread=0.1,
+        **{**common, "annotators": 6, "even_share": 0.5},
+    )
+    assert part == pytest.approx(5.0 * (1 - np.exp(-10.0)) / 1.125)
     # no spread to read (no unit with two annotations): the jackknife's part as it is
     part = annotator_part(
         0.5, observed=1.0, floor=1.0, lean_spread=np.nan, chance_spread=np.nan, **common
@@ -290,6 +347,7 @@ def test_annotator_part_known_answers():
         main_effects=0.8,
         lean_spread=0.2,
         chance_spread=0.1,
+        even_share=0.0,
     )
     assert part == 0.0
 
@@ -304,6 +362,7 @@ def test_annotator_part_is_continuous_in_the_jackknife():
             main_effects=2.0,
             lean_spread=0.01,
             chance_spread=0.01,
+            even_share=0.3,
         )
         for observed in np.linspace(0.5, 4.0, 200)
     ]
