@@ -6,29 +6,27 @@ swaps functions of ``analysis.intervals`` and ``analysis.lean_spread`` for recor
 run time, so it follows them only as long as their signatures stay.
 
     python docs/prototypes/replay_annotator_part.py record --cells 3 --studies 600
-    python docs/prototypes/replay_annotator_part.py record --cells 3 --studies 600 --uncut
-    python docs/prototypes/replay_annotator_part.py replay
+    python docs/prototypes/replay_annotator_part.py replay [--earlier]
     python docs/prototypes/replay_annotator_part.py panels --cell 3
 
 ``record`` runs the bench's studies (1,000 resamples each) and keeps, for each interval, the
 point, the pairs' interval, the range and :func:`analysis.intervals.annotator_part`'s inputs,
 with each lean spread also split into its odd and even parts (the statistic at leans ``L`` and
 ``-L``: ``(f(L) - f(-L)) / 2`` moves with the leans' direction, ``(f(L) + f(-L)) / 2`` with
-their spread; both over the same draws, so the total is the variance of all 2 x LEAN_DRAWS
-values, so the recorded intervals are the rule's on those draws, not `main`'s own, which
-draws LEAN_DRAWS leans without their negatives). ``--uncut`` adds the leans to the base
-probabilities without cutting them to [0, 1] (the expected features are a polynomial in the
-probabilities, so they stay defined). Each record also keeps the statistic at no lean,
-``f(0)``, and every draw, for rules with a part per side. ``replay`` prints coverage of the
-population value (in brackets the share of studies whose population value lies above the
-interval, then the mean width) for the rule as it is, recomputed from the recorded inputs (it
-gives the recorded intervals back), and for the variants in ``VARIANTS``, each through
-:func:`analysis.intervals.annotator_part` itself: a part per side from the even part's shift
-(:func:`shifted`), a Welch-Satterthwaite t in place of the gain (:func:`satterthwaite`), or
-the odd part from uncut leans with the even part from cut ones (:func:`hybrid`, on the cut
-rows when both records of a cell are there; nan, so not covered, elsewhere), or an even
-part whose gain grows with its share of the variance (:func:`even_by_share`).
-Their numbers are in docs/intervals.md ("Five more rule families").
+their spread), over LEAN_DRAWS leans and their negatives (``main`` draws half as many pairs,
+so the recorded intervals are the rule's on the prototype's draws, not ``main``'s own). Each
+record also keeps the statistic at no lean, ``f(0)``, and every draw, for rules with a part
+per side. ``replay`` prints coverage of the population value (in brackets the share of
+studies whose population value lies above the interval, then the mean width) for the rule as
+it is, recomputed from the recorded inputs (it gives the recorded intervals back), and for the
+variants in ``VARIANTS`` (the jackknife's count of the leans' spread and the gain), each
+through :func:`analysis.intervals.annotator_part` itself; ``--earlier`` adds the rule
+families tried before the leans moved to log-odds on a calibrated base (docs/intervals.md,
+"Five more rule families": a part per side, :func:`shifted` and :func:`sided`; a
+Welch-Satterthwaite t, :func:`satterthwaite`; gains by part, :func:`split_gains` and
+:func:`even_by_share`). Their documented numbers came from records of that earlier model,
+including leans not cut to [0, 1] and a ``hybrid`` of cut and uncut records, which no longer
+exist: the leans now move the base in log-odds and never leave it.
 """
 
 from __future__ import annotations
@@ -58,13 +56,6 @@ _records: list[dict] = []
 _splits: list[tuple] = []
 
 
-def _uncut(probabilities, *, fallback):
-    """Base plus lean not cut to [0, 1]: leans sum to 0 in each part, so a distribution stays
-    one in sum; the fallback where the base had no label."""
-    total = probabilities.sum(axis=-1, keepdims=True)
-    return np.where(np.abs(total - 1) < 1e-9, probabilities, fallback)
-
-
 def _spread_over_leans(statistic, layout, *, covariance, rng):
     """:func:`analysis.lean_spread.spread_over_leans` over LEAN_DRAWS leans and their
     negatives; records the odd and even parts' variances and returns the total's."""
@@ -85,12 +76,12 @@ def _spread_over_leans(statistic, layout, *, covariance, rng):
     defined = np.isfinite(plus) & np.isfinite(minus)
     if defined.sum() * 2 < draws:
         _splits.append((np.nan, np.nan, np.nan, zero, plus, minus))
-        return float("nan")
+        return lean_spread.LeanSpread(float("nan"), float("nan"))
     odd = (plus[defined] - minus[defined]) / 2
     even = (plus[defined] + minus[defined]) / 2
     total = float(np.concatenate([plus[defined], minus[defined]]).var())
     _splits.append((float(np.mean(odd**2)), float(even.var()), total, zero, plus, minus))
-    return total
+    return lean_spread.LeanSpread(total, float(even.var()) / total if total > 0 else 0.0)
 
 
 def _annotator_part(jackknife_part, **inputs):
@@ -115,9 +106,7 @@ def _study(args) -> dict:
     return dict(seed=args[2], out=out, records=list(_records))
 
 
-def record(cells: list[int], *, studies: int, first_seed: int, uncut: bool) -> None:
-    if uncut:
-        lean_spread.leaned_distributions = _uncut
+def record(cells: list[int], *, studies: int, first_seed: int) -> None:
     lean_spread.spread_over_leans = _spread_over_leans
     intervals.annotator_part = _annotator_part
     intervals.combined_interval = _combined_interval
@@ -130,7 +119,7 @@ def record(cells: list[int], *, studies: int, first_seed: int, uncut: bool) -> N
             target = bench.population(cell, seed=12345)
             jobs = [(cell, 1000, seed, target) for seed in range(first_seed, first_seed + studies)]
             results = list(pool.map(_study, jobs, chunksize=4))
-            name = f"{'uncut' if uncut else 'cut'}-cell{index}-{first_seed}-{studies}.pkl"
+            name = f"cell{index}-{first_seed}-{studies}.pkl"
             with open(RECORDS / name, "wb") as f:
                 pickle.dump(dict(cell=index, target=target, results=results), f)
             print(f"cell {index}: {studies} studies, {time.perf_counter() - started:.0f} s")
@@ -140,7 +129,6 @@ _NOT_INPUTS = (
     "jackknife_part",
     "result",
     "split",
-    "uncut_split",
     "point",
     "pair_ci",
     "pairs_variance",
@@ -277,21 +265,6 @@ def even_by_share(*, odd: float, low: float, high: float):
     return rule
 
 
-def hybrid(*, odd: float, even: float):
-    """The odd part from leans not cut to [0, 1] (the statistic's first-order response, which
-    the cut attenuates), the even part from cut leans (the response to the leans' spread,
-    which has to respect the probabilities' bounds); ``odd`` and ``even`` their gains."""
-
-    def rule(name: str, part: dict) -> float:
-        if "uncut_split" not in part:
-            return float("nan")
-        (_, e, *_), (_, chance_e, *_) = part["split"]
-        (o, *_), (chance_o, *_) = part["uncut_split"]
-        return _part_at(part, lean=odd * o + even * e, chance=odd * chance_o + even * chance_e)
-
-    return rule
-
-
 def _sided_interval(point, pair_ci, *, lower, upper, bounds):
     """:func:`analysis.intervals.combined_interval` with its own annotators' part per side."""
     los = _original_combined(point, pair_ci, annotator_variance=lower, bounds=bounds)[0][0]
@@ -300,30 +273,61 @@ def _sided_interval(point, pair_ci, *, lower, upper, bounds):
 
 
 def _prepare(data: dict) -> None:
-    """Once per record: the point, the pairs' interval and its variance into each part, and
-    each cut record the uncut record's split of the same study (same seed, same lean draws)
-    as ``part["uncut_split"]``, for :func:`hybrid`."""
-    for (kind, index), stored in data.items():
-        uncut = {r["seed"]: r for r in data.get(("uncut", index), {}).get("results", [])}
+    """Once per record: the point, the pairs' interval and its variance into each part."""
+    for stored in data.values():
         for result in stored["results"]:
-            twin = uncut.get(result["seed"]) if kind == "cut" else None
-            for position, entry in enumerate(result["records"]):
+            for entry in result["records"]:
                 part = entry["part"]
                 if part is None:
                     continue
                 lo, hi = entry["pair_ci"]
+                # records made before annotator_part took the even share: it from the split
+                (odd, even, *_), _ = part["split"]
+                part.setdefault("even_share", even / (odd + even) if odd + even > 0 else 0.0)
                 part.update(
                     point=entry["point"],
                     pair_ci=entry["pair_ci"],
                     pairs_variance=((hi - lo) / 2 / intervals.Z975) ** 2,
                 )
-                if twin is not None:
-                    assert twin["records"][position]["point"] == entry["point"]
-                    part["uncut_split"] = twin["records"][position]["part"]["split"]
+
+
+def counted(*, gain: float, count):
+    """LEAN_GAIN replaced by ``gain``, and the jackknife's part divided by ``1 + (count(k) -
+    1) * even share`` in place of the rule's ``1 + even share / (k - 2)``, its count of the
+    leans' spread ``(k - 1) / (k - 2)``."""
+
+    def rule(name: str, part: dict) -> float:
+        divisor = 1 + (count(part["annotators"]) - 1) * part["even_share"]
+        return _original_part(
+            part["jackknife_part"] / divisor,
+            **{
+                **_inputs(part),
+                "lean_spread": gain * part["lean_spread"] / intervals.LEAN_GAIN,
+                "chance_spread": gain * part["chance_spread"] / intervals.LEAN_GAIN,
+                "even_share": 0.0,
+            },
+        )
+
+    return rule
+
+
+def _as_rule(k: int) -> float:
+    return (k - 1) / (k - 2)
+
+
+def _pairwise(k: int) -> float:
+    """The count of a purely pairwise (second-order) part."""
+    return 2 * (k - 1) / (k - 2)
 
 
 VARIANTS = {
     "recorded": as_recorded,
+    "jackknife as it is": counted(gain=2.5, count=lambda k: 1.0),
+    "count 2(k-1)/(k-2)": counted(gain=2.5, count=_pairwise),
+    "gain 2": counted(gain=2.0, count=_as_rule),
+    "gain 1.5": counted(gain=1.5, count=_as_rule),
+}
+EARLIER = {
     "side": shifted(odd=2.5, even=2.5, shift=1.0, other=0.0),
     "side, half": shifted(odd=2.5, even=2.5, shift=1.0, other=0.5),
     "both + shift": shifted(odd=2.5, even=2.5, shift=1.0, other=2.5),
@@ -331,29 +335,27 @@ VARIANTS = {
     "odd 3.5 / even 1": split_gains(odd=3.5, even=1.0),
     "t, gain 1": satterthwaite(gain=1.0),
     "t, gain 1.5": satterthwaite(gain=1.5),
-    "hybrid 1": hybrid(odd=1.0, even=1.0),
-    "hybrid 2.5": hybrid(odd=2.5, even=2.5),
     "even by share": even_by_share(odd=3.0, low=1.0, high=6.0),
 }
 
 
-def replay(pattern: str) -> None:
-    data: dict[tuple[str, int], dict] = {}
+def replay(pattern: str, *, earlier: bool) -> None:
+    rules = {**VARIANTS, **(EARLIER if earlier else {})}
+    data: dict[int, dict] = {}
     for path in sorted(RECORDS.glob(pattern)):
         with open(path, "rb") as f:
             stored = pickle.load(f)
-        key = (path.name.split("-")[0], stored["cell"])
-        data.setdefault(key, dict(target=stored["target"], results=[]))
-        data[key]["results"] += stored["results"]
+        data.setdefault(stored["cell"], dict(target=stored["target"], results=[]))
+        data[stored["cell"]]["results"] += stored["results"]
     _prepare(data)
-    print("| leans | cell | statistic | studies | " + " | ".join(VARIANTS) + " |")
-    for (kind, index), stored in sorted(data.items()):
+    print("| cell | statistic | studies | " + " | ".join(rules) + " |")
+    for index, stored in sorted(data.items()):
         for position, name in enumerate(bench.STATISTICS):
             if position >= len(stored["results"][0]["records"]):
                 continue
             truth = stored["target"][name]
             row = []
-            for rule in VARIANTS.values():
+            for rule in rules.values():
                 covered, above, widths = [], [], []
                 for result in stored["results"]:
                     entry = result["records"][position]
@@ -374,7 +376,7 @@ def replay(pattern: str) -> None:
                     f"{100 * np.mean(covered):.1f} ({100 * np.mean(above):.1f}) w{np.mean(widths):.3f}"
                 )
             studies = len(stored["results"])
-            print(f"| {kind} | {index} | {name} | {studies} | " + " | ".join(row) + " |")
+            print(f"| {index} | {name} | {studies} | " + " | ".join(row) + " |")
 
 
 def panels(index: int, *, count: int, pairs: int) -> None:
@@ -413,9 +415,9 @@ def main() -> None:
     run.add_argument("--cells", default="3")
     run.add_argument("--studies", type=int, default=600)
     run.add_argument("--first-seed", type=int, default=0)
-    run.add_argument("--uncut", action="store_true", help="leans not cut to [0, 1]")
     again = commands.add_parser("replay")
-    again.add_argument("--pattern", default="*.pkl")
+    again.add_argument("--pattern", default="cell*.pkl")
+    again.add_argument("--earlier", action="store_true", help="also the earlier rule families")
     drawn = commands.add_parser("panels")
     drawn.add_argument("--cell", type=int, default=3)
     drawn.add_argument("--panels", type=int, default=300)
@@ -423,11 +425,11 @@ def main() -> None:
     args = parser.parse_args()
     if args.command == "record":
         cells = [int(c) for c in args.cells.split(",")]
-        record(cells, studies=args.studies, first_seed=args.first_seed, uncut=args.uncut)
+        record(cells, studies=args.studies, first_seed=args.first_seed)
     elif args.command == "panels":
         panels(args.cell, count=args.panels, pairs=args.pairs)
     else:
-        replay(args.pattern)
+        replay(args.pattern, earlier=args.earlier)
 
 
 if __name__ == "__main__":
