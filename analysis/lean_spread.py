@@ -422,7 +422,7 @@ def spread_over_leans(
         values.append(both.reshape(2, size).T)
     drawn = np.concatenate(values)
     defined = drawn[np.isfinite(drawn).all(axis=1)]
-    if defined.size < pairs:
+    if 2 * len(defined) < pairs:
         return LeanSpread(float("nan"), float("nan"))
     even = float(defined.mean(axis=1).var())
     odd = float(np.mean(np.square((defined[:, 0] - defined[:, 1]) / 2)))

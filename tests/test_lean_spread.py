@@ -312,27 +312,6 @@ def test_annotator_part_known_answers():
     )
     assert JACKKNIFE_EVIDENCE == 3.0
     assert part == pytest.approx(5.0 * (1 - np.exp(-10.0)))
-    # half of the lean spread moving with the leans' spread: the jackknife counts that half
-    # (k - 1) / (k - 2) = 2 times with three annotators, so its part is divided by 1 + 1/2
-    part = annotator_part(
-        5.0,
-        observed=31.0,
-        floor=1.0,
-        lean_spread=0.2,
-        chance_spread=0.1,
-        **{**common, "even_share": 0.5},
-    )
-    assert part == pytest.approx(5.0 * (1 - np.exp(-10.0)) / 1.5)
-    # with six annotators 5 / 4 times: divided by 1 + 0.5 / 4
-    part = annotator_part(
-        5.0,
-        observed=31.0,
-        floor=1.0,
-        lean_spread=0.2,
-        chance_spread=0.1,
-        **{**common, "annotators": 6, "even_share": 0.5},
-    )
-    assert part == pytest.approx(5.0 * (1 - np.exp(-10.0)) / 1.125)
     # no spread to read (no unit with two annotations): the jackknife's part as it is
     part = annotator_part(
         0.5, observed=1.0, floor=1.0, lean_spread=np.nan, chance_spread=np.nan, **common
@@ -350,6 +329,27 @@ def test_annotator_part_known_answers():
         even_share=0.0,
     )
     assert part == 0.0
+
+
+@pytest.mark.parametrize(
+    ("annotators", "even_share", "divisor"),
+    [(3, 0.0, 1.0), (3, 0.5, 1.5), (3, 1.0, 2.0), (5, 1.0, 4 / 3), (6, 0.5, 1.125)],
+)
+def test_the_jackknifes_count_of_the_leans_spread_is_divided_out(annotators, even_share, divisor):
+    """The jackknife far above its floor: its part divided by 1 + even share / (k - 2), the
+    leave-one-out jackknife's count (k - 1) / (k - 2) of the part that moves with the leans'
+    spread (2, 4/3 and 5/4 for k = 3, 5, 6), the part that moves with their direction once."""
+    part = annotator_part(
+        5.0,
+        observed=31.0,
+        floor=1.0,
+        annotators=annotators,
+        main_effects=2.0,
+        lean_spread=0.2,
+        chance_spread=0.1,
+        even_share=even_share,
+    )
+    assert part == pytest.approx(5.0 * (1 - np.exp(-10.0)) / divisor)
 
 
 def test_annotator_part_is_continuous_in_the_jackknife():
