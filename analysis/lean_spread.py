@@ -271,15 +271,20 @@ class LeanLayout:
         )
         return layout.shrunk(1.0)
 
+    def bases(self, shrink: float) -> NDArray[np.float64]:
+        """Each annotation's base (annotations x parts x V): its unit's other annotations'
+        mean traits shrunk towards their mean over all annotations, ``(others' sum + shrink
+        * mean) / (others + shrink)`` (the mean where it is alone on its unit)."""
+        return np.asarray(
+            (self.others_sum + shrink * self.grand) / (self.others[..., None] + shrink)
+        )
+
     def shrunk(self, shrink: float) -> LeanLayout:
-        """Each annotation's base: its unit's other annotations' mean traits shrunk towards
-        their mean over all annotations, ``(others' sum + shrink * mean) / (others + shrink)``
-        (the mean where it is alone on its unit)."""
-        base = (self.others_sum + shrink * self.grand) / (self.others[..., None] + shrink)
-        n = len(self.unit)
+        """The layout with the bases at ``shrink`` (:meth:`bases`)."""
+        base = self.bases(shrink)
         return replace(
             self,
-            base=base.reshape(n, -1),
+            base=base.reshape(len(self.unit), -1),
             to_logit=logit_map(base, answered=self.answered),
         )
 
@@ -339,15 +344,29 @@ def statistic_at_leans(
     logit = np.einsum("gvw,sagw->sagv", layout.to_logit, lean.reshape(size, -1, parts, width))
     base = layout.base.reshape(n, parts, width)
     leaned = leaned_distributions(base[None], logit[:, layout.annotator])
-    p = (leaned * layout.answered[..., None]).reshape(size, n, d)
+    return _statistic_at(statistic, layout, leaned, indicator=indicator)
+
+
+def _statistic_at(
+    statistic: SumStatistic,
+    layout: LeanLayout,
+    distributions: NDArray[np.float64],
+    *,
+    indicator: sparse.csr_matrix,
+) -> NDArray[np.float64]:
+    """The statistic at its expectation over labels drawn from ``distributions`` (panels x
+    annotations x parts x V, in the traits' columns), zeros where an annotation gave no
+    label, put in the statistic's columns."""
+    size, n = distributions.shape[:2]
+    p = (distributions * layout.answered[..., None]).reshape(size, n, -1)
     p = np.take_along_axis(p, np.broadcast_to(layout.columns[None], p.shape), axis=2)
-    features = _expected_features(statistic, p, indicator=indicator, parts=parts)
+    features = _expected_features(statistic, p, indicator=indicator, parts=layout.parts)
     return np.asarray(statistic.finish(features.sum(axis=1)))
 
 
-# The shrinkage is searched on this range of log2 values, in this many halvings.
-_SHRINK_RANGE = (-10.0, 10.0)
-_SHRINK_STEPS = 16
+# The shrinkage is read off the statistic at these log2 values, in one batch, and
+# interpolated between the two around the observed value.
+_SHRINK_GRID = np.linspace(-8.0, 8.0, 33)
 
 
 def calibrated(statistic: SumStatistic, layout: LeanLayout) -> LeanLayout:
@@ -357,29 +376,28 @@ def calibrated(statistic: SumStatistic, layout: LeanLayout) -> LeanLayout:
     against 0.11 with the coverage benchmark's panel of three), and their mean for every
     annotation is one where every pair is alike (agreement at chance); how much a lean moves
     a statistic depends on where between the two the world is, differently by statistic
-    (docs/intervals.md). The value falls as the shrinkage grows; bisection on its log."""
+    (docs/intervals.md). The value falls as the shrinkage grows: it is taken at every point
+    of a grid of shrinkages at once and the shrinkage interpolated (in its log) where it
+    crosses the observed value; the grid's end where it does not."""
     n_units = int(layout.unit.max(initial=-1)) + 1
     indicator = _unit_indicator(layout.unit, n_units)
     target = float(statistic.finish(statistic.features(layout.counts).sum(axis=0)[None])[0])
     if not np.isfinite(target):
         return layout
-    zero = np.zeros((1, layout.n_annotators, layout.base.shape[1]))
-
-    def value(log_shrink: float) -> float:
-        shrunk = layout.shrunk(2.0**log_shrink)
-        return float(statistic_at_leans(statistic, shrunk, zero, indicator=indicator)[0])
-
-    low, high = _SHRINK_RANGE
-    for _ in range(_SHRINK_STEPS):
-        middle = (low + high) / 2
-        at = value(middle)
-        if not np.isfinite(at):
-            return layout
-        if at > target:
-            low = middle
-        else:
-            high = middle
-    return layout.shrunk(2.0 ** ((low + high) / 2))
+    bases = np.stack([layout.bases(2.0**g) for g in _SHRINK_GRID])
+    values = _statistic_at(statistic, layout, bases, indicator=indicator)
+    if not np.isfinite(values).all():
+        return layout
+    above = np.flatnonzero(values > target)
+    if above.size == 0:
+        return layout.shrunk(2.0 ** _SHRINK_GRID[0])
+    last = int(above[-1])
+    if last == len(_SHRINK_GRID) - 1:
+        return layout.shrunk(2.0 ** _SHRINK_GRID[-1])
+    # values[last] > target >= values[last + 1]
+    share = (values[last] - target) / (values[last] - values[last + 1])
+    log_shrink = _SHRINK_GRID[last] + share * (_SHRINK_GRID[last + 1] - _SHRINK_GRID[last])
+    return layout.shrunk(2.0**log_shrink)
 
 
 @dataclass(frozen=True)
