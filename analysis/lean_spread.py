@@ -203,7 +203,7 @@ class LeanLayout:
     ``r``), the traits its unit's other annotations gave (summed, and how many), the traits'
     mean over every answered annotation, and the kept units' counts in the statistic's
     columns. ``base`` is each annotation's label distribution before any lean (traits'
-    columns), set by :meth:`shrunk`; ``to_logit`` maps a lean in probability space to the
+    columns; shrinkage 1 from :meth:`of`, another from :meth:`shrunk`); ``to_logit`` maps a lean in probability space to the
     log-odds lean with that effect on average over the annotations (:func:`logit_map`)."""
 
     unit: NDArray[np.int64]
@@ -230,7 +230,7 @@ class LeanLayout:
         parts: int,
         rng: np.random.Generator,
     ) -> LeanLayout:
-        """The layout at a shrinkage of 1 (:meth:`shrunk`). Above MAX_LEAN_UNITS units, a
+        """The layout at a shrinkage of 1 (:func:`shrunk_bases`). Above MAX_LEAN_UNITS units, a
         random MAX_LEAN_UNITS of them (with all their annotations): how much a statistic
         moves with leans every unit shares does not depend on the number of units (on 200 of
         600 units it was within the Monte Carlo noise of all 600, tests/test_lean_spread.py),
@@ -253,40 +253,50 @@ class LeanLayout:
         n_kept = int(unit.max(initial=-1)) + 1
         indicator = _unit_indicator(unit, n_kept)
         sums = (indicator @ grouped.reshape(n, d)).reshape(n_kept, parts, width)
-        labelled = indicator @ answered.astype(np.float64)
+        others_sum = sums[unit] - grouped
+        others = (indicator @ answered.astype(np.float64))[unit] - answered
         grand = grouped.sum(axis=0) / np.maximum(answered.sum(axis=0), 1)[:, None]
-        layout = cls(
+        base = shrunk_bases(others_sum, others, grand, shrink=1.0)
+        return cls(
             unit=unit,
             annotator=panel.annotator[kept],
             n_annotators=panel.n_annotators,
             answered=answered,
             columns=columns[kept],
             parts=parts,
-            others_sum=sums[unit] - grouped,
-            others=labelled[unit] - answered,
+            others_sum=others_sum,
+            others=others,
             grand=grand,
             counts=np.asarray(indicator @ own, dtype=np.int64),
-            base=np.zeros((n, d)),
-            to_logit=np.zeros((parts, width, width)),
+            base=base.reshape(n, d),
+            to_logit=logit_map(base, answered=answered),
         )
-        return layout.shrunk(1.0)
 
     def bases(self, shrink: float) -> NDArray[np.float64]:
-        """Each annotation's base (annotations x parts x V): its unit's other annotations'
-        mean traits shrunk towards their mean over all annotations, ``(others' sum + shrink
-        * mean) / (others + shrink)`` (the mean where it is alone on its unit)."""
-        return np.asarray(
-            (self.others_sum + shrink * self.grand) / (self.others[..., None] + shrink)
-        )
+        """Each annotation's base at ``shrink`` (:func:`shrunk_bases`)."""
+        return shrunk_bases(self.others_sum, self.others, self.grand, shrink=shrink)
 
     def shrunk(self, shrink: float) -> LeanLayout:
-        """The layout with the bases at ``shrink`` (:meth:`bases`)."""
+        """The layout with the bases at ``shrink``."""
         base = self.bases(shrink)
         return replace(
             self,
             base=base.reshape(len(self.unit), -1),
             to_logit=logit_map(base, answered=self.answered),
         )
+
+
+def shrunk_bases(
+    others_sum: NDArray[np.float64],
+    others: NDArray[np.float64],
+    grand: NDArray[np.float64],
+    *,
+    shrink: float,
+) -> NDArray[np.float64]:
+    """Each annotation's base (annotations x parts x V): its unit's other annotations' mean
+    traits shrunk towards their mean over all annotations, ``(others' sum + shrink * mean) /
+    (others + shrink)`` (the mean where it is alone on its unit)."""
+    return np.asarray((others_sum + shrink * grand) / (others[..., None] + shrink))
 
 
 def logit_map(base: NDArray[np.float64], *, answered: NDArray[np.bool_]) -> NDArray[np.float64]:
