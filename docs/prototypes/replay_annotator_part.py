@@ -13,10 +13,9 @@ run time, so it follows them only as long as their signatures stay.
 point, the pairs' interval, the range and :func:`analysis.intervals.annotator_part`'s inputs,
 with each lean spread also split into its odd and even parts (the statistic at leans ``L`` and
 ``-L``: ``(f(L) - f(-L)) / 2`` moves with the leans' direction, ``(f(L) + f(-L)) / 2`` with
-their spread), over LEAN_DRAWS leans and their negatives (``main`` draws half as many pairs,
-so the recorded intervals are the rule's on the prototype's draws, not ``main``'s own). Each
-record also keeps the statistic at no lean, ``f(0)``, and every draw, for rules with a part
-per side. ``replay`` prints coverage of the population value (in brackets the share of
+their spread), on ``main``'s own draws (LEAN_DRAWS / 2 leans and their negatives), so the
+recorded intervals are ``main``'s. Each record also keeps the statistic at no lean,
+``f(0)``, and every draw, for rules with a part per side. ``replay`` prints coverage of the population value (in brackets the share of
 studies whose population value lies above the interval, then the mean width) for the rule as
 it is, recomputed from the recorded inputs (it gives the recorded intervals back), and for the
 variants in ``VARIANTS`` (the jackknife's count of the leans' spread and the gain), each
@@ -50,6 +49,8 @@ import analysis.lean_spread as lean_spread
 RECORDS = Path("/tmp/replay_annotator_part")
 _original_part = intervals.annotator_part
 _original_combined = intervals.combined_interval
+_original_spread = lean_spread.spread_over_leans
+_original_at = lean_spread.statistic_at_leans
 _pending: dict = {}
 _records: list[dict] = []
 # per lean spread: (odd, even variance, total, f(0), f(L) draws, f(-L) draws)
@@ -57,31 +58,31 @@ _splits: list[tuple] = []
 
 
 def _spread_over_leans(statistic, layout, *, covariance, rng):
-    """:func:`analysis.lean_spread.spread_over_leans` over LEAN_DRAWS leans and their
-    negatives; records the odd and even parts' variances and returns the total's."""
-    draws = lean_spread.LEAN_DRAWS
+    """:func:`analysis.lean_spread.spread_over_leans` itself, keeping its draws (``f(L)`` and
+    ``f(-L)``, which it evaluates together) and the statistic at no lean for the records."""
+    drawn = []
+
+    def keep(statistic, layout, lean, *, indicator):
+        values = _original_at(statistic, layout, lean, indicator=indicator)
+        drawn.append(values.reshape(2, -1))
+        return values
+
+    lean_spread.statistic_at_leans = keep
+    try:
+        spread = _original_spread(statistic, layout, covariance=covariance, rng=rng)
+    finally:
+        lean_spread.statistic_at_leans = _original_at
+    plus, minus = np.concatenate(drawn, axis=1) if drawn else (np.array([]), np.array([]))
     n_units = int(layout.unit.max(initial=-1)) + 1
-    indicator = lean_spread._unit_indicator(layout.unit, n_units)
-    shape = (draws, layout.n_annotators, layout.base.shape[1])
-    lean = rng.standard_normal(shape) @ lean_spread.lean_root(covariance).T
-    plus, minus = (
-        lean_spread.statistic_at_leans(statistic, layout, sign * lean, indicator=indicator)
-        for sign in (1.0, -1.0)
+    zero = _original_at(
+        statistic,
+        layout,
+        np.zeros((1, layout.n_annotators, layout.base.shape[1])),
+        indicator=lean_spread._unit_indicator(layout.unit, n_units),
     )
-    zero = float(
-        lean_spread.statistic_at_leans(
-            statistic, layout, np.zeros_like(lean[:1]), indicator=indicator
-        )[0]
-    )
-    defined = np.isfinite(plus) & np.isfinite(minus)
-    if defined.sum() * 2 < draws:
-        _splits.append((np.nan, np.nan, np.nan, zero, plus, minus))
-        return lean_spread.LeanSpread(float("nan"), float("nan"))
-    odd = (plus[defined] - minus[defined]) / 2
-    even = (plus[defined] + minus[defined]) / 2
-    total = float(np.concatenate([plus[defined], minus[defined]]).var())
-    _splits.append((float(np.mean(odd**2)), float(even.var()), total, zero, plus, minus))
-    return lean_spread.LeanSpread(total, float(even.var()) / total if total > 0 else 0.0)
+    even = spread.variance * spread.even
+    _splits.append((spread.variance - even, even, spread.variance, float(zero[0]), plus, minus))
+    return spread
 
 
 def _annotator_part(jackknife_part, **inputs):
@@ -140,15 +141,23 @@ def _inputs(part: dict) -> dict:
     return {k: v for k, v in part.items() if k not in _NOT_INPUTS}
 
 
-def _part_at(part: dict, *, lean: float, chance: float) -> float:
+def _part_at(
+    part: dict,
+    *,
+    lean: float,
+    chance: float,
+    jackknife: float | None = None,
+    even_share: float | None = None,
+) -> float:
     """:func:`analysis.intervals.annotator_part` on the recorded inputs with the lean and
     chance spreads replaced by ``lean`` and ``chance``, already times their gain (its
-    smoothing is homogeneous, so dividing both by LEAN_GAIN is the same as a gain of 1)."""
+    smoothing is homogeneous, so dividing both by LEAN_GAIN is the same as a gain of 1), and
+    the jackknife's part and the even share where given."""
     gain = intervals.LEAN_GAIN
-    return _original_part(
-        part["jackknife_part"],
-        **{**_inputs(part), "lean_spread": lean / gain, "chance_spread": chance / gain},
-    )
+    inputs = {**_inputs(part), "lean_spread": lean / gain, "chance_spread": chance / gain}
+    if even_share is not None:
+        inputs["even_share"] = even_share
+    return _original_part(part["jackknife_part"] if jackknife is None else jackknife, **inputs)
 
 
 def as_recorded(name: str, part: dict) -> float:
@@ -281,9 +290,6 @@ def _prepare(data: dict) -> None:
                 if part is None:
                     continue
                 lo, hi = entry["pair_ci"]
-                # records made before annotator_part took the even share: it from the split
-                (odd, even, *_), _ = part["split"]
-                part.setdefault("even_share", even / (odd + even) if odd + even > 0 else 0.0)
                 part.update(
                     point=entry["point"],
                     pair_ci=entry["pair_ci"],
@@ -298,14 +304,12 @@ def counted(*, gain: float, count):
 
     def rule(name: str, part: dict) -> float:
         divisor = 1 + (count(part["annotators"]) - 1) * part["even_share"]
-        return _original_part(
-            part["jackknife_part"] / divisor,
-            **{
-                **_inputs(part),
-                "lean_spread": gain * part["lean_spread"] / intervals.LEAN_GAIN,
-                "chance_spread": gain * part["chance_spread"] / intervals.LEAN_GAIN,
-                "even_share": 0.0,
-            },
+        return _part_at(
+            part,
+            lean=gain * part["lean_spread"],
+            chance=gain * part["chance_spread"],
+            jackknife=part["jackknife_part"] / divisor,
+            even_share=0.0,
         )
 
     return rule
