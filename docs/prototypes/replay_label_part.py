@@ -1,0 +1,211 @@
+"""Record what label_confirmed's annotator-aware interval was built from in every study of
+``benchmarks/bench_coverage.py``, then replay other rules for a majority's annotators' part.
+
+A research tool, not part of the report (docs/intervals.md, "Open, and what was tried"): it
+swaps :func:`analysis.intervals.annotator_component` for a recording copy at run time, so it
+follows it only as long as its signature stays. Only label_confirmed is computed, so a cell of
+4,000 studies records in about 12 s on two cores.
+
+    python docs/prototypes/replay_label_part.py record --cells 0,1,3,4,5,6,7,8,9 --studies 4000
+    python docs/prototypes/replay_label_part.py replay
+
+``record`` keeps, per study, the point, the Clopper-Pearson interval, the counts behind it
+and the component's inputs (the bootstrap over annotators, its floor, the number of
+annotators, ``H / H0``). ``replay`` prints coverage of the population value (in brackets the
+shares of studies whose population value lies below / above the interval) for the rule as it
+is, recomputed from the records (it gives the recorded intervals back), and for the variants
+in ``VARIANTS``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import pickle
+import sys
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
+from functools import cache
+from pathlib import Path
+
+import numpy as np
+from scipy import optimize, special, stats
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+
+import bench_coverage as bench
+
+import analysis.intervals as intervals
+from analysis.validity import label_share, wilson_interval
+
+RECORDS = Path("/tmp/replay_label_part")
+_original_component = intervals.annotator_component
+_captured: list[dict] = []
+
+
+def _recording_component(**inputs):
+    component = _original_component(**inputs)
+    _captured.append(dict(inputs, component=component))
+    return component
+
+
+def _one_study(job: tuple) -> dict:
+    cell, seed, target = job
+    _, _, (pair, annotator, preference, _, _) = bench.study_data(cell, seed)
+    counts = np.zeros((cell.pairs, 3), dtype=np.int64)
+    np.add.at(counts, (pair, preference), 1)
+    panel = intervals.Panel.of(pair, annotator, seed=seed)
+    _captured.clear()
+    out = label_share(
+        counts, min_annotations=2, decided_only=False, panel=panel, own=bench.one_hot(preference, 3)
+    )
+    return {
+        "value": out["value"],
+        "ci95": tuple(out["ci95"]),
+        "k": out["k"],
+        "n": out["n"],
+        "recorded": out.get("ci95_annotators"),
+        "inputs": _captured[-1],
+        "target": target,
+    }
+
+
+def record(cells: list[int], studies: int, first_seed: int) -> None:
+    intervals.annotator_component = _recording_component
+    RECORDS.mkdir(exist_ok=True)
+    with ProcessPoolExecutor(2) as pool:
+        for index in cells:
+            cell = bench.CELLS[index]
+            target = bench.population(cell, seed=12345)["label_confirmed"]
+            jobs = [(cell, seed, target) for seed in range(first_seed, first_seed + studies)]
+            records = list(pool.map(_one_study, jobs, chunksize=8))
+            path = RECORDS / f"cell{index}-{first_seed}-{studies}.pkl"
+            path.write_bytes(pickle.dumps((cell.label, records)))
+            print(f"{path}: {cell.label}", flush=True)
+
+
+# --- rules -------------------------------------------------------------------------------
+
+Rule = Callable[[dict], float]  # a study's record -> the annotators' variance component
+
+
+def component(
+    *, power: float = 1.0, growth_to: float = 2.0, scale: str = "floor + observed", evidence=None
+) -> Rule:
+    """:func:`analysis.intervals.annotator_component` for a majority with its knobs exposed:
+    the weight to a ``power``, the spread growth up to ``growth_to`` times, the smoothing's
+    scale, and an optional factor for the bootstrap's own evidence (as non-majorities get)."""
+
+    def rule(r: dict) -> float:
+        inputs = r["inputs"]
+        s, k = inputs["main_effects"], inputs["annotators"]
+        observed, floor = inputs["observed"], inputs["floor"]
+        weight = intervals.main_effect_weight(s) ** power
+        span = intervals.SPREAD_GROWTH_SPAN
+        weight *= 1 + (growth_to - 1) * min(max(s - 1, 0), span) / span
+        variance = {"floor + observed": floor + observed, "floor": floor}[scale]
+        part = intervals.smooth_positive(observed - floor, variance=variance, annotators=k)
+        if evidence is not None:
+            part *= -np.expm1(-max(observed - floor, 0) / (evidence * floor))
+        return weight * part
+
+    return rule
+
+
+@cache
+def mid_p(k: int, n: int) -> tuple[float, float]:
+    def lower(p: float) -> float:
+        return stats.binom.sf(k, n, p) + 0.5 * stats.binom.pmf(k, n, p) - 0.025
+
+    def upper(p: float) -> float:
+        return stats.binom.cdf(k, n, p) - 0.5 * stats.binom.pmf(k, n, p) - 0.025
+
+    lo = 0.0 if k == 0 else optimize.brentq(lower, 1e-12, 1 - 1e-12)
+    hi = 1.0 if k == n else optimize.brentq(upper, 1e-12, 1 - 1e-12)
+    return lo, hi
+
+
+def on_scale(r: dict, part: float, *, pairs: str = "exact", logit: bool = False):
+    """The annotator-aware interval from a component: the pairs' variance per side from the
+    Clopper-Pearson (``exact``), Wilson or mid-p interval, combined on the share's own scale
+    or on the log-odds (delta method); the Clopper-Pearson interval always stays inside."""
+    exact = r["ci95"]
+    base = {
+        "exact": exact,
+        "wilson": wilson_interval(r["k"], r["n"]),
+        "mid-p": mid_p(r["k"], r["n"]),
+    }[pairs]
+    point = r["value"]
+    if logit and 0 < point < 1 and base[0] > 0 and base[1] < 1:
+        z, centre, slope = intervals.Z975, special.logit(point), point * (1 - point)
+        sides = [
+            special.expit(
+                centre + sign * z * np.hypot((special.logit(bound) - centre) / z, part**0.5 / slope)
+            )
+            for bound, sign in ((base[0], -1), (base[1], 1))
+        ]
+    else:
+        sides = intervals.combined_interval(
+            point, base, annotator_variance=part, bounds=(0.0, 1.0)
+        )[0]
+    return min(sides[0], exact[0]), max(sides[1], exact[1])
+
+
+VARIANTS: dict[str, Callable[[dict], tuple[float, float]]] = {
+    "as it is": lambda r: on_scale(r, component()(r)),
+    "no annotators' part": lambda r: on_scale(r, 0.0),
+    "weight^1.5": lambda r: on_scale(r, component(power=1.5)(r)),
+    "weight^2": lambda r: on_scale(r, component(power=2)(r)),
+    "scale floor": lambda r: on_scale(r, component(scale="floor")(r)),
+    "evidence 3 floors": lambda r: on_scale(r, component(evidence=3.0)(r)),
+    "evidence 1 floor": lambda r: on_scale(r, component(evidence=1.0)(r)),
+    "wilson pairs": lambda r: on_scale(r, component()(r), pairs="wilson"),
+    "wilson, growth to 2.5": lambda r: on_scale(r, component(growth_to=2.5)(r), pairs="wilson"),
+    "mid-p, growth to 3": lambda r: on_scale(r, component(growth_to=3)(r), pairs="mid-p"),
+    "log-odds": lambda r: on_scale(r, component()(r), logit=True),
+    "log-odds, weight^1.5": lambda r: on_scale(r, component(power=1.5)(r), logit=True),
+}
+
+
+def replay() -> None:
+    cells: dict[str, list[dict]] = {}
+    for path in sorted(RECORDS.glob("cell*.pkl")):
+        label, records = pickle.loads(path.read_bytes())
+        cells.setdefault(label, []).extend(records)
+    as_is = VARIANTS["as it is"]
+    drift = max(
+        max(abs(a - b) for a, b in zip(as_is(r), r["recorded"], strict=True))
+        for records in cells.values()
+        for r in records
+    )
+    print(f"the rule as it is against the recorded intervals: largest difference {drift:.1e}")
+    for name, variant in VARIANTS.items():
+        print(f"\n{name}")
+        for label, records in cells.items():
+            below = above = 0
+            for r in records:
+                lo, hi = variant(r)
+                below += r["target"] < lo
+                above += r["target"] > hi
+            n = len(records)
+            covered = 100 * (n - below - above) / n
+            print(f"  {label:55s} {covered:6.2f} ({100 * below / n:.1f} / {100 * above / n:.1f})")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    rec = sub.add_parser("record")
+    rec.add_argument("--cells", default="0,1,3,4,5,6")
+    rec.add_argument("--studies", type=int, default=1000)
+    rec.add_argument("--first-seed", type=int, default=0)
+    sub.add_parser("replay")
+    args = parser.parse_args()
+    if args.command == "record":
+        cells = [int(c) for c in args.cells.split(",")]
+        record(cells, args.studies, args.first_seed)
+    else:
+        replay()
+
+
+if __name__ == "__main__":
+    main()
