@@ -9,8 +9,8 @@ follows it only as long as its signature stays. Only label_confirmed is computed
     python docs/prototypes/replay_label_part.py record --cells 0,1,3,4,5,6,7,8,9 --studies 4000
     python docs/prototypes/replay_label_part.py replay
 
-``record`` keeps, per study, the point, the Clopper-Pearson interval, the counts behind it
-and the component's inputs (the bootstrap over annotators, its floor, the number of
+``record`` keeps, per study, the point, the pairs' interval, the counts behind it and the
+component's inputs (the bootstrap over annotators, its floor, the number of
 annotators, ``H / H0``). ``replay`` prints coverage of the population value (in brackets the
 shares of studies whose population value lies below / above the interval) for the rule as it
 is, recomputed from the records (it gives the recorded intervals back), and for the variants
@@ -35,6 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 import bench_coverage as bench
 
 import analysis.intervals as intervals
+from analysis.distributions import clopper_pearson
 from analysis.validity import label_share, wilson_interval
 
 RECORDS = Path("/tmp/replay_label_part")
@@ -124,46 +125,69 @@ def mid_p(k: int, n: int) -> tuple[float, float]:
     return lo, hi
 
 
-def on_scale(r: dict, part: float, *, pairs: str = "exact", logit: bool = False):
+def on_scale(
+    r: dict, part: float, *, pairs: str = "exact", inside: str | None = None, logit: bool = False
+) -> tuple[float, float]:
     """The annotator-aware interval from a component: the pairs' variance per side from the
-    Clopper-Pearson (``exact``), Wilson or mid-p interval, combined on the share's own scale
-    or on the log-odds (delta method); the Clopper-Pearson interval always stays inside."""
-    exact = r["ci95"]
-    base = {
-        "exact": exact,
-        "wilson": wilson_interval(r["k"], r["n"]),
-        "mid-p": mid_p(r["k"], r["n"]),
-    }[pairs]
+    Clopper-Pearson (``exact``, as ``main``), Wilson or mid-p interval (``pairs``), combined on
+    the share's own scale (as ``main``) or on the log-odds (the component carried there by the
+    delta method, divided by ``(p (1 - p))^2``), with the ``inside`` interval (default: the
+    pairs' one) kept inside."""
+    intervals_of = {
+        "exact": lambda: clopper_pearson(r["k"], r["n"]),
+        "wilson": lambda: wilson_interval(r["k"], r["n"]),
+        "mid-p": lambda: mid_p(r["k"], r["n"]),
+    }
+    base = intervals_of[pairs]()
+    kept = intervals_of[inside or pairs]()
     point = r["value"]
     if logit and 0 < point < 1 and base[0] > 0 and base[1] < 1:
-        z, centre, slope = intervals.Z975, special.logit(point), point * (1 - point)
-        sides = [
-            special.expit(
-                centre + sign * z * np.hypot((special.logit(bound) - centre) / z, part**0.5 / slope)
-            )
-            for bound, sign in ((base[0], -1), (base[1], 1))
-        ]
+        sides = log_odds_sides(point, base, part)
     else:
         sides = intervals.combined_interval(
             point, base, annotator_variance=part, bounds=(0.0, 1.0)
         )[0]
-    return min(sides[0], exact[0]), max(sides[1], exact[1])
+    return min(sides[0], kept[0]), max(sides[1], kept[1])
+
+
+def log_odds_sides(point: float, base: tuple[float, float], part: float) -> tuple[float, float]:
+    z, centre, slope = intervals.Z975, special.logit(point), point * (1 - point)
+    lo, hi = (
+        float(
+            special.expit(
+                centre + sign * z * np.hypot((special.logit(b) - centre) / z, part**0.5 / slope)
+            )
+        )
+        for b, sign in ((base[0], -1), (base[1], 1))
+    )
+    return lo, hi
 
 
 VARIANTS: dict[str, Callable[[dict], tuple[float, float]]] = {
-    "as it is": lambda r: on_scale(r, component()(r)),
-    "no annotators' part": lambda r: on_scale(r, 0.0),
-    "weight^1.5": lambda r: on_scale(r, component(power=1.5)(r)),
-    "weight^2": lambda r: on_scale(r, component(power=2)(r)),
-    "scale floor": lambda r: on_scale(r, component(scale="floor")(r)),
-    "evidence 3 floors": lambda r: on_scale(r, component(evidence=3.0)(r)),
-    "evidence 1 floor": lambda r: on_scale(r, component(evidence=1.0)(r)),
-    "wilson pairs": lambda r: on_scale(r, component()(r), pairs="wilson"),
-    "wilson, growth to 2.5": lambda r: on_scale(r, component(growth_to=2.5)(r), pairs="wilson"),
-    "mid-p, growth to 3": lambda r: on_scale(r, component(growth_to=3)(r), pairs="mid-p"),
-    "log-odds": lambda r: on_scale(r, component()(r), logit=True),
-    "log-odds, weight^1.5": lambda r: on_scale(r, component(power=1.5)(r), logit=True),
+    "as it is (exact, on the share's scale)": lambda r: on_scale(r, component()(r)),
+    "exact alone": lambda r: on_scale(r, 0.0),
+    "exact, on the log-odds": lambda r: on_scale(r, component()(r), logit=True),
+    "Wilson alone": lambda r: on_scale(r, 0.0, pairs="wilson"),
+    "Wilson, on the share's scale": lambda r: on_scale(r, component()(r), pairs="wilson"),
+    "Wilson, on the log-odds": lambda r: on_scale(r, component()(r), pairs="wilson", logit=True),
+    "Wilson, exact kept inside": lambda r: on_scale(
+        r, component()(r), pairs="wilson", inside="exact"
+    ),
+    "mid-p, on the log-odds": lambda r: on_scale(r, component()(r), pairs="mid-p", logit=True),
 }
+for _name, _knobs in {
+    "weight^1.5": {"power": 1.5},
+    "weight^2": {"power": 2},
+    "scale floor": {"scale": "floor"},
+    "evidence 3 floors": {"evidence": 3.0},
+    "evidence 1 floor": {"evidence": 1.0},
+    "growth to 2.5": {"growth_to": 2.5},
+    "growth to 3": {"growth_to": 3.0},
+}.items():
+    VARIANTS[f"as it is, {_name}"] = lambda r, k=_knobs: on_scale(r, component(**k)(r))
+    VARIANTS[f"Wilson, share's scale, {_name}"] = lambda r, k=_knobs: on_scale(
+        r, component(**k)(r), pairs="wilson"
+    )
 
 
 def replay() -> None:
@@ -171,7 +195,7 @@ def replay() -> None:
     for path in sorted(RECORDS.glob("cell*.pkl")):
         label, records = pickle.loads(path.read_bytes())
         cells.setdefault(label, []).extend(records)
-    as_is = VARIANTS["as it is"]
+    as_is = VARIANTS["as it is (exact, on the share's scale)"]
     drift = max(
         max(abs(a - b) for a, b in zip(as_is(r), r["recorded"], strict=True))
         for records in cells.values()
