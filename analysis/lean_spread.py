@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass, replace
+from functools import cached_property
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -202,9 +203,11 @@ class LeanLayout:
     each part, ``columns[r, c]`` (the trait column that the statistic's column ``c`` shows for
     ``r``), the traits its unit's other annotations gave (summed, and how many), the traits'
     mean over every answered annotation, and the kept units' counts in the statistic's
-    columns. ``base`` is each annotation's label distribution before any lean (traits'
-    columns; shrinkage 1 from :meth:`of`, another from :meth:`shrunk`); ``to_logit`` maps a lean in probability space to the
-    log-odds lean with that effect on average over the annotations (:func:`logit_map`)."""
+    columns, and the shrinkage of the bases (1 from :meth:`of`, another from :meth:`shrunk`).
+    Derived from them: ``base``, each annotation's label distribution before any lean
+    (traits' columns, :func:`shrunk_bases`), and ``to_logit``, which maps a lean in
+    probability space to the log-odds lean with that effect on average over the annotations
+    (:func:`logit_map`)."""
 
     unit: NDArray[np.int64]
     annotator: NDArray[np.int64]
@@ -216,8 +219,7 @@ class LeanLayout:
     others: NDArray[np.float64]
     grand: NDArray[np.float64]
     counts: NDArray[np.int64]
-    base: NDArray[np.float64]
-    to_logit: NDArray[np.float64]
+    shrink: float = 1.0
 
     @classmethod
     def of(
@@ -256,7 +258,6 @@ class LeanLayout:
         others_sum = sums[unit] - grouped
         others = (indicator @ answered.astype(np.float64))[unit] - answered
         grand = grouped.sum(axis=0) / np.maximum(answered.sum(axis=0), 1)[:, None]
-        base = shrunk_bases(others_sum, others, grand, shrink=1.0)
         return cls(
             unit=unit,
             annotator=panel.annotator[kept],
@@ -268,9 +269,17 @@ class LeanLayout:
             others=others,
             grand=grand,
             counts=np.asarray(indicator @ own, dtype=np.int64),
-            base=base.reshape(n, d),
-            to_logit=logit_map(base, answered=answered),
         )
+
+    @cached_property
+    def base(self) -> NDArray[np.float64]:
+        """annotations x (parts * V): each annotation's base at this layout's shrinkage."""
+        return self.bases(self.shrink).reshape(len(self.unit), -1)
+
+    @cached_property
+    def to_logit(self) -> NDArray[np.float64]:
+        """parts x V x V (:func:`logit_map`) at this layout's shrinkage."""
+        return logit_map(self.bases(self.shrink), answered=self.answered)
 
     def bases(self, shrink: float) -> NDArray[np.float64]:
         """Each annotation's base at ``shrink`` (:func:`shrunk_bases`)."""
@@ -278,12 +287,7 @@ class LeanLayout:
 
     def shrunk(self, shrink: float) -> LeanLayout:
         """The layout with the bases at ``shrink``."""
-        base = self.bases(shrink)
-        return replace(
-            self,
-            base=base.reshape(len(self.unit), -1),
-            to_logit=logit_map(base, answered=self.answered),
-        )
+        return replace(self, shrink=shrink)
 
 
 def shrunk_bases(
