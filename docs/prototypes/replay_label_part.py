@@ -13,8 +13,9 @@ follows it only as long as its signature stays. Only label_confirmed is computed
 component's inputs (the bootstrap over annotators, its floor, the number of
 annotators, ``H / H0``). ``replay`` prints coverage of the population value (in brackets the
 shares of studies whose population value lies below / above the interval) for the rule as it
-is, recomputed from the records (it gives the recorded intervals back), and for the variants
-in ``VARIANTS``.
+is, recomputed from the records with ``main``'s own component (it gives the recorded
+intervals back), and for the variants in ``VARIANTS``, whose knobs re-spell that component
+(:func:`component`; at its defaults it is checked against ``main``'s on every record).
 """
 
 from __future__ import annotations
@@ -112,6 +113,12 @@ def component(
     return rule
 
 
+def project_component(r: dict) -> float:
+    """The component as ``main`` computes it, from the recorded inputs."""
+    inputs = {key: value for key, value in r["inputs"].items() if key != "component"}
+    return float(intervals.annotator_component(**inputs))
+
+
 @cache
 def mid_p(k: int, n: int) -> tuple[float, float]:
     def lower(p: float) -> float:
@@ -164,7 +171,7 @@ def log_odds_sides(point: float, base: tuple[float, float], part: float) -> tupl
 
 
 VARIANTS: dict[str, Callable[[dict], tuple[float, float]]] = {
-    "as it is (exact, on the share's scale)": lambda r: on_scale(r, component()(r)),
+    "as it is (exact, on the share's scale)": lambda r: on_scale(r, project_component(r)),
     "exact alone": lambda r: on_scale(r, 0.0),
     "exact, on the log-odds": lambda r: on_scale(r, component()(r), logit=True),
     "Wilson alone": lambda r: on_scale(r, 0.0, pairs="wilson"),
@@ -202,6 +209,10 @@ def replay() -> None:
         for r in records
     )
     print(f"the rule as it is against the recorded intervals: largest difference {drift:.1e}")
+    knobs = max(
+        abs(component()(r) - project_component(r)) for records in cells.values() for r in records
+    )
+    print(f"component() at its defaults against main's annotator_component: {knobs:.1e}")
     for name, variant in VARIANTS.items():
         print(f"\n{name}")
         for label, records in cells.items():
