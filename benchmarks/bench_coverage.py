@@ -68,11 +68,16 @@ class Cell:
     pool: int
     spread: float  # sd of the annotators' lean (log-odds) and rating offset
     missing: float = 0.0
+    # mean of the pairs' log-odds of being judged chosen (sd 1.2); higher puts label_confirmed
+    # near 1, where a benchmark whose pairs work lies (docs/prototypes/replay_label_part.py)
+    pair_mean: float = 1.2
 
     @property
     def label(self) -> str:
         sizes = " or ".join(map(str, self.sizes))
         extra = f", pool {self.pool}, {self.missing:.0%} missing" if self.missing else ""
+        if self.pair_mean != 1.2:
+            extra += f", pairs' log-odds mean {self.pair_mean:g}"
         return f"{self.name} {self.pairs} x {sizes}{extra}"
 
 
@@ -111,7 +116,7 @@ def simulate(rng, cell: Cell, *, n_pairs: int, lean=None, offset=None):
     keep = rng.random(n) >= cell.missing
     pair, annotator, n = pair[keep], annotator[keep], int(keep.sum())
 
-    pair_logit = rng.normal(1.2, 1.2, n_pairs)
+    pair_logit = rng.normal(cell.pair_mean, 1.2, n_pairs)
     tie = 0.1
     p_chosen = (1 - tie) / (1 + np.exp(-(pair_logit[pair] + lean[annotator])))
     draw = rng.random(n)

@@ -8,13 +8,18 @@ follows it only as long as its signature stays. Only label_confirmed is computed
 
     python docs/prototypes/replay_label_part.py record --cells 0,1,3,4,5,6,7,8,9 --studies 4000
     python docs/prototypes/replay_label_part.py replay
+    python docs/prototypes/replay_label_part.py record --edge 3 --studies 3000
+    python docs/prototypes/replay_label_part.py replay --records /tmp/replay_label_part/edge3
 
-``record`` keeps, per study, the point, the pairs' interval, the counts behind it and the
+``--edge MEAN`` records the alike and panel cells with the pairs' log-odds mean at MEAN (1.2
+in the audit's cells): label_confirmed near 0.91 (3) or 0.95 (4), where a benchmark whose
+pairs work lies and where a rule's shape near 1 shows. ``record`` keeps, per study, the point, the pairs' interval, the counts behind it and the
 component's inputs (the bootstrap over annotators, its floor, the number of
 annotators, ``H / H0``). ``replay`` prints coverage of the population value (in brackets the
 shares of studies whose population value lies below / above the interval) for the rule as it
 is, recomputed from the records with ``main``'s own component (it gives the recorded
-intervals back), and for the variants in ``VARIANTS``, whose knobs re-spell that component
+intervals back), and for the variants in ``VARIANTS``, each with the share of studies whose
+label check passes (the interval's lower end above ``LABEL_THRESHOLD``), whose knobs re-spell that component
 (:func:`component`; at its defaults it is checked against ``main``'s on every record).
 """
 
@@ -25,6 +30,7 @@ import pickle
 import sys
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import replace
 from functools import cache
 from pathlib import Path
 
@@ -36,6 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 import bench_coverage as bench
 
 import analysis.intervals as intervals
+from analysis.conclusion import LABEL_THRESHOLD
 from analysis.distributions import clopper_pearson
 from analysis.validity import label_share, wilson_interval
 
@@ -71,16 +78,27 @@ def _one_study(job: tuple) -> dict:
     }
 
 
-def record(cells: list[int], studies: int, first_seed: int) -> None:
+def edge_cells(pair_mean: float) -> tuple[bench.Cell, ...]:
+    """The audit's alike and panel cells with the pairs' log-odds mean at ``pair_mean`` (1.2 in
+    the audit): label_confirmed near 1, where a benchmark whose pairs work lies."""
+    return tuple(replace(bench.CELLS[index], pair_mean=pair_mean) for index in (0, 1, 3, 4))
+
+
+def record(cells: list[int], studies: int, first_seed: int, *, pair_mean: float | None) -> None:
     intervals.annotator_component = _recording_component
-    RECORDS.mkdir(exist_ok=True)
+    where = RECORDS if pair_mean is None else RECORDS / f"edge{pair_mean:g}"
+    where.mkdir(parents=True, exist_ok=True)
+    chosen = (
+        [(index, bench.CELLS[index]) for index in cells]
+        if pair_mean is None
+        else list(enumerate(edge_cells(pair_mean)))
+    )
     with ProcessPoolExecutor(2) as pool:
-        for index in cells:
-            cell = bench.CELLS[index]
+        for index, cell in chosen:
             target = bench.population(cell, seed=12345)["label_confirmed"]
             jobs = [(cell, seed, target) for seed in range(first_seed, first_seed + studies)]
             records = list(pool.map(_one_study, jobs, chunksize=8))
-            path = RECORDS / f"cell{index}-{first_seed}-{studies}.pkl"
+            path = where / f"cell{index}-{first_seed}-{studies}.pkl"
             path.write_bytes(pickle.dumps((cell.label, records)))
             print(f"{path}: {cell.label}", flush=True)
 
@@ -120,16 +138,55 @@ def project_component(r: dict) -> float:
 
 
 @cache
-def mid_p(k: int, n: int) -> tuple[float, float]:
-    def lower(p: float) -> float:
-        return stats.binom.sf(k, n, p) + 0.5 * stats.binom.pmf(k, n, p) - 0.025
+def mid_p(x: float, m: float) -> tuple[float, float]:
+    """The mid-p interval for ``x`` of ``m`` (Lancaster's mid-p; ``x`` and ``m`` may be
+    fractional, as at an effective sample size): ``P(X > x) + P(X = x) / 2`` through the
+    incomplete beta function, so that integer counts give the binomial mid-p interval."""
 
-    def upper(p: float) -> float:
-        return stats.binom.cdf(k, n, p) - 0.5 * stats.binom.pmf(k, n, p) - 0.025
+    def tail(p: float) -> float:  # P(X >= x) / 2 + P(X > x) / 2
+        at_least = 1.0 if x <= 0 else special.betainc(x, m - x + 1, p)
+        above = 0.0 if m - x <= 0 else special.betainc(x + 1, m - x, p)
+        return 0.5 * (at_least + above)
 
-    lo = 0.0 if k == 0 else optimize.brentq(lower, 1e-12, 1 - 1e-12)
-    hi = 1.0 if k == n else optimize.brentq(upper, 1e-12, 1 - 1e-12)
+    tiny = 1e-12
+    lo = (
+        0.0
+        if x <= 0 or tail(tiny) > 0.025
+        else optimize.brentq(lambda p: tail(p) - 0.025, tiny, 1 - tiny)
+    )
+    hi = (
+        1.0
+        if m - x <= 0 or tail(1 - tiny) < 0.975
+        else optimize.brentq(lambda p: tail(p) - 0.975, tiny, 1 - tiny)
+    )
     return lo, hi
+
+
+def effective_n(r: dict, part: float) -> float:
+    """Korn and Graubard's (1998) effective sample size: the pairs' binomial variance over the
+    whole variance, ``n * v / (v + part)``, with ``v`` at ``(k + 1/2) / (n + 1)`` so that it is
+    defined at 0 and n."""
+    k, n = r["k"], r["n"]
+    shrunk = (k + 0.5) / (n + 1)
+    v = shrunk * (1 - shrunk) / n
+    return n * v / (v + part)
+
+
+def at_effective_n(r: dict, part: float, *, pairs: str) -> tuple[float, float]:
+    """The binomial interval (``exact`` Clopper-Pearson or ``mid-p``) at the point's share of
+    the effective sample size, the pairs' own interval kept inside: the annotators' part
+    shrinks the sample instead of being added to a side, so the interval keeps the binomial's
+    shape (longer towards 1/2) and its bounds."""
+    m = effective_n(r, part)
+    x = r["value"] * m
+    if pairs == "exact":
+        lo = 0.0 if r["k"] == 0 else float(stats.beta.ppf(0.025, x, m - x + 1))
+        hi = 1.0 if r["k"] == r["n"] else float(stats.beta.ppf(0.975, x + 1, m - x))
+        kept = clopper_pearson(r["k"], r["n"])
+    else:
+        lo, hi = mid_p(x, m)
+        kept = mid_p(float(r["k"]), float(r["n"]))
+    return min(lo, kept[0]), max(hi, kept[1])
 
 
 def on_scale(
@@ -143,7 +200,7 @@ def on_scale(
     intervals_of = {
         "exact": lambda: clopper_pearson(r["k"], r["n"]),
         "wilson": lambda: wilson_interval(r["k"], r["n"]),
-        "mid-p": lambda: mid_p(r["k"], r["n"]),
+        "mid-p": lambda: mid_p(float(r["k"]), float(r["n"])),
     }
     base = intervals_of[pairs]()
     kept = intervals_of[inside or pairs]()
@@ -181,6 +238,13 @@ VARIANTS: dict[str, Callable[[dict], tuple[float, float]]] = {
         r, component()(r), pairs="wilson", inside="exact"
     ),
     "mid-p, on the log-odds": lambda r: on_scale(r, component()(r), pairs="mid-p", logit=True),
+    "exact at the effective sample size": lambda r: at_effective_n(
+        r, component()(r), pairs="exact"
+    ),
+    "mid-p at the effective sample size": lambda r: at_effective_n(
+        r, component()(r), pairs="mid-p"
+    ),
+    "mid-p alone": lambda r: on_scale(r, 0.0, pairs="mid-p"),
 }
 for _name, _knobs in {
     "weight^1.5": {"power": 1.5},
@@ -197,9 +261,9 @@ for _name, _knobs in {
     )
 
 
-def replay() -> None:
+def replay(where: Path) -> None:
     cells: dict[str, list[dict]] = {}
-    for path in sorted(RECORDS.glob("cell*.pkl")):
+    for path in sorted(where.glob("cell*.pkl")):
         label, records = pickle.loads(path.read_bytes())
         cells.setdefault(label, []).extend(records)
     as_is = VARIANTS["as it is (exact, on the share's scale)"]
@@ -216,14 +280,18 @@ def replay() -> None:
     for name, variant in VARIANTS.items():
         print(f"\n{name}")
         for label, records in cells.items():
-            below = above = 0
+            below = above = passed = 0
             for r in records:
                 lo, hi = variant(r)
                 below += r["target"] < lo
                 above += r["target"] > hi
+                passed += lo > LABEL_THRESHOLD
             n = len(records)
             covered = 100 * (n - below - above) / n
-            print(f"  {label:55s} {covered:6.2f} ({100 * below / n:.1f} / {100 * above / n:.1f})")
+            print(
+                f"  {label:55s} {covered:6.2f} ({100 * below / n:.1f} / {100 * above / n:.1f})"
+                f"  check passes {100 * passed / n:5.1f}"
+            )
 
 
 def main() -> None:
@@ -233,13 +301,21 @@ def main() -> None:
     rec.add_argument("--cells", default="0,1,3,4,5,6")
     rec.add_argument("--studies", type=int, default=1000)
     rec.add_argument("--first-seed", type=int, default=0)
-    sub.add_parser("replay")
+    rec.add_argument(
+        "--edge",
+        type=float,
+        metavar="MEAN",
+        help="record the alike and panel cells at this pairs' log-odds mean instead (into "
+        f"{RECORDS}/edgeMEAN)",
+    )
+    rep = sub.add_parser("replay")
+    rep.add_argument("--records", type=Path, default=RECORDS)
     args = parser.parse_args()
     if args.command == "record":
         cells = [int(c) for c in args.cells.split(",")]
-        record(cells, args.studies, args.first_seed)
+        record(cells, args.studies, args.first_seed, pair_mean=args.edge)
     else:
-        replay()
+        replay(args.records)
 
 
 if __name__ == "__main__":
