@@ -281,6 +281,15 @@ class LeanLayout:
         """parts x V x V (:func:`logit_map`) at this layout's shrinkage."""
         return logit_map(self.bases(self.shrink), answered=self.answered)
 
+    @cached_property
+    def gathers(self) -> bool:
+        """Whether ``columns`` reorders any annotation's columns (for most statistics it is the
+        identity, and gathering by it cost about 25 ms a statistic in a report of 100,000
+        annotations)."""
+        return not np.array_equal(
+            self.columns, np.broadcast_to(np.arange(self.columns.shape[1]), self.columns.shape)
+        )
+
     def bases(self, shrink: float) -> NDArray[np.float64]:
         """Each annotation's base at ``shrink`` (:func:`shrunk_bases`)."""
         return shrunk_bases(self.others_sum, self.others, self.grand, shrink=shrink)
@@ -373,7 +382,8 @@ def _statistic_at(
     label, put in the statistic's columns."""
     size, n = distributions.shape[:2]
     p = (distributions * layout.answered[..., None]).reshape(size, n, -1)
-    p = np.take_along_axis(p, np.broadcast_to(layout.columns[None], p.shape), axis=2)
+    if layout.gathers:
+        p = np.take_along_axis(p, np.broadcast_to(layout.columns[None], p.shape), axis=2)
     features = _expected_features(statistic, p, indicator=indicator, parts=layout.parts)
     return np.asarray(statistic.finish(features.sum(axis=1)))
 

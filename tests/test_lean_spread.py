@@ -139,22 +139,28 @@ def _slow_spread(statistic, layout, covariance, rng):
     return np.var(values), even / (even + odd)
 
 
-def _layout(pair, who, own):
-    """The layout of one-hot labels read in their own columns, every annotation labelled."""
+def _layout(pair, who, own, columns=None):
+    """The layout of one-hot labels read in their own columns (or in ``columns``), every
+    annotation labelled."""
     return LeanLayout.of(
         panel=Panel.of(pair, who, seed=1),
         traits=own.astype(float),
         own=own,
-        columns=np.broadcast_to(np.arange(3), own.shape),
+        columns=np.broadcast_to(np.arange(3), own.shape) if columns is None else columns,
         parts=1,
         rng=np.random.default_rng(0),
     )
 
 
-def test_spread_over_leans_equals_a_slow_recomputation():
+@pytest.mark.parametrize("reordered", [False, True], ids=["own columns", "reordered"])
+def test_spread_over_leans_equals_a_slow_recomputation(reordered):
     rng = np.random.default_rng(3)
     pair, who, own = _panel(rng, n_pairs=12, annotators=3, lean=[0.2, -0.1, 0.0])
-    layout = _layout(pair, who, own)
+    # reordered: each annotation's statistic columns show its trait columns in its own order
+    # (as the neutral coding's do), which the fast path gathers and the identity skips
+    columns = np.argsort(rng.random(own.shape), axis=1) if reordered else None
+    layout = _layout(pair, who, own, columns)
+    assert layout.gathers == reordered
     # the base: each annotation's pair's other two annotations' labels plus once the mean
     # label over all annotations, over three
     assert layout.base[0] == pytest.approx((own[[1, 2]].sum(axis=0) + own.mean(axis=0)) / 3)
