@@ -12,15 +12,17 @@ follows it only as long as its signature stays. Only label_confirmed is computed
     python docs/prototypes/replay_label_part.py replay --records /tmp/replay_label_part/edge3
 
 ``--edge MEAN`` records the alike and panel cells with the pairs' log-odds mean at MEAN (1.2
-in the audit's cells): label_confirmed near 0.91 (3) or 0.95 (4), where a benchmark whose
-pairs work lies and where a rule's shape near 1 shows. ``record`` keeps, per study, the point, the pairs' interval, the counts behind it and the
-component's inputs (the bootstrap over annotators, its floor, the number of
-annotators, ``H / H0``). ``replay`` prints coverage of the population value (in brackets the
-shares of studies whose population value lies below / above the interval) for the rule as it
-is, recomputed from the records with ``main``'s own component (it gives the recorded
-intervals back), and for the variants in ``VARIANTS``, each with the share of studies whose
-label check passes (the interval's lower end above ``LABEL_THRESHOLD``), whose knobs re-spell that component
-(:func:`component`; at its defaults it is checked against ``main``'s on every record).
+in the audit's cells): label_confirmed at 0.90-0.95 (3) or 0.94-0.98 (4), where a benchmark whose
+pairs work lies and where a rule's shape near 1 shows.
+
+``record`` keeps, per study, the point, the pairs' interval, the counts behind it and the
+component's inputs (the bootstrap over annotators, its floor, the number of annotators,
+``H / H0``). ``replay`` prints coverage of the population value (in brackets the shares of
+studies whose population value lies below / above the interval) and how often the label check
+passes (the interval's lower end above ``LABEL_THRESHOLD``) for the rule as it is, recomputed
+from the records with ``main``'s own component (it gives the recorded intervals back), and
+for the variants in ``VARIANTS``, whose knobs re-spell that component (:func:`component`; at
+its defaults it is checked against ``main``'s on every record).
 """
 
 from __future__ import annotations
