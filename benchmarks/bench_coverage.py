@@ -56,6 +56,10 @@ RANGES = {
     "quality_alpha": (-1.0, 1.0),
 }
 SPREAD = 0.7
+# The audit's mean of the pairs' log-odds of being judged chosen (sd 1.2): label_confirmed
+# about 0.56-0.72. Higher puts it near 1, where a benchmark whose pairs work lies
+# (docs/prototypes/replay_label_part.py --edge).
+PAIR_MEAN = 1.2
 POPULATION_PAIRS = 40_000
 OWN_PAIRS = 20_000
 
@@ -68,15 +72,13 @@ class Cell:
     pool: int
     spread: float  # sd of the annotators' lean (log-odds) and rating offset
     missing: float = 0.0
-    # mean of the pairs' log-odds of being judged chosen (sd 1.2); higher puts label_confirmed
-    # near 1, where a benchmark whose pairs work lies (docs/prototypes/replay_label_part.py)
-    pair_mean: float = 1.2
+    pair_mean: float = PAIR_MEAN
 
     @property
     def label(self) -> str:
         sizes = " or ".join(map(str, self.sizes))
         extra = f", pool {self.pool}, {self.missing:.0%} missing" if self.missing else ""
-        if self.pair_mean != 1.2:
+        if self.pair_mean != PAIR_MEAN:
             extra += f", pairs' log-odds mean {self.pair_mean:g}"
         return f"{self.name} {self.pairs} x {sizes}{extra}"
 

@@ -182,6 +182,7 @@ def at_effective_n(r: dict, part: float, *, pairs: str) -> tuple[float, float]:
     m = effective_n(r, part)
     x = r["value"] * m
     if pairs == "exact":
+        # clopper_pearson's beta form at fractional counts; it refuses an n_eff below 1
         lo = 0.0 if r["k"] == 0 else float(stats.beta.ppf(0.025, x, m - x + 1))
         hi = 1.0 if r["k"] == r["n"] else float(stats.beta.ppf(0.975, x + 1, m - x))
         kept = clopper_pearson(r["k"], r["n"])
