@@ -164,6 +164,33 @@ def mid_p(x: float, m: float) -> tuple[float, float]:
     return lo, hi
 
 
+def _acceptability(x: int, n: int, p: np.ndarray) -> np.ndarray:
+    """Blaker's (2000) acceptability of ``x`` of ``n`` at each ``p``: the probability of an
+    outcome whose smaller tail is no larger than ``x``'s (his ``acceptbin``)."""
+    binom = stats.binom
+    at_least, at_most = binom.sf(x - 1, n, p), binom.cdf(x, n, p)
+    a1 = at_least + binom.cdf(binom.ppf(at_least, n, p) - 1, n, p)
+    a2 = at_most + binom.sf(binom.ppf(1 - at_most, n, p), n, p)
+    return np.minimum(a1, a2)
+
+
+@cache
+def blaker(k: int, n: int, *, step: float = 1e-5) -> tuple[float, float]:
+    """Blaker's (2000) exact interval, as his ``acceptinterval``: each Clopper-Pearson bound
+    moved towards the point until the acceptability reaches 0.05 (so inside Clopper-Pearson and
+    still at least 95% coverage at every true share, with less of its excess)."""
+    lo, hi = clopper_pearson(k, n)
+    if k > 0:
+        grid = np.arange(lo, k / n, step)
+        ok = np.flatnonzero(_acceptability(k, n, grid) >= 0.05)
+        lo = float(grid[ok[0]]) if ok.size else lo
+    if k < n:
+        grid = np.arange(hi, k / n, -step)
+        ok = np.flatnonzero(_acceptability(k, n, grid) >= 0.05)
+        hi = float(grid[ok[0]]) if ok.size else hi
+    return lo, hi
+
+
 def effective_n(r: dict, part: float) -> float:
     """Korn and Graubard's (1998) effective sample size: the pairs' binomial variance over the
     whole variance, ``n * v / (v + part)``, with ``v`` at ``(k + 1/2) / (n + 1)`` so that it is
@@ -204,6 +231,7 @@ def on_scale(
         "exact": lambda: clopper_pearson(r["k"], r["n"]),
         "wilson": lambda: wilson_interval(r["k"], r["n"]),
         "mid-p": lambda: mid_p(float(r["k"]), float(r["n"])),
+        "blaker": lambda: blaker(int(r["k"]), int(r["n"])),
     }
     base = intervals_of[pairs]()
     kept = intervals_of[inside or pairs]()
@@ -248,6 +276,8 @@ VARIANTS: dict[str, Callable[[dict], tuple[float, float]]] = {
         r, component()(r), pairs="mid-p"
     ),
     "mid-p alone": lambda r: on_scale(r, 0.0, pairs="mid-p"),
+    "Blaker alone": lambda r: on_scale(r, 0.0, pairs="blaker"),
+    "Blaker, on the share's scale": lambda r: on_scale(r, component()(r), pairs="blaker"),
 }
 for _name, _knobs in {
     "weight^1.5": {"power": 1.5},
@@ -261,6 +291,9 @@ for _name, _knobs in {
     VARIANTS[f"as it is, {_name}"] = lambda r, k=_knobs: on_scale(r, component(**k)(r))
     VARIANTS[f"Wilson, share's scale, {_name}"] = lambda r, k=_knobs: on_scale(
         r, component(**k)(r), pairs="wilson"
+    )
+    VARIANTS[f"Blaker, share's scale, {_name}"] = lambda r, k=_knobs: on_scale(
+        r, component(**k)(r), pairs="blaker"
     )
 
 
