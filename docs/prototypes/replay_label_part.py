@@ -178,7 +178,10 @@ def _acceptability(x: int, n: int, p: np.ndarray) -> np.ndarray:
 def blaker(k: int, n: int, *, step: float = 1e-5) -> tuple[float, float]:
     """Blaker's (2000) exact interval, as his ``acceptinterval``: each Clopper-Pearson bound
     moved towards the point until the acceptability reaches 0.05 (so inside Clopper-Pearson and
-    still at least 95% coverage at every true share, with less of its excess)."""
+    still at least 95% coverage at every true share, with less of its excess). Like his
+    algorithm it can step over a piece of the acceptable set shorter than ``step`` (Klaschka
+    2010, the BlakerCI package); for the replay's counts the coverage it gives at a known
+    share was checked against the binomial sum, not against a published table."""
     lo, hi = clopper_pearson(k, n)
     if k > 0:
         grid = np.arange(lo, k / n, step)
