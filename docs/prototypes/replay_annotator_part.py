@@ -17,8 +17,8 @@ their spread), on ``main``'s own draws (LEAN_DRAWS / 2 leans and their negatives
 recorded intervals are ``main``'s. Each record also keeps the statistic at no lean,
 ``f(0)``, and every draw, for rules with a part per side. ``replay`` prints coverage of the
 population value (in brackets the share of studies whose population value lies above the
-interval, then the mean width) for the rule as it is, recomputed from the recorded inputs (it gives the recorded intervals back), and for the
-variants in ``VARIANTS`` (the jackknife's count of the leans' spread and the gain), each
+interval, then the mean width) for the rule as it is, recomputed from the recorded inputs
+(it gives the recorded intervals back), and for the variants in ``VARIANTS`` (the jackknife's count of the leans' spread and the gain), each
 through :func:`analysis.intervals.annotator_part` itself; ``--earlier`` adds the rule
 families tried before the leans moved to log-odds on a calibrated base (docs/intervals.md,
 "Five more rule families": a part per side, :func:`shifted` and :func:`sided`; a
