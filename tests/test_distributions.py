@@ -92,6 +92,41 @@ def test_clopper_pearson_published_example() -> None:
     assert d.clopper_pearson(10, 10) == (pytest.approx(0.025 ** (1 / 10), rel=1e-12), 1.0)
 
 
+@pytest.mark.parametrize(
+    ("k", "n", "published"),
+    [
+        # stests' ci_p_mid_p (after Berry and Armitage 1995), its documented examples
+        (5, 20, (0.09786008, 0.47022380)),
+        (10, 30, (0.1833232, 0.5141852)),
+        (15, 40, (0.2361295, 0.5313959)),
+    ],
+)
+def test_mid_p_interval_published_examples(k: int, n: int, published: tuple[float, float]) -> None:
+    lo, hi = d.mid_p_interval(k, n)
+    assert lo == pytest.approx(published[0], abs=5e-8)  # as printed, 7-8 decimals
+    assert hi == pytest.approx(published[1], abs=5e-8)
+
+
+def test_mid_p_interval_solves_its_equations_and_lies_inside_clopper_pearson() -> None:
+    for n in (1, 2, 7, 40, 100, 1000):
+        for k in sorted({0, 1, n // 3, n // 2, n - 1, n}):
+            lo, hi = d.mid_p_interval(k, n)
+            exact = d.clopper_pearson(k, n)
+            assert exact[0] <= lo <= k / n <= hi <= exact[1]
+            if k > 0:  # P(X > k) + P(X = k) / 2 = 0.025 at the lower bound
+                tail = stats.binom.sf(k, n, lo) + 0.5 * stats.binom.pmf(k, n, lo)
+                assert tail == pytest.approx(0.025, abs=1e-10)
+            if k < n:
+                tail = stats.binom.cdf(k - 1, n, hi) + 0.5 * stats.binom.pmf(k, n, hi)
+                assert tail == pytest.approx(0.025, abs=1e-10)
+    # At 0 or n in n only the observed outcome's half counts: 1 - 0.05^(1/n) and its mirror.
+    assert d.mid_p_interval(0, 10) == (0.0, pytest.approx(1 - 0.05 ** (1 / 10), rel=1e-12))
+    assert d.mid_p_interval(10, 10) == (pytest.approx(0.05 ** (1 / 10), rel=1e-12), 1.0)
+    for k, n in [(0, 0), (-1, 3), (4, 3)]:
+        with pytest.raises(ValueError):
+            d.mid_p_interval(k, n)
+
+
 @pytest.mark.parametrize("df", [1, 2, 3, 4, 5, 9, 10, 29, 30, 39, 100, 999, 99_999])
 def test_t_matches_scipy(df: int) -> None:
     for q in (1e-10, 0.001, 0.025, 0.05, 0.1, 0.5, 0.9, 0.95, 0.975, 0.999):
