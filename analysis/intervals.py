@@ -37,8 +37,10 @@ through a smooth positive part and are weighted by how far the annotators' main 
 majority (label agreement, ``SumStatistic.majority``) is the exception: leaving one of three
 annotators out turns a majority of three into agreement of two, so its annotators' part is a
 bootstrap over annotators that re-labels each pair with stand-ins' answers
-(:func:`annotator_bootstrap`), minus the same on the shuffles, and its component grows with the
-main effects up to twice its size (:func:`spread_growth`). Why the weight: with three
+(:func:`annotator_bootstrap`), minus the same on the shuffles, its weight rises sooner past
+chance and its component grows with the main effects up to three times its size
+(:func:`spread_growth`); its pairs' part is the mid-p interval, not the bootstrap
+(:func:`analysis.validity.label_share`). Why the weight: with three
 annotators the jackknife of an agreement statistic has two degrees of freedom and tells a panel
 that differs from alike annotators poorly, while an annotator's own marginal over ~100 pairs
 shows a lasting lean far above its standard error. Each side is z times the square root of the
@@ -75,9 +77,15 @@ MIN_ANNOTATORS = 3
 # give the same precision with more annotators (20 with three, 10 with five, 8 from six on:
 # the floor's relative standard error stays at or below about 0.2).
 SHUFFLES = 20
-# How far past chance (H / H0 - 1) a majority's annotators' part keeps growing, to twice its
-# size (:func:`spread_growth`).
+# A majority's annotators' part (:func:`annotator_component`): it keeps growing for
+# SPREAD_GROWTH_SPAN past chance (H / H0 - 1), to MAJORITY_GROWTH times its size
+# (:func:`spread_growth`), and its weight is main_effect_weight to MAJORITY_WEIGHT_POWER
+# (below 1: it rises sooner past chance). The last two chosen on 18,000 studies a cell
+# recorded by docs/prototypes/replay_label_part.py and checked on 6,000 others
+# (docs/intervals.md, "Label agreement on the mid-p interval").
 SPREAD_GROWTH_SPAN = 3.0
+MAJORITY_GROWTH = 3.0
+MAJORITY_WEIGHT_POWER = 0.75
 # The main effects' part of the annotators' variance (:func:`annotator_part`) is this many times
 # the statistic's variance over panels of leans; and the jackknife's part counts as far as its
 # excess stands above this many floors. Both chosen on benchmarks/bench_coverage.py's cells
@@ -791,12 +799,12 @@ def annotator_component(
     (docs/intervals.md): ``floor`` alone as the scale left the panel's AC1 and neutral alpha at
     91-93%. A non-finite floor leaves ``weight * observed``.
 
-    ``grows_with_spread`` (majorities, whose part is the bootstrap over annotators) multiplies
-    the component by :func:`spread_growth`.
+    ``grows_with_spread`` (majorities, whose part is the bootstrap over annotators) takes the
+    weight to ``MAJORITY_WEIGHT_POWER`` and multiplies it by :func:`spread_growth`.
     """
     weight = main_effect_weight(main_effects)
     if grows_with_spread:
-        weight *= spread_growth(main_effects)
+        weight = weight**MAJORITY_WEIGHT_POWER * spread_growth(main_effects)
     if not np.isfinite(floor):
         return weight * observed
     return weight * smooth_positive(
@@ -871,20 +879,23 @@ def annotator_part(
 
 
 def spread_growth(main_effects: float) -> float:
-    """``1 + min(max(S - 1, 0), SPREAD_GROWTH_SPAN) / SPREAD_GROWTH_SPAN`` for ``S = H / H0``:
-    1 up to chance, rising linearly to 2 at ``S = 1 + SPREAD_GROWTH_SPAN`` (unknown: 2).
+    """``1 + (MAJORITY_GROWTH - 1) * min(max(S - 1, 0), SPREAD_GROWTH_SPAN) /
+    SPREAD_GROWTH_SPAN`` for ``S = H / H0``: 1 up to chance, rising linearly to
+    ``MAJORITY_GROWTH`` (3) at ``S = 1 + SPREAD_GROWTH_SPAN`` (unknown: 3).
 
     Why: with three annotators a majority's annotators' part (the bootstrap over annotators)
     rests on two degrees of freedom, and a panel whose three leans lie far apart shows it in
     its main effects. The best rule the stylized bound finds (``benchmarks/coverage_bound.py``,
     docs/intervals.md) gives no annotators' part near chance and a width that rises steeply
-    with ``S``; this is that shape, cut at twice the component. Only for majorities, because on
+    with ``S``; this is that shape, cut at three times the component (twice before label
+    agreement's pairs' part became the shorter mid-p interval). Only for majorities, because on
     the cells that is where it helps without pushing another row out of the band; the numbers
     for both are in docs/intervals.md and the README's coverage table.
     """
     if not np.isfinite(main_effects):
-        return 2.0
-    return 1.0 + min(max(main_effects - 1.0, 0.0), SPREAD_GROWTH_SPAN) / SPREAD_GROWTH_SPAN
+        return MAJORITY_GROWTH
+    rise = min(max(main_effects - 1.0, 0.0), SPREAD_GROWTH_SPAN) / SPREAD_GROWTH_SPAN
+    return 1.0 + (MAJORITY_GROWTH - 1.0) * rise
 
 
 def combined_interval(

@@ -392,7 +392,7 @@ def _methods(options: ReportOptions, *, n_gold_pairs: int) -> Section:
         ),
         "label_agreement": (
             f"unit = pair: pairs with >= {options.min_annotations} annotations and a decided "
-            "majority; exact one-sided binomial test against 1/2, Clopper-Pearson interval. "
+            "majority; exact one-sided binomial test against 1/2, mid-p interval. "
             "label_confirmed: the same share over all pairs with enough annotations"
         ),
         "conclusion": (

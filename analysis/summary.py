@@ -241,7 +241,7 @@ def render_summary(report: Report) -> str:
         f"{boot['seed']}; {EXPANDED_LEVELS}); the "
         "annotators' share from a jackknife over annotators (for label shares a bootstrap over "
         "annotators), weighted by how far the annotators' own leans exceed chance; label "
-        "shares: exact Clopper-Pearson; position bias: exact; both-good shares: Wilson; quality "
+        "shares: binomial mid-p; position bias: exact; both-good shares: Wilson; quality "
         "differences: 90% t interval (TOST). Ties are a category of the agreement statistics only "
         "in studies that allow them, and are left out of position bias.",
         "",

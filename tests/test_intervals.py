@@ -185,7 +185,7 @@ def test_annotator_component_known_answers():
     assert np.max(np.abs(np.diff(weights))) < 0.0053 * 0.011 and (np.diff(weights) >= 0).all()
 
 
-def test_a_majoritys_component_grows_with_the_main_effects_to_twice_its_size():
+def test_a_majoritys_component_grows_with_the_main_effects_to_three_times_its_size():
     def component(main_effects, grows=True):
         return annotator_component(
             observed=0.004,
@@ -196,17 +196,23 @@ def test_a_majoritys_component_grows_with_the_main_effects_to_twice_its_size():
         )
 
     # Hand-worked from the known answer above (0.0052418334 with weight 1): S = 2.5 is 1.5
-    # past chance, growth 1 + 1.5 / 3 = 1.5, weight 1 - exp(-1.5) = 0.7768698
-    assert component(2.5) == pytest.approx(0.0052418334 * 0.7768698 * 1.5, rel=1e-6)
-    # from S = 4 on twice the component; at or below chance still 0; unknown: twice
-    assert component(4.0) == pytest.approx(2 * component(4.0, grows=False), rel=1e-12)
-    assert component(50.0) == pytest.approx(2 * 0.0052418334, rel=1e-6)
+    # past chance, growth 1 + 2 * 1.5 / 3 = 2, weight (1 - exp(-1.5))^0.75 = 0.7768698^0.75
+    assert component(2.5) == pytest.approx(0.0052418334 * 0.7768698**0.75 * 2.0, rel=1e-6)
+    # from S = 4 on three times the component, its weight to the power 0.75; at or below
+    # chance still 0; unknown: three times
+    weight = 1 - np.exp(-3.0)
+    assert component(4.0) == pytest.approx(
+        3 * weight**0.75 / weight * component(4.0, grows=False), rel=1e-12
+    )
+    assert component(50.0) == pytest.approx(3 * 0.0052418334, rel=1e-6)
     assert component(1.0) == component(0.5) == 0.0
-    assert component(np.nan) == pytest.approx(2 * 0.0052418334, rel=1e-6)
-    assert spread_growth(1.0) == 1.0 and spread_growth(2.5) == 1.5 and spread_growth(9.0) == 2.0
-    # continuous and increasing in the main effects
+    assert component(np.nan) == pytest.approx(3 * 0.0052418334, rel=1e-6)
+    assert spread_growth(1.0) == 1.0 and spread_growth(2.5) == 2.0 and spread_growth(9.0) == 3.0
+    # continuous and increasing in the main effects (the weight's power rises steeply just
+    # past chance: a step of 0.01 there moves it by at most 0.011^0.75)
     grown = [component(m) for m in np.linspace(0.0, 6.0, 601)]
-    assert np.max(np.abs(np.diff(grown))) < 2 * 0.0053 * 0.011 and (np.diff(grown) >= 0).all()
+    assert np.max(np.abs(np.diff(grown))) < 3 * 0.0053 * 0.011**0.75
+    assert (np.diff(grown) >= 0).all()
 
 
 def _slow_main_effect_ratio(pair, who, traits, shuffled):
@@ -347,7 +353,7 @@ def independent_label_power(
     """Power of the label check simulated without analysis.plan: three alike annotators rate
     every pair, each picks chosen with probability q; the check passes when the lower end of
     ``ci95_annotators`` of the confirmed share lies above the threshold. Also the power the
-    pairs-only exact interval would have had (the old rule)."""
+    pairs-only interval would have had (the old rule)."""
     rng = np.random.default_rng([seed, 99])
     pair = np.repeat(np.arange(n_pairs), 3)
     who = np.tile(np.arange(3), n_pairs)

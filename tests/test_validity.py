@@ -17,8 +17,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
+from analysis.distributions import mid_p_interval
 from analysis.validity import (
     label_agreement,
+    label_share,
     position_bias,
     proportion,
     tost_paired,
@@ -98,6 +100,21 @@ def test_label_agreement_against_scipy_and_beta_quantiles():
         [stats.beta.ppf(0.025, 14, 5), stats.beta.ppf(0.975, 15, 4)], abs=1e-9
     )
     assert result["ci95"][1] < 1.0
+
+
+def test_label_share_interval_is_the_published_mid_p_interval():
+    # 15 of 40 pairs confirm (the rest split between rejected majorities and ties):
+    # stests' ci_p_mid_p(15, 40) documents [0.2361295, 0.5313959].
+    counts = np.array([[3, 0, 0]] * 15 + [[0, 3, 0]] * 20 + [[1, 1, 1]] * 5, dtype=np.int64)
+    share = label_share(counts, min_annotations=2, decided_only=False)
+    assert (share["k"], share["n"]) == (15, 40)
+    assert share["ci95"] == pytest.approx([0.2361295, 0.5313959], abs=5e-8)
+    # inside the Clopper-Pearson interval of the same counts, which covers more than 95%
+    exact = stats.binomtest(15, 40).proportion_ci(method="exact")
+    assert exact.low < share["ci95"][0] and share["ci95"][1] < exact.high
+    decided = label_share(counts, min_annotations=2, decided_only=True)
+    assert (decided["k"], decided["n"]) == (15, 35)
+    assert decided["ci95"] == pytest.approx(list(mid_p_interval(15, 35)), abs=1e-12)
 
 
 def test_label_agreement_all_chosen_closed_form():

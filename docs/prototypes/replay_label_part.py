@@ -20,9 +20,11 @@ component's inputs (the bootstrap over annotators, its floor, the number of anno
 ``H / H0``). ``replay`` prints coverage of the population value (in brackets the shares of
 studies whose population value lies below / above the interval) and how often the label check
 passes (the interval's lower end above ``LABEL_THRESHOLD``) for the rule as it is, recomputed
-from the records with ``main``'s own component (it gives the recorded intervals back), and
-for the variants in ``VARIANTS``, whose knobs re-spell that component (:func:`component`; at
-its defaults it is checked against ``main``'s on every record).
+from the records with ``main``'s own component (it gives back the intervals of records made
+with the same rule), and for the variants in ``VARIANTS``, whose knobs re-spell that
+component (:func:`component`; at its defaults it is checked against ``main``'s on every
+record). The variants measured before label agreement moved to the mid-p interval start from
+``BEFORE``, the knobs of the rule then, so that docs/intervals.md's older tables replay.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ from functools import cache
 from pathlib import Path
 
 import numpy as np
-from scipy import optimize, special, stats
+from scipy import special, stats
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 
@@ -45,7 +47,7 @@ import bench_coverage as bench
 
 import analysis.intervals as intervals
 from analysis.conclusion import LABEL_THRESHOLD
-from analysis.distributions import clopper_pearson
+from analysis.distributions import clopper_pearson, mid_p_interval
 from analysis.validity import label_share, wilson_interval
 
 RECORDS = Path("/tmp/replay_label_part")
@@ -110,12 +112,22 @@ def record(cells: list[int], studies: int, first_seed: int, *, pair_mean: float 
 Rule = Callable[[dict], float]  # a study's record -> the annotators' variance component
 
 
+# The majority's knobs before label agreement moved to the mid-p interval (2026-12-04): the
+# variants measured then start from these, so that the tables in docs/intervals.md replay.
+BEFORE = {"power": 1.0, "growth_to": 2.0}
+
+
 def component(
-    *, power: float = 1.0, growth_to: float = 2.0, scale: str = "floor + observed", evidence=None
+    *,
+    power: float = intervals.MAJORITY_WEIGHT_POWER,
+    growth_to: float = intervals.MAJORITY_GROWTH,
+    scale: str = "floor + observed",
+    evidence=None,
 ) -> Rule:
     """:func:`analysis.intervals.annotator_component` for a majority with its knobs exposed:
     the weight to a ``power``, the spread growth up to ``growth_to`` times, the smoothing's
-    scale, and an optional factor for the bootstrap's own evidence (as non-majorities get)."""
+    scale, and an optional factor for the bootstrap's own evidence (as non-majorities get).
+    At its defaults it is ``main``'s (``replay`` checks that on every record)."""
 
     def rule(r: dict) -> float:
         inputs = r["inputs"]
@@ -141,27 +153,9 @@ def project_component(r: dict) -> float:
 
 @cache
 def mid_p(x: float, m: float) -> tuple[float, float]:
-    """The mid-p interval for ``x`` of ``m`` (Lancaster's mid-p; ``x`` and ``m`` may be
-    fractional, as at an effective sample size): ``P(X > x) + P(X = x) / 2`` through the
-    incomplete beta function, so that integer counts give the binomial mid-p interval."""
-
-    def tail(p: float) -> float:  # P(X >= x) / 2 + P(X > x) / 2
-        at_least = 1.0 if x <= 0 else special.betainc(x, m - x + 1, p)
-        above = 0.0 if m - x <= 0 else special.betainc(x + 1, m - x, p)
-        return 0.5 * (at_least + above)
-
-    tiny = 1e-12
-    lo = (
-        0.0
-        if x <= 0 or tail(tiny) > 0.025
-        else optimize.brentq(lambda p: tail(p) - 0.025, tiny, 1 - tiny)
-    )
-    hi = (
-        1.0
-        if m - x <= 0 or tail(1 - tiny) < 0.975
-        else optimize.brentq(lambda p: tail(p) - 0.975, tiny, 1 - tiny)
-    )
-    return lo, hi
+    """:func:`analysis.distributions.mid_p_interval` (fractional ``x`` of ``m`` too, as at an
+    effective sample size), cached: the replay asks for the same counts many times."""
+    return mid_p_interval(x, m)
 
 
 def _acceptability(x: int, n: int, p: np.ndarray) -> np.ndarray:
@@ -262,25 +256,38 @@ def log_odds_sides(point: float, base: tuple[float, float], part: float) -> tupl
 
 
 VARIANTS: dict[str, Callable[[dict], tuple[float, float]]] = {
-    "as it is (exact, on the share's scale)": lambda r: on_scale(r, project_component(r)),
-    "exact alone": lambda r: on_scale(r, 0.0),
-    "exact, on the log-odds": lambda r: on_scale(r, component()(r), logit=True),
-    "Wilson alone": lambda r: on_scale(r, 0.0, pairs="wilson"),
-    "Wilson, on the share's scale": lambda r: on_scale(r, component()(r), pairs="wilson"),
-    "Wilson, on the log-odds": lambda r: on_scale(r, component()(r), pairs="wilson", logit=True),
-    "Wilson, exact kept inside": lambda r: on_scale(
-        r, component()(r), pairs="wilson", inside="exact"
+    "as it is (mid-p, weight^0.75, growth to 3)": lambda r: on_scale(
+        r, project_component(r), pairs="mid-p"
     ),
-    "mid-p, on the log-odds": lambda r: on_scale(r, component()(r), pairs="mid-p", logit=True),
+    "before (exact, weight, growth to 2)": lambda r: on_scale(r, component(**BEFORE)(r)),
+    "mid-p, growth to 3": lambda r: on_scale(
+        r, component(power=1.0, growth_to=3.0)(r), pairs="mid-p"
+    ),
+    "mid-p, weight^0.5, growth to 3": lambda r: on_scale(
+        r, component(power=0.5, growth_to=3.0)(r), pairs="mid-p"
+    ),
+    "exact alone": lambda r: on_scale(r, 0.0),
+    "exact, on the log-odds": lambda r: on_scale(r, component(**BEFORE)(r), logit=True),
+    "Wilson alone": lambda r: on_scale(r, 0.0, pairs="wilson"),
+    "Wilson, on the share's scale": lambda r: on_scale(r, component(**BEFORE)(r), pairs="wilson"),
+    "Wilson, on the log-odds": lambda r: on_scale(
+        r, component(**BEFORE)(r), pairs="wilson", logit=True
+    ),
+    "Wilson, exact kept inside": lambda r: on_scale(
+        r, component(**BEFORE)(r), pairs="wilson", inside="exact"
+    ),
+    "mid-p, on the log-odds": lambda r: on_scale(
+        r, component(**BEFORE)(r), pairs="mid-p", logit=True
+    ),
     "exact at the effective sample size": lambda r: at_effective_n(
-        r, component()(r), pairs="exact"
+        r, component(**BEFORE)(r), pairs="exact"
     ),
     "mid-p at the effective sample size": lambda r: at_effective_n(
-        r, component()(r), pairs="mid-p"
+        r, component(**BEFORE)(r), pairs="mid-p"
     ),
     "mid-p alone": lambda r: on_scale(r, 0.0, pairs="mid-p"),
     "Blaker alone": lambda r: on_scale(r, 0.0, pairs="blaker"),
-    "Blaker, on the share's scale": lambda r: on_scale(r, component()(r), pairs="blaker"),
+    "Blaker, on the share's scale": lambda r: on_scale(r, component(**BEFORE)(r), pairs="blaker"),
 }
 for _name, _knobs in {
     "weight^1.5": {"power": 1.5},
@@ -291,12 +298,12 @@ for _name, _knobs in {
     "growth to 2.5": {"growth_to": 2.5},
     "growth to 3": {"growth_to": 3.0},
 }.items():
-    VARIANTS[f"as it is, {_name}"] = lambda r, k=_knobs: on_scale(r, component(**k)(r))
+    VARIANTS[f"before, {_name}"] = lambda r, k=_knobs: on_scale(r, component(**BEFORE | k)(r))
     VARIANTS[f"Wilson, share's scale, {_name}"] = lambda r, k=_knobs: on_scale(
-        r, component(**k)(r), pairs="wilson"
+        r, component(**BEFORE | k)(r), pairs="wilson"
     )
     VARIANTS[f"Blaker, share's scale, {_name}"] = lambda r, k=_knobs: on_scale(
-        r, component(**k)(r), pairs="blaker"
+        r, component(**BEFORE | k)(r), pairs="blaker"
     )
 
 
@@ -305,7 +312,7 @@ def replay(where: Path) -> None:
     for path in sorted(where.glob("cell*.pkl")):
         label, records = pickle.loads(path.read_bytes())
         cells.setdefault(label, []).extend(records)
-    as_is = VARIANTS["as it is (exact, on the share's scale)"]
+    as_is = VARIANTS["as it is (mid-p, weight^0.75, growth to 3)"]
     drift = max(
         max(abs(a - b) for a, b in zip(as_is(r), r["recorded"], strict=True))
         for records in cells.values()
