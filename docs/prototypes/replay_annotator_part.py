@@ -17,15 +17,15 @@ their spread), on ``main``'s own draws (LEAN_DRAWS / 2 leans and their negatives
 recorded intervals are ``main``'s. Each record also keeps the statistic at no lean,
 ``f(0)``, and every draw, for rules with a part per side. ``replay`` prints coverage of the
 population value (in brackets the share of studies whose population value lies above the
-interval, then the mean width) for the rule as it is, recomputed from the recorded inputs
-(it gives the recorded intervals back), and for the variants in ``VARIANTS`` (the jackknife's count of the leans' spread and the gain), each
-through :func:`analysis.intervals.annotator_part` itself; ``--earlier`` adds the rule
-families tried before the leans moved to log-odds on a calibrated base (docs/intervals.md,
-"Five more rule families": a part per side, :func:`shifted` and :func:`sided`; a
-Welch-Satterthwaite t, :func:`satterthwaite`; gains by part, :func:`split_gains` and
-:func:`even_by_share`). Their documented numbers came from records of that earlier model,
-including leans not cut to [0, 1] and a ``hybrid`` of cut and uncut records, which no longer
-exist: the leans now move the base in log-odds and never leave it.
+interval, then the mean width) for the rule as it is, recomputed from the recorded inputs (it
+gives the recorded intervals back), and for the variants in ``VARIANTS`` (the jackknife's count
+of the leans' spread and the gain), each through :func:`analysis.intervals.annotator_part`
+itself; ``--earlier`` adds the rule families tried before the leans moved to log-odds on a
+calibrated base (docs/intervals.md, "Five more rule families": a part per side, :func:`shifted`
+and :func:`sided`; a Welch-Satterthwaite t, :func:`satterthwaite`; gains by part,
+:func:`split_gains` and :func:`even_by_share`). Their documented numbers came from records of
+that earlier model, including leans not cut to [0, 1] and a ``hybrid`` of cut and uncut
+records, which no longer exist: the leans now move the base in log-odds and never leave it.
 """
 
 from __future__ import annotations

@@ -11,8 +11,8 @@ follows it only as long as its signature stays. Only label_confirmed is computed
     python docs/prototypes/replay_label_part.py record --edge 3 --studies 3000
     python docs/prototypes/replay_label_part.py replay --records /tmp/replay_label_part/edge3
 
-``--edge MEAN`` records the alike and panel cells with the pairs' log-odds mean at MEAN (1.2
-in the audit's cells): label_confirmed at 0.90-0.95 (3) or 0.94-0.98 (4), where a benchmark whose
+``--edge MEAN`` records the alike and panel cells with the pairs' log-odds mean at MEAN (1.2 in
+the audit's cells): label_confirmed at 0.90-0.95 (3) or 0.94-0.98 (4), where a benchmark whose
 pairs work lies and where a rule's shape near 1 shows.
 
 ``record`` keeps, per study, the point, the pairs' interval, the counts behind it and the
