@@ -1,5 +1,5 @@
 """The strict majority of a pair's answers: the verdicts' majority step, one home for the
-report's verdicts (`analysis.pairs`), the adaptive stopping rule (`analysis.stopping`) and the
+report's verdicts (`analysis.verdicts.pairs`), the adaptive stopping rule (`analysis.design.stopping`) and the
 planner. numpy only, so that the labelling step can use it without loading pandas."""
 
 from __future__ import annotations

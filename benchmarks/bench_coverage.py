@@ -39,10 +39,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from analysis.agreement import alpha, gwet_ac1, neutral_coding, percent_agreement
-from analysis.intervals import Panel
-from analysis.quality import quality_alpha
-from analysis.validity import label_share
+from analysis.agreement.coefficients import alpha, gwet_ac1, neutral_coding, percent_agreement
+from analysis.agreement.intervals import Panel
+from analysis.verdicts.quality import quality_alpha
+from analysis.verdicts.validity import label_share
 
 DOMAIN = [1, 2, 3, 4, 5]
 STATISTICS = ("percent", "alpha", "alpha_neutral", "ac1", "label_confirmed", "quality_alpha")

@@ -560,8 +560,8 @@ def prepare_study(args, workdir: Path) -> None:
 def make_accounts(db: str, study_name: str, n: int, prefix: str) -> list[tuple[str, str]]:
     from sqlmodel import select
 
-    from annotate.auth import create_annotator
     from annotate.database import get_engine
+    from annotate.people.auth import create_annotator
     from annotate.store.db import session
     from annotate.store.models import Study
 

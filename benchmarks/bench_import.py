@@ -4,7 +4,7 @@ Generates Personalized RewardBench-like records of about 100 KB each (a profile 
 rubric aspects, two long responses) as JSON Lines, then in separate processes:
 
 - parse:  read the file and json.loads every line (the floor: no validation, no database);
-- import: `annotate.importer.import_pairs` into a new database (validation, hashing, writing);
+- import: `annotate.studies.pair_import.import_pairs` into a new database (validation, hashing, writing);
 - floor (with --floor, SQLite): the least any importer into the app's SQLite settings can do:
   parse each line and insert six of its fields with the sqlite3 module alone, no validation,
   no hashing, no SQLAlchemy, in one transaction (WAL, synchronous=FULL, the same 64 MB cache
@@ -134,7 +134,7 @@ def child(mode: str, path: str, db: str | None, page_size: int | None = None) ->
         elapsed = time.perf_counter() - start
     else:
         from annotate.database import get_engine
-        from annotate.importer import import_pairs
+        from annotate.studies.pair_import import import_pairs
 
         if page_size and db and db.startswith("sqlite:///"):
             # an experiment: the app makes databases with SQLite's default 4 KiB pages

@@ -41,13 +41,13 @@ sys.path.insert(0, str(ROOT))
 
 from sqlmodel import select  # noqa: E402
 
-from annotate.auth import create_annotator  # noqa: E402
 from annotate.database import get_engine  # noqa: E402
-from annotate.importer import import_pairs  # noqa: E402
+from annotate.people.auth import create_annotator  # noqa: E402
 from annotate.store.db import session  # noqa: E402
 from annotate.store.models import Annotation, Annotator  # noqa: E402
 from annotate.store.schema import Mode  # noqa: E402
-from annotate.studies import get_or_create_study  # noqa: E402
+from annotate.studies.catalog import get_or_create_study  # noqa: E402
+from annotate.studies.pair_import import import_pairs  # noqa: E402
 from tests.browser import AppServer, goto, launch_browser, rerun, wait_idle  # noqa: E402
 from tests.realistic_pairs import realistic_record  # noqa: E402
 

@@ -30,11 +30,11 @@ sys.path.insert(0, str(ROOT))
 
 from sqlalchemy import insert  # noqa: E402
 
-from annotate.auth import create_annotator  # noqa: E402
 from annotate.database import get_engine  # noqa: E402
-from annotate.pairs_io import record_hash  # noqa: E402
+from annotate.people.auth import create_annotator  # noqa: E402
 from annotate.store.db import ENV_VAR, session  # noqa: E402
 from annotate.store.models import Annotation, Annotator, Assignment, Pair, Study, utcnow  # noqa: E402
+from annotate.studies.pairs_files import record_hash  # noqa: E402
 
 POST = "I usually cook for two on weeknights and batch-cook on Sundays. " * 3
 

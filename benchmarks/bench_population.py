@@ -28,8 +28,8 @@ import time
 import numpy as np
 import pandas as pd
 
-from analysis.population import population_section
-from analysis.sampling import draw_sample
+from analysis.population.estimates import population_section
+from analysis.population.sampling import draw_sample
 
 PAIRS = 3000
 BAD = 600

@@ -33,13 +33,15 @@ from pathlib import Path
 from sqlalchemy import Column, Integer, MetaData, String, Table, Text, insert
 from sqlalchemy.engine import make_url
 
-from annotate.annotations import Answer, preference_from_slot, submit_and_next
-from annotate.auth import create_annotator
 from annotate.database import get_engine
-from annotate.importer import import_pairs
+from annotate.labelling.answers import Answer
+from annotate.labelling.slots import preference_from_slot
+from annotate.labelling.step import submit_and_next
+from annotate.people.auth import create_annotator
 from annotate.queue.assignment import next_assignment
 from annotate.store.db import dispose_engines, session
-from annotate.studies import get_or_create_study, update_study_options
+from annotate.studies.catalog import get_or_create_study, update_study_options
+from annotate.studies.pair_import import import_pairs
 
 WRITERS = 32
 PG_ADMIN = os.environ.get(

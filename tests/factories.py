@@ -7,10 +7,10 @@ from pathlib import Path
 
 from sqlalchemy.engine import Engine
 
-from annotate.auth import create_annotator
-from annotate.importer import import_pairs
+from annotate.people.auth import create_annotator
 from annotate.store.db import session
-from annotate.studies import get_or_create_study, update_study_options
+from annotate.studies.catalog import get_or_create_study, update_study_options
+from annotate.studies.pair_import import import_pairs
 
 
 def pair_record(n: int | str, **overrides) -> dict:
@@ -64,6 +64,6 @@ def make_study(
 def fast_path_of(engine) -> str:
     """The path (annotations.submit_and_next's `served` tag) the common Submit must take on
     this engine's database."""
-    from annotate.annotations import DRIVER_CONNECTION, SUBMIT_FUNCTION
+    from annotate.labelling.step import DRIVER_CONNECTION, SUBMIT_FUNCTION
 
     return SUBMIT_FUNCTION if engine.dialect.name == "postgresql" else DRIVER_CONNECTION

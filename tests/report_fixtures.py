@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from analysis.tables import COLUMNS, DIMENSIONS, write_table
+from analysis.files.annotations_table import COLUMNS, DIMENSIONS, write_table
 
 
 def pair_record(pair_id: str, **extra) -> dict:

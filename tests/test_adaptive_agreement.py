@@ -5,14 +5,14 @@ studies, alpha is biased, because how many answers a pair got depends on its ans
 
 200 simulated studies of 2,000 pairs (3 in 4 clear: chosen with p = 0.9; 1 in 4 contested:
 p = 0.55; no ties), adaptive 2-5 with a 20 % agreement sample of K = 3, through the labelling
-step's own stopping rule (analysis.plan.adaptive_stop, which calls analysis.stopping)."""
+step's own stopping rule (analysis.design.plan.adaptive_stop, which calls analysis.design.stopping)."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from analysis.agreement import alpha
-from analysis.plan import Adaptive, Effects, adaptive_stop, simulate_study
+from analysis.agreement.coefficients import alpha
+from analysis.design.plan import Adaptive, Effects, adaptive_stop, simulate_study
 
 MIX = ((0.75, 0.9), (0.25, 0.55))
 STUDIES = 200

@@ -11,11 +11,11 @@ import subprocess
 import pytest
 from sqlmodel import select
 
-from annotate.auth import create_annotator
-from annotate.importer import import_pairs
+from annotate.people.auth import create_annotator
 from annotate.store.db import get_engine, session
 from annotate.store.models import Annotation, Assignment, Pair
-from annotate.studies import get_or_create_study
+from annotate.studies.catalog import get_or_create_study
+from annotate.studies.pair_import import import_pairs
 from tests.browser import (  # noqa: F401  (the fixtures `browser` and `new_page`)
     AppServer,
     annotate_command,

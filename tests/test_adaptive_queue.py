@@ -1,4 +1,4 @@
-"""Adaptive overlap through the real labelling step (annotate.annotations.submit_and_next and
+"""Adaptive overlap through the real labelling step (annotate.labelling.step.submit_and_next and
 the queue), on SQLite and PostgreSQL: a pair whose annotators agree stops at MIN, a split pair
 gets more but never more than MAX (also with 10 annotators submitting at once), a pair of the
 agreement sample gets exactly K, and a late answer the decided pair no longer needs is refused."""
@@ -13,8 +13,9 @@ import pytest
 from sqlalchemy import update
 from sqlmodel import select
 
-from analysis.stopping import AT_MAX, DECIDED, stopping_state
-from annotate.annotations import Answer, submit_and_next
+from analysis.design.stopping import AT_MAX, DECIDED, stopping_state
+from annotate.labelling.answers import Answer
+from annotate.labelling.step import submit_and_next
 from annotate.queue.assignment import next_assignment
 from annotate.queue.rules import Coins, GivenAway
 from annotate.queue.targets import Design

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 from sqlmodel import select
 
-from annotate.annotations import Answer, submit_and_next
-from annotate.monitoring import study_progress
+from annotate.labelling.answers import Answer
+from annotate.labelling.step import submit_and_next
 from annotate.queue.assignment import next_assignment
 from annotate.queue.targets import Design
+from annotate.results.monitoring import study_progress
+from annotate.results.study_report import build_study_report
 from annotate.store.db import get_engine, session
 from annotate.store.models import Pair, Study
-from annotate.study_report import build_study_report
 from tests.factories import make_study
 
 RATINGS = {
@@ -105,7 +106,7 @@ def test_report_of_a_fixed_study_says_so(tmp_path):
 
 
 def test_switching_adaptive_on_and_off_sets_and_clears_the_pairs_targets(tmp_path):
-    from annotate.studies import configure_study
+    from annotate.studies.catalog import configure_study
 
     engine = get_engine(f"sqlite:///{tmp_path / 's.db'}")
     make_study(engine, tmp_path, n_pairs=5, overlap_target=4)

@@ -16,8 +16,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from analysis import agreement
-from analysis.agreement import (
+from analysis.agreement import coefficients
+from analysis.agreement.coefficients import (
     Estimate,
     alpha,
     fleiss_kappa,
@@ -27,7 +27,7 @@ from analysis.agreement import (
     resampled_alpha,
     value_counts,
 )
-from analysis.intervals import bca_interval, bootstrap_weights, unit_patterns
+from analysis.agreement.intervals import bca_interval, bootstrap_weights, unit_patterns
 from tests.published_examples import (
     ABSTRACTORS,
     DIST4CAT,
@@ -353,7 +353,7 @@ def test_grouped_bootstrap_spread_matches_per_unit_resampling():
 def test_bootstrap_chunking_does_not_change_the_result(monkeypatch):
     counts = simulated_preferences(300, seed=5)
     whole = alpha(counts, level="nominal", domain=PREFERENCES, bootstrap=300, seed=8)
-    monkeypatch.setattr(agreement, "_CHUNK_BYTES", 16 * 20 * 7)  # a few rows per chunk
+    monkeypatch.setattr(coefficients, "_CHUNK_BYTES", 16 * 20 * 7)  # a few rows per chunk
     chunked = alpha(counts, level="nominal", domain=PREFERENCES, bootstrap=300, seed=8)
     assert chunked == whole
 
@@ -361,7 +361,7 @@ def test_bootstrap_chunking_does_not_change_the_result(monkeypatch):
 def test_ci_omitted_when_most_resamples_undefined():
     samples = np.array([0.1, np.nan, np.nan, 0.3, np.nan])
     # a flat jackknife over many units: no acceleration, and levels at 1.96 (the small-sample
-    # expansion, analysis.intervals.expanded_z, is nil at a million units)
+    # expansion, analysis.agreement.intervals.expanded_z, is nil at a million units)
     flat = {"jackknife": np.zeros(2), "jackknife_weights": np.full(2, 500_000)}
     ci, note = bca_interval(samples, point=0.2, resamples=5, **flat)
     assert ci is None
@@ -457,7 +457,7 @@ def test_neutral_orientation_maps_labels_consistently():
 def test_neutral_orientation_is_stable_across_processes():
     ids = ["p1", "p2", "pair/ä", "42"]
     script = (
-        "from analysis.agreement import neutral_orientation as f;"
+        "from analysis.agreement.coefficients import neutral_orientation as f;"
         f"print(f({ids!r}, ['chosen'] * {len(ids)}))"
     )
     outputs = {

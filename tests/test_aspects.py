@@ -15,10 +15,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from analysis import aspects as aspect_check
-from analysis.aspect_scorer import read_scorer_file
-from analysis.report import ReportOptions, build_report, with_aspect_scores, write_report
-from analysis.tables import load_annotations, validate_annotations, write_table
+from analysis.aspects import check as aspect_check
+from analysis.aspects.scorer import read_scorer_file
+from analysis.files.annotations_table import load_annotations, validate_annotations, write_table
+from analysis.report.build import ReportOptions, build_report, with_aspect_scores, write_report
 from annotate.cli import main
 from annotate.errors import InputError, UserError
 from tests.published_examples import EXAMPLE_A
@@ -216,7 +216,7 @@ def example_a_rows() -> list[dict]:
 
 def test_score_agreement_reproduces_krippendorff_example_a():
     # Ordinal alpha equals nominal alpha on two values; published: 0.095. Five pairs are too
-    # few for an interval (analysis.intervals.MIN_INTERVAL_UNITS): null, with a note.
+    # few for an interval (analysis.agreement.intervals.MIN_INTERVAL_UNITS): null, with a note.
     report = report_of(example_a_rows(), {f"p{k}": 1 for k in range(5)}, bootstrap=200)
     agreement = report["aspects"]["agreement"]
     assert round(agreement["value"], 3) == 0.095
@@ -681,7 +681,7 @@ def test_scorer_agreement_matches_the_krippendorff_package_with_fractional_means
 def test_the_verdict_chart_gives_rubric_not_reflected_its_own_colour():
     """The chart had six colours for seven verdicts: with the aspect check `valid` came out
     black and `rubric_not_reflected` took valid's green."""
-    from analysis.html_report import figures
+    from analysis.report.html_page import figures
 
     rows = [scored("p1", a, "chosen", [(2, 0)]) for a in ("a", "b")]
     rows += [scored("p2", a, "chosen", [(1, 1)]) for a in ("a", "b")]

@@ -2,7 +2,7 @@
 any human answer (issue 14), driven by Streamlit's AppTest.
 
 The aspect data are the demo's: `annotate demo --no-serve`, then the simulated answers of
-annotate.demo_simulation imported into the study `demo-aspects` (as README's aspect section)."""
+annotate.studies.demo_answers imported into the study `demo-aspects` (as README's aspect section)."""
 
 from __future__ import annotations
 
@@ -11,11 +11,16 @@ import json
 import pytest
 import streamlit as st
 
-from analysis.aspect_summary import aspect_rows
+from analysis.aspects.render import aspect_rows
 from annotate.cli import main
-from annotate.demo import DEMO_ASPECT_STUDY, DEMO_MAINTAINER, aspect_pair_records, build_demo
-from annotate.demo_simulation import BROKEN_PAIR, write_simulation
 from annotate.store.db import ENV_VAR, get_engine
+from annotate.studies.demo import (
+    DEMO_ASPECT_STUDY,
+    DEMO_MAINTAINER,
+    aspect_pair_records,
+    build_demo,
+)
+from annotate.studies.demo_answers import BROKEN_PAIR, write_simulation
 from tests.test_console_app import (  # noqa: F401 (db is a fixture)
     as_token,
     db,

@@ -9,10 +9,10 @@ from pathlib import Path
 from sqlmodel import select
 
 from annotate.cli import main
-from annotate.demo import DEMO_ASPECT_PAIRS, DEMO_ASPECT_STUDY, build_demo
-from annotate.demo_simulation import write_simulation
 from annotate.store.db import get_engine, session
 from annotate.store.models import Pair, Study
+from annotate.studies.demo import DEMO_ASPECT_PAIRS, DEMO_ASPECT_STUDY, build_demo
+from annotate.studies.demo_answers import write_simulation
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 MARKERS = re.compile(

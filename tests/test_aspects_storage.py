@@ -9,11 +9,12 @@ import json
 import pytest
 from sqlmodel import select
 
-from analysis.tables import COLUMNS, read_table
-from annotate.annotations import Answer, annotations_frame, submit_and_next, submit_answer
-from annotate.answers import FormState, missing_answers, to_answer
+from analysis.files.annotations_table import COLUMNS, read_table
 from annotate.cli import main
+from annotate.labelling.answers import Answer, FormState, missing_answers, to_answer
+from annotate.labelling.step import submit_and_next, submit_answer
 from annotate.queue.assignment import next_assignment
+from annotate.results.frames import annotations_frame
 from annotate.store.db import get_engine, session
 from annotate.store.models import Annotation, Study
 from tests.factories import fast_path_of, make_study, pair_record, write_jsonl
@@ -128,7 +129,7 @@ def test_export_and_import_annotations_carry_the_scores(db_url, tmp_path, suffix
             {"pair_id": "p1", "annotator": "ann", "preference": "chosen"},  # an older row
         ],
     )
-    from analysis.tables import load_annotations, write_table
+    from analysis.files.annotations_table import load_annotations, write_table
 
     write_table(load_annotations(tmp_path / "in.jsonl"), annotations)
     assert main(["--db", db_url, "import-annotations", str(annotations), "--study", "s"]) == 0

@@ -9,7 +9,8 @@ import pytest
 from sqlalchemy import func
 from sqlmodel import select
 
-from annotate.annotations import Answer, submit_answer
+from annotate.labelling.answers import Answer
+from annotate.labelling.step import submit_answer
 from annotate.queue.assignment import (
     history_in,
     next_assignment,

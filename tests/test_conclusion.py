@@ -10,8 +10,8 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from analysis.report import ReportOptions, build_report
-from analysis.tables import validate_annotations
+from analysis.files.annotations_table import validate_annotations
+from analysis.report.build import ReportOptions, build_report
 from tests.report_fixtures import frame, row, synthetic
 
 GOOD = (4, 4, 4)
@@ -331,7 +331,7 @@ def test_label_insufficient_when_the_interval_straddles_the_threshold():
 
 def test_conclude_takes_any_mapping_of_checks():
     # A fourth check (the aspect check) is one more entry of the same shape.
-    from analysis.conclusion import conclude, label_check
+    from analysis.verdicts.conclusion import conclude, label_check
 
     passed = label_check(
         {"value": 0.9, "ci95": [0.8, 0.95], "ci95_annotators": [0.8, 0.95], "n": 100}, decided={}

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 from sqlmodel import select
 
-from annotate.annotations import import_annotation_rows
 from annotate.store.db import get_engine, session
 from annotate.store.models import Annotation, Annotator, Pair
+from annotate.studies.annotation_import import import_annotation_rows
 from tests.scale_helpers import (
     check_complete_study,
     make_study,

@@ -1,5 +1,5 @@
 """`annotate configure-study` and the console's Studies page share one set of rules
-(annotate/studies.py): values checked, meaning-defining options locked once there are answers.
+(annotate/studies/catalog.py): values checked, meaning-defining options locked once there are answers.
 Each rule is tested through the domain function and through the command line."""
 
 from __future__ import annotations
@@ -7,12 +7,13 @@ from __future__ import annotations
 import pytest
 from sqlmodel import select
 
-from annotate.annotations import Answer, submit_answer
 from annotate.cli import main
 from annotate.errors import UserError
+from annotate.labelling.answers import Answer
+from annotate.labelling.step import submit_answer
 from annotate.store.db import get_engine, session
 from annotate.store.models import Pair, Study
-from annotate.studies import LOCKED_WHEN_ANNOTATED, configure_study, save_study_options
+from annotate.studies.catalog import LOCKED_WHEN_ANNOTATED, configure_study, save_study_options
 from tests.factories import make_study
 
 

@@ -13,18 +13,22 @@ import pandas as pd
 import pytest
 from sqlmodel import select
 
-from analysis.tables import read_table
-from annotate import accounts, exports, monitoring, prolific, studies, study_report, uploads
-from annotate.annotations import Answer, annotations_frame, submit_answer
-from annotate.auth import annotator_for_token, create_annotator
+from analysis.files.annotations_table import read_table
 from annotate.errors import UserError
+from annotate.labelling.answers import Answer
+from annotate.labelling.step import submit_answer
+from annotate.people import accounts, prolific
+from annotate.people.auth import annotator_for_token, create_annotator
 from annotate.queue import gold
 from annotate.queue import rules as assignment_rules
 from annotate.queue.assignment import history_in, next_assignment, skip
+from annotate.results import exports, monitoring, study_report
+from annotate.results.frames import annotations_frame
 from annotate.store import db
 from annotate.store.db import get_engine, session
 from annotate.store.models import Annotation, Annotator, Assignment, Pair, Study
-from annotate.studies import update_study_options
+from annotate.studies import catalog, uploads
+from annotate.studies.catalog import update_study_options
 from annotate.web.identity import maintainer_for_identity
 from tests.factories import make_study
 
@@ -327,23 +331,23 @@ def test_invite_new_link_and_deactivation(tmp_path):
 
 def test_studies_are_created_with_valid_names_and_options_lock(tmp_path):
     engine = get_engine(f"sqlite:///{tmp_path}/s.db")
-    study = studies.create_study(
+    study = catalog.create_study(
         engine, "pilot", overlap_target=4, guidelines="Hi", prolific_study_id="  "
     )
     assert (study.overlap_target, study.guidelines, study.prolific_study_id) == (4, "Hi", None)
     for bad in ("", " ", "../x", "a" * 80):
         with pytest.raises(UserError, match="study name"):
-            studies.create_study(engine, bad)
+            catalog.create_study(engine, bad)
     with pytest.raises(UserError, match="below its maximum"):
-        studies.create_study(engine, "bad-scale", scale_min=5, scale_max=5)
-    assert studies.locked_options(engine, study.id) == []
+        catalog.create_study(engine, "bad-scale", scale_min=5, scale_max=5)
+    assert catalog.locked_options(engine, study.id) == []
 
     study_id, [(aid, _)] = make_study(engine, tmp_path, n_pairs=1, annotators=1, study="pilot")
     answer(engine, aid, keys(engine, study_id)["p0"])
-    assert "allow_ties" in studies.locked_options(engine, study_id)
+    assert "allow_ties" in catalog.locked_options(engine, study_id)
     with pytest.raises(UserError, match="locked"):
-        studies.save_study_options(engine, study_id, allow_ties=False)
-    studies.save_study_options(engine, study_id, overlap_target=2, allow_ties=True)
+        catalog.save_study_options(engine, study_id, allow_ties=False)
+    catalog.save_study_options(engine, study_id, overlap_target=2, allow_ties=True)
 
 
 # --- Prolific ------------------------------------------------------------------------------
@@ -378,7 +382,7 @@ def test_prolific_entry(db_url, tmp_path):
             prolific.enter(engine, **{"pid": "P2", "study_id": "ANY", "session_id": "S", **bad})
 
     # with two Prolific studies, the link's STUDY_ID decides
-    other = studies.create_study(engine, "other", allow_prolific=True, prolific_study_id="PS2")
+    other = catalog.create_study(engine, "other", allow_prolific=True, prolific_study_id="PS2")
     assert (
         prolific.enter(engine, pid="P3", study_id="PS2", session_id="S3").annotator_id
         != entry.annotator_id
@@ -473,7 +477,7 @@ def test_data_version_changes_with_answers_and_gold_marks(tmp_path):
 
 def test_upload_import_keeps_the_suffix_and_reports_problems(tmp_path):
     engine = get_engine(f"sqlite:///{tmp_path}/u.db")
-    studies.create_study(engine, "up")
+    catalog.create_study(engine, "up")
     good = b'{"id": "1", "question": "q", "chosen": "a", "rejected": "b"}\n'
     seen = []
     result = uploads.import_upload(

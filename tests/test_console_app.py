@@ -15,14 +15,15 @@ import streamlit as st
 from sqlmodel import select
 from streamlit.testing.v1 import AppTest
 
-from annotate.annotations import Answer, submit_answer
-from annotate.auth import annotator_for_token, create_annotator
-from annotate.importer import import_pairs
+from annotate.labelling.answers import Answer
+from annotate.labelling.step import submit_answer
+from annotate.people.auth import annotator_for_token, create_annotator
 from annotate.queue import gold
 from annotate.queue.assignment import next_assignment
 from annotate.store.db import ENV_VAR, get_engine, session
 from annotate.store.models import Annotation, Annotator, Pair, Study
-from annotate.studies import update_study_options
+from annotate.studies.catalog import update_study_options
+from annotate.studies.pair_import import import_pairs
 from annotate.web.inert import md_literal
 from annotate.web.views.admin import PAGES
 from tests.factories import make_study, pair_record, write_jsonl

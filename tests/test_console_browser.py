@@ -19,16 +19,17 @@ import pytest
 from playwright.sync_api import expect
 from sqlmodel import select
 
-from annotate import study_report
-from annotate.annotations import Answer, submit_answer
-from annotate.auth import create_annotator
-from annotate.demo import GUIDELINES, sample_pairs_path
-from annotate.importer import import_pairs
+from annotate.labelling.answers import Answer
+from annotate.labelling.step import submit_answer
+from annotate.people.auth import create_annotator
 from annotate.queue import gold
 from annotate.queue.assignment import next_assignment
+from annotate.results import study_report
 from annotate.store.db import get_engine, session
 from annotate.store.models import Annotation, Annotator, Pair, Study
-from annotate.studies import get_or_create_study, update_study_options
+from annotate.studies.catalog import get_or_create_study, update_study_options
+from annotate.studies.demo import GUIDELINES, sample_pairs_path
+from annotate.studies.pair_import import import_pairs
 from annotate.web.views.admin import PAGES
 from tests.browser import (  # noqa: F401  (the fixtures `browser` and `new_page`)
     AppServer,
@@ -357,7 +358,7 @@ def test_every_export_downloads_the_studys_annotations_report_and_pairs(site, ne
 
 
 def assert_verdicts_follow_the_answers(verdicts: dict[str, str], answers: pd.DataFrame) -> None:
-    """The verdict rules that the answers alone decide (analysis/pairs.py): under two answers
+    """The verdict rules that the answers alone decide (analysis/verdicts/pairs.py): under two answers
     (the overlap target) a pair is insufficient_annotations; with two or more and no strict
     majority preference, no_consensus. Both outcomes occur in _build's data."""
     seen = set()

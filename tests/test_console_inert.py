@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import string
 
-from annotate.auth import create_annotator
+from annotate.people.auth import create_annotator
 from annotate.store.db import session
 from annotate.web.inert import WORD_JOINER, md_literal
 from tests.test_console_app import db, maintainer  # noqa: F401  (the fixture `db`)

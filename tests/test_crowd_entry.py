@@ -12,7 +12,7 @@ from analysis.vocabulary import TIE
 from annotate.queue.gold import set_gold
 from annotate.store.db import ENV_VAR, get_engine, session
 from annotate.store.models import Study
-from annotate.studies import update_study_options
+from annotate.studies.catalog import update_study_options
 from tests.factories import make_study
 from tests.test_label_app import data, full_form, submit_form
 
@@ -86,7 +86,7 @@ def test_a_failed_qualification_shows_the_screened_out_code_when_the_study_has_o
 @pytest.fixture
 def open_study(db_url, tmp_path):
     """A Prolific study of 15 pairs, overlap 1, no qualification."""
-    from annotate.prolific import NEW_ACCOUNTS
+    from annotate.people.prolific import NEW_ACCOUNTS
 
     NEW_ACCOUNTS.clear()
     engine = get_engine(db_url)
@@ -105,7 +105,7 @@ def open_study(db_url, tmp_path):
 
 def arrive(engine, pid: str, client: str):
     """A participant's entry and the pair the page would reserve for them."""
-    from annotate.prolific import enter
+    from annotate.people.prolific import enter
     from annotate.queue.assignment import next_assignment
 
     entry = enter(engine, pid=pid, study_id="PSTUDY", session_id=f"S-{pid}", client=client)
@@ -159,13 +159,14 @@ def test_an_answerless_account_holds_a_pair_only_for_a_short_hold(open_study):
 
 
 def test_a_reservation_of_an_account_with_answers_keeps_the_study_timeout(open_study):
-    from annotate.labelling import current_item, submit
+    from annotate.labelling.page import current_item
+    from annotate.labelling.step import submit
     from annotate.queue.rules import ANSWERLESS_HOLD
     from tests.test_label_app import full_form as _full
 
     engine, _ = open_study
     worker, _ = arrive(engine, "worker", client="198.51.100.1")
-    from annotate.answers import FormState
+    from annotate.labelling.answers import FormState
 
     with session(engine) as s:
         study = s.get(Study, 1)
@@ -191,7 +192,7 @@ def test_a_reservation_of_an_account_with_answers_keeps_the_study_timeout(open_s
 def test_abandoned_throwaway_accounts_are_removed_when_a_new_participant_comes(open_study):
     from sqlmodel import func, select
 
-    from annotate.prolific import ABANDONED_AFTER
+    from annotate.people.prolific import ABANDONED_AFTER
     from annotate.store.models import Annotator, Pair
 
     engine, _ = open_study
@@ -208,7 +209,7 @@ def test_abandoned_throwaway_accounts_are_removed_when_a_new_participant_comes(o
 
 def test_a_study_that_names_its_prolific_study_refuses_other_study_ids(open_study):
     from annotate.errors import UserError
-    from annotate.prolific import enter
+    from annotate.people.prolific import enter
 
     engine, _ = open_study
     for study_id in ("OTHER", ""):

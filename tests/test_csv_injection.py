@@ -8,11 +8,11 @@ import io
 
 import pandas as pd
 
-from analysis.csv_cells import FORMULA_SIGNS, neutralise, restore
-from analysis.tables import read_table, write_table
-from annotate import exports, study_report
-from annotate.annotations import annotations_frame
+from analysis.files.annotations_table import read_table, write_table
+from analysis.files.csv_cells import FORMULA_SIGNS, neutralise, restore
 from annotate.cli import main
+from annotate.results import exports, study_report
+from annotate.results.frames import annotations_frame
 from annotate.store.db import get_engine
 from tests.factories import pair_record, write_jsonl
 from tests.report_fixtures import frame, row

@@ -11,9 +11,11 @@ import pytest
 from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
-from annotate.answers import FormState
-from annotate.auth import reissue_token
-from annotate.labelling import current_item, draft_key, submit
+from annotate.labelling.answers import FormState
+from annotate.labelling.drafts import draft_key
+from annotate.labelling.page import current_item
+from annotate.labelling.step import submit
+from annotate.people.auth import reissue_token
 from annotate.store.db import get_engine, read_session, session
 from annotate.store.models import Annotator, Assignment, Study
 from annotate.web.drafts import MAX_DRAFT_BYTES, draft_routes

@@ -16,11 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from annotate.auth import create_annotator
-from annotate.demo import GUIDELINES
-from annotate.importer import import_pairs
+from annotate.people.auth import create_annotator
 from annotate.store.db import get_engine, session
-from annotate.studies import get_or_create_study
+from annotate.studies.catalog import get_or_create_study
+from annotate.studies.demo import GUIDELINES
+from annotate.studies.pair_import import import_pairs
 from tests.browser import (  # noqa: F401  (the fixtures `browser` and `new_page`)
     AppServer,
     browser_fixture,

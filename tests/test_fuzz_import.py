@@ -24,10 +24,10 @@ from sqlmodel import select
 
 from annotate import cli
 from annotate.errors import InputError, UserError
-from annotate.importer import import_pairs
-from annotate.pairs_io import CORE_FIELDS, MAX_RECORD_BYTES, MAX_TEXT_CHARS
 from annotate.store.db import get_engine, session
 from annotate.store.models import Annotation, Annotator, Assignment, Pair, Study
+from annotate.studies.pair_import import import_pairs
+from annotate.studies.pairs_files import CORE_FIELDS, MAX_RECORD_BYTES, MAX_TEXT_CHARS
 from tests.scale_helpers import make_study
 
 # Example counts: over a thousand in all, most on SQLite (same code, PostgreSQL round trips are

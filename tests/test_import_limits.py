@@ -15,12 +15,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from analysis import parquet_limits
-from analysis.tables import MAX_LINE_BYTES, read_table, write_table
+from analysis.files import parquet_limits
+from analysis.files.annotations_table import MAX_LINE_BYTES, read_table, write_table
 from annotate.cli import main
 from annotate.errors import InputError
-from annotate.importer import import_pairs
 from annotate.store.db import get_engine
+from annotate.studies.pair_import import import_pairs
 from tests.factories import pair_record, write_jsonl
 from tests.report_fixtures import frame, row
 
@@ -273,9 +273,9 @@ def test_an_import_decodes_at_most_its_bound_and_writes_nothing_beyond(
 ):
     # N12: a 5 KB file whose rows repeat one dictionary text became a 604 MB database. The
     # bound is lowered here so that the test decodes megabytes, not the real 256 MiB.
-    from annotate import pairs_io
+    from annotate.studies import pairs_files
 
-    monkeypatch.setattr(pairs_io, "MIN_DECODED_LIMIT", 4 * MB, raising=False)
+    monkeypatch.setattr(pairs_files, "MIN_DECODED_LIMIT", 4 * MB, raising=False)
     path = tmp_path / "repeated.parquet"
     repeated_text_parquet(path, rows=200, chars=150_000)  # 90 MB decoded
     assert path.stat().st_size < 16 * 1024

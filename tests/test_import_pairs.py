@@ -13,13 +13,13 @@ from hypothesis import strategies as st
 from sqlalchemy import func
 from sqlmodel import select
 
-from analysis import strict_input
+from analysis.files import strict_input
 from annotate.cli import main
 from annotate.errors import InputError
-from annotate.importer import import_pairs
-from annotate.pairs_io import MAX_TEXT_CHARS, read_pairs, write_pairs
 from annotate.store.db import get_engine, session
 from annotate.store.models import Pair
+from annotate.studies.pair_import import import_pairs
+from annotate.studies.pairs_files import MAX_TEXT_CHARS, read_pairs, write_pairs
 from tests.factories import pair_record, write_jsonl
 
 
@@ -142,7 +142,7 @@ def test_parquet_problems_name_the_row(engine, tmp_path):
 
 
 def test_large_json_array_streams_in_small_chunks(tmp_path, monkeypatch):
-    import annotate.pairs_io as pairs_io
+    import annotate.studies.pairs_files as pairs_io
 
     records = [
         pair_record(i, profile=[{"id": j, "text": "post " * 50} for j in range(20)])
@@ -189,7 +189,7 @@ def test_cli_reports_problems_without_traceback(tmp_path, capsys, monkeypatch):
 def test_an_oversized_record_in_a_json_array_is_refused_with_the_limit(
     engine, tmp_path, monkeypatch
 ):
-    import annotate.pairs_io as pairs_io
+    import annotate.studies.pairs_files as pairs_io
 
     monkeypatch.setattr(pairs_io, "MAX_RECORD_BYTES", 5_000)
     records = [pair_record(0), pair_record(1, narrative="x" * 50_000)]
@@ -203,7 +203,7 @@ def test_an_oversized_record_in_a_json_array_is_refused_with_the_limit(
 
 def test_an_oversized_parquet_row_is_refused_with_the_limit(engine, tmp_path, monkeypatch):
     # many posts, each under the per-text limit, add up to a record over the per-record limit
-    import annotate.pairs_io as pairs_io
+    import annotate.studies.pairs_files as pairs_io
 
     monkeypatch.setattr(pairs_io, "MAX_RECORD_BYTES", 50_000)
     posts = [{"id": str(i), "category": "c", "text": "x" * 1_000} for i in range(100)]
@@ -295,7 +295,7 @@ def test_databases_holding_canonical_hashes_still_see_unchanged_records(engine, 
     """Databases made by earlier versions hold `record_hash` of the canonical encoding."""
     from sqlalchemy import update
 
-    from annotate.pairs_io import record_hash
+    from annotate.studies.pairs_files import record_hash
 
     records = [pair_record(i) for i in range(3)]
     path = write_jsonl(tmp_path / "p.jsonl", records)
@@ -317,7 +317,7 @@ def test_databases_holding_canonical_hashes_still_see_unchanged_records(engine, 
 
 
 def test_a_database_error_after_written_batches_writes_nothing(engine, tmp_path, monkeypatch):
-    import annotate.importer as importer
+    import annotate.studies.pair_import as importer
 
     original = importer._row
 
@@ -388,7 +388,7 @@ def test_a_repeated_key_is_refused_naming_the_line_and_key(engine, tmp_path):
 )
 @settings(max_examples=300, deadline=None)
 def test_object_walker_agrees_with_json_loads(value, indent, ascii_only, cut):
-    from annotate.pairs_io import _loads_object
+    from annotate.studies.pairs_files import _loads_object
 
     text = json.dumps(value, indent=indent, ensure_ascii=ascii_only)
     for candidate in (text, " " + text + " ", text[:cut]):

@@ -12,8 +12,14 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from analysis.agreement import AC1, PERCENT_AGREEMENT, alpha, alpha_statistic, percent_agreement
-from analysis.intervals import (
+from analysis.agreement.coefficients import (
+    AC1,
+    PERCENT_AGREEMENT,
+    alpha,
+    alpha_statistic,
+    percent_agreement,
+)
+from analysis.agreement.intervals import (
     PairInterval,
     Panel,
     annotator_bootstrap,
@@ -25,10 +31,10 @@ from analysis.intervals import (
     main_effect_ratio,
     spread_growth,
 )
-from analysis.lean_spread import lean_variances
-from analysis.plan import Effects, power
-from analysis.report import ReportOptions
-from analysis.validity import label_share, label_statistic
+from analysis.agreement.lean_spread import lean_variances
+from analysis.design.plan import Effects, power
+from analysis.report.build import ReportOptions
+from analysis.verdicts.validity import label_share, label_statistic
 
 
 @pytest.mark.parametrize("n", [30, 150])
@@ -350,7 +356,7 @@ def test_annotator_interval_is_null_below_three_annotators():
 def independent_label_power(
     n_pairs: int, q: float, threshold: float, *, simulations: int, seed: int
 ) -> tuple[float, float]:
-    """Power of the label check simulated without analysis.plan: three alike annotators rate
+    """Power of the label check simulated without analysis.design.plan: three alike annotators rate
     every pair, each picks chosen with probability q; the check passes when the lower end of
     ``ci95_annotators`` of the confirmed share lies above the threshold. Also the power the
     pairs-only interval would have had (the old rule)."""
@@ -530,7 +536,7 @@ def test_ac1_interval_stays_inside_its_range():
 
 
 def ac1_of(counts, own, panel):
-    from analysis.agreement import gwet_ac1
+    from analysis.agreement.coefficients import gwet_ac1
 
     return gwet_ac1(counts, bootstrap=300, seed=0, panel=panel, own=own)
 

@@ -18,13 +18,14 @@ from pathlib import Path
 import pytest
 from sqlmodel import select
 
-from annotate.annotations import annotations_frame, other_slot
-from annotate.auth import create_annotator
-from annotate.demo import GUIDELINES, sample_pairs_path
-from annotate.importer import import_pairs
+from annotate.labelling.slots import other_slot
+from annotate.people.auth import create_annotator
+from annotate.results.frames import annotations_frame
 from annotate.store.db import get_engine, session
 from annotate.store.models import Annotation, Assignment, Pair
-from annotate.studies import get_or_create_study
+from annotate.studies.catalog import get_or_create_study
+from annotate.studies.demo import GUIDELINES, sample_pairs_path
+from annotate.studies.pair_import import import_pairs
 from annotate.wording import PREFERENCE_QUESTION
 from tests.browser import (  # noqa: F401  (the fixtures `browser` and `new_page`)
     AppServer,

@@ -10,7 +10,7 @@ from streamlit.testing.v1 import AppTest
 
 from annotate.store.db import ENV_VAR, get_engine, session
 from annotate.store.models import Study
-from annotate.studies import update_study_options
+from annotate.studies.catalog import update_study_options
 from tests.factories import make_study
 from tests.test_label_app import data
 
@@ -65,8 +65,8 @@ def test_the_fourth_visitor_of_a_three_pair_study_gets_no_completion_code(engine
 def test_an_open_tab_of_a_deactivated_annotator_saves_nothing(engine):
     from sqlmodel import select
 
-    from annotate import accounts
-    from annotate.auth import create_annotator
+    from annotate.people import accounts
+    from annotate.people.auth import create_annotator
     from annotate.store.models import Annotation
     from tests.test_label_app import full_form, signed_in, submit_form
 

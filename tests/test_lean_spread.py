@@ -1,4 +1,4 @@
-"""The annotators' part read from the main effects through the statistic (analysis.lean_spread):
+"""The annotators' part read from the main effects through the statistic (analysis.agreement.lean_spread):
 expected features against enumerating every labelling, the spread over panels of leans against
 a slow recomputation, and the rule that combines it with the jackknife (known answers)."""
 
@@ -9,8 +9,8 @@ import itertools
 import numpy as np
 import pytest
 
-from analysis import lean_spread
-from analysis.agreement import (
+from analysis.agreement import lean_spread
+from analysis.agreement.coefficients import (
     AC1,
     PERCENT_AGREEMENT,
     alpha,
@@ -18,14 +18,14 @@ from analysis.agreement import (
     neutral_coding,
     percent_agreement,
 )
-from analysis.intervals import (
+from analysis.agreement.intervals import (
     JACKKNIFE_EVIDENCE,
     LEAN_GAIN,
     Panel,
     annotator_effects,
     annotator_part,
 )
-from analysis.lean_spread import (
+from analysis.agreement.lean_spread import (
     LeanLayout,
     calibrated,
     expected_features,

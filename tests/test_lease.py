@@ -16,8 +16,10 @@ from sqlmodel import func, select
 from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
-from annotate.answers import FormState
-from annotate.labelling import current_item, draft_key, submit
+from annotate.labelling.answers import FormState
+from annotate.labelling.drafts import draft_key
+from annotate.labelling.page import current_item
+from annotate.labelling.step import submit
 from annotate.queue.assignment import next_assignment, queue_status, skip
 from annotate.queue.rules import AWAY_HOLD, GivenAway
 from annotate.store.db import get_engine, read_session, session

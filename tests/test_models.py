@@ -1,4 +1,4 @@
-"""Models against humans (analysis.model_files, analysis.models): each layout with hand-computed
+"""Models against humans (analysis.judges.files, analysis.judges.accuracy): each layout with hand-computed
 answers, refusals of broken files with their line, Cohen's kappa on a published example, and
 the paired bootstrap interval of a difference."""
 
@@ -10,15 +10,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.model_files import CHOSEN, FAILED, REJECTED, TIE, ModelFileError, read_model_file
-from analysis.model_render import error_sentences, undefined_notes
-from analysis.models import (
+from analysis.judges.accuracy import (
     compare_models,
     human_credit,
     position_test,
     resampled_means,
     weighted_kappa,
 )
+from analysis.judges.files import CHOSEN, FAILED, REJECTED, TIE, ModelFileError, read_model_file
+from analysis.judges.render import error_sentences, undefined_notes
 
 
 def write_jsonl(path, rows):
@@ -322,7 +322,7 @@ def test_agreement_with_the_majority_counts_a_tie_half():
     pairs = pair_table(["chosen"] * 4 + ["rejected"])
 
     def model(picks):
-        from analysis.model_files import ModelJudgements
+        from analysis.judges.files import ModelJudgements
 
         return ModelJudgements(
             name="m",
@@ -410,7 +410,7 @@ def test_paired_difference_of_two_pairs_by_hand():
     difference = samples[0] - samples[1]
     assert set(np.unique(difference)) == {0.0, 0.5, 1.0}
     assert np.mean(difference == 0.5) == pytest.approx(0.5, abs=0.03)
-    from analysis.models import percentile_interval
+    from analysis.judges.accuracy import percentile_interval
 
     assert percentile_interval(difference) == [0.0, 1.0]
 
@@ -443,7 +443,7 @@ def test_paired_interval_is_narrower_than_unpaired_for_correlated_models():
     # expected about 0.35: sd of the paired difference sqrt(0.05 / 400) against sqrt(2 * 0.21 / 400)
     assert paired_width < 0.5 * unpaired_width
     # the paired interval itself is the one the report gives
-    from analysis.models import percentile_interval
+    from analysis.judges.accuracy import percentile_interval
 
     lo, hi = percentile_interval(paired[0] - paired[1])
     assert hi - lo == pytest.approx(paired_width)

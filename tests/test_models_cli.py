@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from analysis.tables import write_table
+from analysis.files.annotations_table import write_table
 from annotate.cli import main
 from annotate.queue.gold import set_gold
 from annotate.store.db import get_engine

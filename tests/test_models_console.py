@@ -35,7 +35,7 @@ def test_agreement_page_compares_uploaded_models(db):  # noqa: F811
     assert any("human reference" in t.columns for t in tables)
     assert any(chart.proto.id.endswith("chart_models") or "chart_models" in chart.id
                for chart in at.get("plotly_chart"))  # fmt: skip
-    # the page offers the command line's models.csv (analysis.model_render.models_csv_bytes,
+    # the page offers the command line's models.csv (analysis.judges.render.models_csv_bytes,
     # checked through `annotate report --models`); AppTest cannot fetch a download's bytes
     # without patching Streamlit
     assert download_buttons(at)["agreement_download_models.csv"] == "models.csv"

@@ -9,7 +9,7 @@ import pandas as pd
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from analysis.model_files import PICKS, ModelFileError, read_model_file
+from analysis.judges.files import PICKS, ModelFileError, read_model_file
 
 IDS = ["p1", "p2", "p3"]
 FUZZ = settings(

@@ -13,10 +13,10 @@ import streamlit as st
 from sqlmodel import select
 from streamlit.testing.v1 import AppTest
 
-from annotate.auth import reissue_token
+from annotate.people.auth import reissue_token
 from annotate.store.db import ENV_VAR, get_engine, session
 from annotate.store.models import Annotation, Annotator, Assignment, Study
-from annotate.studies import update_study_options
+from annotate.studies.catalog import update_study_options
 from tests.factories import make_study
 from tests.test_label_app import APP, data, full_form, send, signed_in, submit_form
 

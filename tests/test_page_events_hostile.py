@@ -12,7 +12,7 @@ from analysis.vocabulary import TIE
 from annotate.queue.gold import set_gold
 from annotate.store.db import ENV_VAR, get_engine, session
 from annotate.store.models import Annotation, Pair, Study
-from annotate.studies import update_study_options
+from annotate.studies.catalog import update_study_options
 from tests.factories import make_study
 from tests.test_label_app import chosen_position, data, full_form, send, signed_in, submit_form
 

@@ -9,9 +9,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from analysis.files.annotations_table import COLUMNS, DIMENSIONS, validate_annotations
 from analysis.frames import code
-from analysis.pairs import gap_noise, pair_table, pair_verdict
-from analysis.tables import COLUMNS, DIMENSIONS, validate_annotations
+from analysis.verdicts.pairs import gap_noise, pair_table, pair_verdict
 from tests.report_fixtures import frame, row
 
 RULES = {"min_annotations": 2, "quality_threshold": 3.0, "pair_gap": 1.0}

@@ -86,7 +86,7 @@ def test_labelling_survives_connections_dropped_mid_study(pg_url, tmp_path):
 
 def test_idle_pool_reconnects_after_all_connections_were_dropped(pg_url, tmp_path):
     """Pooled connections killed while idle: the next call gets a fresh one (pre-ping)."""
-    from annotate.annotations import get_answer, submit_answer
+    from annotate.labelling.step import get_answer, submit_answer
     from annotate.queue.assignment import next_assignment
     from tests.scale_helpers import make_answer
 
@@ -105,7 +105,7 @@ def test_a_submit_during_a_database_restart_waits_and_is_stored_once(pg_url, tmp
     """PostgreSQL away (tests/tcp_relay.py: connections dropped, new ones closed at once):
     the pool's pre-ping finds its connection dead and the reconnect fails with psycopg's own
     OperationalError, unwrapped. The Submit waits (retried) and is stored once it is back."""
-    from annotate.annotations import Loaded, submit_and_next
+    from annotate.labelling.step import Loaded, submit_and_next
     from annotate.queue.assignment import next_assignment
     from annotate.store.models import Annotation
     from tests.scale_helpers import make_answer

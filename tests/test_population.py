@@ -1,4 +1,4 @@
-"""Benchmark-wide estimates (analysis/population.py) against hand-worked values."""
+"""Benchmark-wide estimates (analysis/population/estimates.py) against hand-worked values."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.population import (
+from analysis.population.estimates import (
     Z95,
     population_section,
     population_sentence,

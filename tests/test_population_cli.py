@@ -11,17 +11,18 @@ from pathlib import Path
 import pytest
 from sqlmodel import select
 
-from analysis.sampling import draw_sample
-from annotate.annotations import Answer, submit_and_next
-from annotate.auth import create_annotator
+from analysis.population.sampling import draw_sample
 from annotate.cli import main
-from annotate.monitoring import study_progress
-from annotate.pairs_io import read_pairs
+from annotate.labelling.answers import Answer
+from annotate.labelling.step import submit_and_next
+from annotate.people.auth import create_annotator
 from annotate.queue.assignment import next_assignment, progress
+from annotate.results.monitoring import study_progress
+from annotate.results.study_report import build_study_report
 from annotate.store.db import get_engine, read_session, session
 from annotate.store.models import Annotation, Pair
-from annotate.studies import get_study
-from annotate.study_report import build_study_report
+from annotate.studies.catalog import get_study
+from annotate.studies.pairs_files import read_pairs
 from tests.factories import pair_record, write_jsonl
 
 PAIRS = 300

@@ -17,14 +17,9 @@ from datetime import timedelta
 
 from sqlmodel import select
 
-from annotate import accounts
-from annotate.annotations import (
-    DRIVER_CONNECTION,
-    FULL_RULES,
-    SUBMIT_FUNCTION,
-    Answer,
-    submit_and_next,
-)
+from annotate.labelling.answers import Answer
+from annotate.labelling.step import DRIVER_CONNECTION, FULL_RULES, SUBMIT_FUNCTION, submit_and_next
+from annotate.people import accounts
 from annotate.queue import gold
 from annotate.queue.assignment import next_assignment, skip
 from annotate.queue.rules import AWAY_HOLD, AccountClosed, Coins, GivenAway

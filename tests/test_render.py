@@ -160,7 +160,7 @@ def slow_pair_study(tmp_path, monkeypatch):
     render._CACHE.clear()
     engine = get_engine(url)
     _, [(_, warm)] = make_study(engine, tmp_path, n_pairs=1, annotators=1, study="warm")
-    from annotate.importer import import_pairs
+    from annotate.studies.pair_import import import_pairs
     from tests.factories import write_jsonl
 
     record = pair_record(
@@ -173,9 +173,9 @@ def slow_pair_study(tmp_path, monkeypatch):
         profile=[{"id": "x", "category": "c", "text": N1}],
     )
     import_pairs(engine, write_jsonl(tmp_path / "slow.jsonl", [record]), study_name="slow")
-    from annotate.auth import create_annotator
+    from annotate.people.auth import create_annotator
     from annotate.store.db import session
-    from annotate.studies import get_or_create_study
+    from annotate.studies.catalog import get_or_create_study
 
     with session(engine) as s:
         _, slow = create_annotator(s, name="reader", study_id=get_or_create_study(s, "slow").id)

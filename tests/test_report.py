@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from analysis.report import ReportOptions, build_report
-from analysis.tables import validate_annotations
+from analysis.files.annotations_table import validate_annotations
+from analysis.report.build import ReportOptions, build_report
 from tests.report_fixtures import frame, row, synthetic
 
 GOOD = (4, 4, 4)
@@ -181,7 +181,7 @@ def test_preference_alpha_matches_the_krippendorff_package_with_missing_data():
 
 
 def test_neutral_alpha_is_alpha_after_orienting_by_the_pair_hash():
-    from analysis.agreement import chosen_is_first
+    from analysis.agreement.coefficients import chosen_is_first
 
     table = random_table(2)
     flip = {p: not chosen_is_first(p) for p in table["pair_id"].unique()}
@@ -237,8 +237,8 @@ def test_bootstrap_intervals_are_seeded_and_contain_the_point():
         "detail": None,
     }
     # summary.md and report.html name the resamples, the seed and the expanded levels too
-    from analysis.html_report import render_html
-    from analysis.summary import EXPANDED_LEVELS, render_summary
+    from analysis.report.html_page import render_html
+    from analysis.report.summary import EXPANDED_LEVELS, render_summary
 
     for text in (render_summary(first), render_html(first)):
         assert "200 resamples" in text and "seed 7" in text
@@ -558,9 +558,9 @@ def test_no_annotations_at_all():
 def test_quality_pair_bootstrap_equals_naive_recomputation():
     """Each resample draws whole pairs; its alpha equals alpha recomputed on the drawn pairs,
     and the interval is the BCa interval of those recomputed values."""
-    from analysis.agreement import alpha, alpha_statistic
-    from analysis.intervals import bca_interval, grouped_units, resample_weights
-    from analysis.quality import quality_alpha
+    from analysis.agreement.coefficients import alpha, alpha_statistic
+    from analysis.agreement.intervals import bca_interval, grouped_units, resample_weights
+    from analysis.verdicts.quality import quality_alpha
 
     rng = np.random.default_rng(5)
     counts = rng.multinomial(3, [0.1, 0.2, 0.3, 0.3, 0.1], size=40)  # 20 pairs x 2 responses
@@ -599,7 +599,7 @@ def test_quality_pair_bootstrap_equals_naive_recomputation():
 
 
 def test_report_files_are_written_in_chunks_without_changing_them(tmp_path, monkeypatch):
-    import analysis.report as report_module
+    import analysis.report.build as report_module
 
     report = report_of(random_table(6).to_dict("records"))
     monkeypatch.setattr(report_module, "_CHUNK", 7)
@@ -615,7 +615,7 @@ def test_charts_are_valid_plotly_figures():
     """The page renders figures without validation for speed: validate them here instead."""
     import plotly.graph_objects as go
 
-    from analysis.html_report import figures
+    from analysis.report.html_page import figures
 
     for rows in (random_table(7).to_dict("records"), [row("p1", "solo", "tie")]):
         charts = figures(report_of(rows, bootstrap=20))
@@ -629,7 +629,7 @@ def test_the_reading_never_calls_constant_ratings_from_one_annotator_equivalent(
     # pass (its spread floored at the ratings' resolution), but six pairs are too few for the
     # quality check, and the reading follows the check; and the sentences read as English
     # ("the label check found not enough evidence").
-    from analysis.html_report import reading
+    from analysis.report.html_page import reading
 
     rows = [row(f"p{i}", "a1", "chosen", chosen=(5, 5, 5), rejected=(5, 5, 5)) for i in range(6)]
     report = report_of(rows)
@@ -644,7 +644,7 @@ def test_the_reading_never_calls_constant_ratings_from_one_annotator_equivalent(
 def test_annotator_names_beside_their_points_keep_apart():
     """The Agreement chart's names overlapped where two annotators worked at about the same
     speed with about the same share, or one annotator's two shares were equal (issue 19)."""
-    from analysis.html_report import _name_places
+    from analysis.report.html_page import _name_places
 
     points = [
         (47, 1.0, "ann-alice", "top right"),
@@ -664,8 +664,8 @@ def test_few_annotators_are_told_the_annotator_interval_is_approximate():
     freedom: bench_coverage measured 92-99% coverage of the population value depending on
     how the panel differs (README). The summary and the page say so for a study with few
     annotators, and not for one with many."""
-    from analysis.html_report import reading
-    from analysis.summary import render_summary
+    from analysis.report.html_page import reading
+    from analysis.report.summary import render_summary
 
     few = report_of(synthetic(30, 3, confounded=False).to_dict("records"), bootstrap=50)
     many = report_of(synthetic(30, 12, confounded=False).to_dict("records"), bootstrap=50)

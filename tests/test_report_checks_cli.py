@@ -7,7 +7,7 @@ import json
 
 import pandas as pd
 
-from analysis.tables import RATING_COLUMNS, write_table
+from analysis.files.annotations_table import RATING_COLUMNS, write_table
 from tests.report_fixtures import frame, synthetic, write_pairs_file
 from tests.test_report_cli import run_cli
 
@@ -111,9 +111,9 @@ def test_the_studys_design_from_the_database(tmp_path, db_url):
     """From the database, a study without ties gets two categories and the dimensions it asks,
     in `annotate report` and in the console's report alike."""
     from annotate.cli import main
+    from annotate.results.study_report import build_study_report
     from annotate.store.db import get_engine, session
-    from annotate.studies import get_study
-    from annotate.study_report import build_study_report
+    from annotate.studies.catalog import get_study
 
     table = synthetic(40, 3, confounded=False)
     table["preference"] = table["preference"].replace("tie", "rejected")

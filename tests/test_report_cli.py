@@ -9,7 +9,7 @@ import sys
 import pandas as pd
 import pytest
 
-from analysis.tables import read_table, write_table
+from analysis.files.annotations_table import read_table, write_table
 from annotate.cli import main
 from tests.published_examples import ABSTRACTORS, DIST4CAT, EXAMPLE_A, EXAMPLE_C, RVARY2
 from tests.report_fixtures import frame, row, synthetic, write_files, write_pairs_file

@@ -1,13 +1,13 @@
-"""report.json's shape is the TypedDict of analysis/report_shape.py: the report built holds
+"""report.json's shape is the TypedDict of analysis/report/shape.py: the report built holds
 its required keys, in its order, and the counts in full."""
 
 from __future__ import annotations
 
 from typing import get_type_hints
 
-from analysis.report import ReportOptions, build_report
-from analysis.report_shape import KEY_ORDER, Counts, Report
-from analysis.tables import validate_annotations
+from analysis.files.annotations_table import validate_annotations
+from analysis.report.build import ReportOptions, build_report
+from analysis.report.shape import KEY_ORDER, Counts, Report
 from tests.report_fixtures import synthetic
 
 

@@ -16,9 +16,10 @@ import pytest
 from sqlalchemy import func
 from sqlmodel import select
 
-from annotate import accounts
-from annotate.annotations import Answer, submit_and_next, submit_answer
 from annotate.errors import UserError
+from annotate.labelling.answers import Answer
+from annotate.labelling.step import submit_and_next, submit_answer
+from annotate.people import accounts
 from annotate.queue import gold
 from annotate.queue.assignment import next_assignment, progress, skip
 from annotate.queue.rules import GivenAway

@@ -1,4 +1,4 @@
-"""Sizing a benchmark's sample (analysis/sample_size.py, `annotate plan --population`)."""
+"""Sizing a benchmark's sample (analysis/population/sample_size.py, `annotate plan --population`)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import math
 
 import pytest
 
-from analysis.population import Z95
-from analysis.sample_size import guided_plan, uniform_plan
+from analysis.population.estimates import Z95
+from analysis.population.sample_size import guided_plan, uniform_plan
 from annotate.cli import main
 
 

@@ -1,4 +1,4 @@
-"""The sample draw (analysis/sampling.py): sizes, inclusion probabilities, reproducibility."""
+"""The sample draw (analysis/population/sampling.py): sizes, inclusion probabilities, reproducibility."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import hashlib
 
 import pytest
 
-from analysis.sampling import FLAGGED_SHARE, draw_sample, stratum_sizes
+from analysis.population.sampling import FLAGGED_SHARE, draw_sample, stratum_sizes
 
 
 def _smallest(ids, n, seed):

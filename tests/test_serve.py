@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from annotate.auth import annotator_for_token
+from annotate.people.auth import annotator_for_token
 from annotate.store.db import get_engine, read_session
 from tests.browser import annotate_command, free_port
 

@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 from sqlmodel import select
 
-from annotate.auth import create_annotator
+from annotate.people.auth import create_annotator
 from annotate.store.db import get_engine, session
 from annotate.store.models import Assignment, Pair
-from annotate.studies import get_or_create_study
+from annotate.studies.catalog import get_or_create_study
 from tests.browser import AppServer
 from tests.scale_helpers import make_study
 

@@ -17,8 +17,8 @@ from streamlit.proto.WidgetStates_pb2 import WidgetStates
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.sync.client import connect
 
-from annotate.answers import MAX_COMMENT
 from annotate.commands.serve import STREAMLIT_FLAGS
+from annotate.labelling.answers import MAX_COMMENT
 from annotate.store.db import get_engine
 from annotate.web.guard import MAX_SOCKETS_PER_CLIENT
 from tests.browser import AppServer

@@ -106,7 +106,8 @@ def test_a_submit_interrupted_mid_transaction_rolls_back_and_is_retried(tmp_path
     from sqlalchemy.exc import OperationalError
     from sqlmodel import select
 
-    from annotate.annotations import Answer, submit_and_next
+    from annotate.labelling.answers import Answer
+    from annotate.labelling.step import submit_and_next
     from annotate.queue.assignment import next_assignment
     from annotate.queue.sql import Cursor
     from annotate.store.models import Annotation, Assignment, Pair

@@ -1,4 +1,4 @@
-"""Known answers of the stopping rule of adaptive overlap (analysis/stopping.py), worked by
+"""Known answers of the stopping rule of adaptive overlap (analysis/design/stopping.py), worked by
 hand from its definition: decided when at least MIN answers and no one further answer could
 change the pair's strict-majority verdict; else at_max at MAX; else needs_more."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from analysis.stopping import (
+from analysis.design.stopping import (
     AT_MAX,
     DECIDED,
     NEEDS_MORE,
@@ -118,7 +118,7 @@ def test_target_after(state, n, target):
 
 
 def test_expected_annotations_for_progress_and_eta():
-    from analysis.stopping import OverlapDesign, expected_annotations
+    from analysis.design.stopping import OverlapDesign, expected_annotations
 
     design = OverlapDesign(
         adaptive=True, minimum=2, maximum=5, ties=False, agreement_overlap=3, sample=frozenset()

@@ -21,9 +21,9 @@ from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 from streamlit.proto.WidgetStates_pb2 import WidgetStates
 from websockets.sync.client import connect
 
-from annotate.auth import create_annotator
+from annotate.people.auth import create_annotator
 from annotate.store.db import get_engine, session
-from annotate.studies import get_or_create_study
+from annotate.studies.catalog import get_or_create_study
 from annotate.web.inert import WORD_JOINER, md_literal
 from annotate.web.socket_frames import SCRIPT_DIR, json_depth_exceeds
 from annotate.web.views.admin import PAGES

@@ -5,12 +5,12 @@ from __future__ import annotations
 import pytest
 from sqlmodel import select
 
-from annotate import annotations as stored
-from annotate import study_report
-from annotate.annotations import Answer, submit_answer
-from annotate.importer import import_pairs
+from annotate.labelling.answers import Answer
+from annotate.labelling.step import submit_answer
+from annotate.results import frames, study_report
 from annotate.store.db import get_engine, session
 from annotate.store.models import Pair
+from annotate.studies.pair_import import import_pairs
 from tests.factories import make_study, pair_record, write_jsonl
 
 
@@ -37,16 +37,16 @@ def test_a_pair_imported_and_answered_while_the_report_reads_is_in_all_of_its_da
     study_id, people = make_study(engine, tmp_path, n_pairs=3, annotators=1)
     ((annotator, _),) = people
     _answer(engine, annotator, "p0", study_id)
-    real_annotations_frame = stored.annotations_frame
+    real_annotations_frame = frames.annotations_frame
 
     def meanwhile(*args, **kwargs):
         late = write_jsonl(tmp_path / "late.jsonl", [pair_record("late")])
         import_pairs(engine, late, study_name="default")
         _answer(engine, annotator, "plate", study_id)
-        monkeypatch.setattr(stored, "annotations_frame", real_annotations_frame)
+        monkeypatch.setattr(frames, "annotations_frame", real_annotations_frame)
         return real_annotations_frame(*args, **kwargs)
 
-    monkeypatch.setattr(stored, "annotations_frame", meanwhile)
+    monkeypatch.setattr(frames, "annotations_frame", meanwhile)
     data = study_report.study_tables(engine, study="default")
     # the snapshot began before the late pair: neither it nor its answer is in the data
     assert sorted(data.pairs["pair_id"]) == ["p0", "p1", "p2"]
@@ -90,7 +90,7 @@ def test_report_files_hold_the_valid_pairs_with_every_original_field(db_url, tmp
 def test_the_light_and_full_pairs_frames_agree(db_url, tmp_path, content):
     engine = get_engine(db_url)
     make_study(engine, tmp_path, n_pairs=3)
-    frame = stored.pairs_frame(engine, study="default", content=content)
+    frame = frames.pairs_frame(engine, study="default", content=content)
     assert list(frame["pair_id"]) == ["p0", "p1", "p2"]
     assert frame["is_gold"].dtype == bool
     assert list(frame["n_aspects"]) == [1, 1, 1]  # the aspect check's entries per answer

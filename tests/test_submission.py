@@ -6,21 +6,20 @@ import pytest
 from sqlalchemy import func
 from sqlmodel import select
 
-from analysis.tables import COLUMNS, RATING_COLUMNS, validate_annotations
-from annotate.annotations import (
+from analysis.files.annotations_table import COLUMNS, RATING_COLUMNS, validate_annotations
+from annotate.labelling.answers import Answer, FormState, missing_answers, to_answer
+from annotate.labelling.slots import preference_from_slot
+from annotate.labelling.step import (
     FULL_RULES,
-    Answer,
     Loaded,
     StaleAnswer,
-    annotations_frame,
     get_answer,
-    preference_from_slot,
     submit_and_next,
     submit_answer,
 )
-from annotate.answers import FormState, missing_answers, to_answer
 from annotate.queue.assignment import next_assignment
 from annotate.queue.rules import Coins
+from annotate.results.frames import annotations_frame
 from annotate.store.db import get_engine, session
 from annotate.store.models import Annotation, Assignment, Pair, Study
 from tests.factories import fast_path_of, make_study

@@ -7,7 +7,7 @@ import json
 import pandas as pd
 import pytest
 
-from analysis.tables import (
+from analysis.files.annotations_table import (
     COLUMNS,
     RATING_COLUMNS,
     SUFFIXES,
@@ -180,7 +180,7 @@ def test_unsupported_suffix_and_missing_file(tmp_path):
 
 
 def test_an_oversized_table_is_refused_with_the_limit(tmp_path, monkeypatch):
-    import analysis.tables as tables
+    import analysis.files.annotations_table as tables
 
     monkeypatch.setattr(tables, "MAX_TABLE_BYTES", 100)
     path = tmp_path / "a.csv"
@@ -228,7 +228,7 @@ def test_large_table_validates_quickly(tmp_path):
 
 
 def test_an_overlong_comment_is_refused_with_the_limit(tmp_path):
-    from analysis.tables import MAX_COMMENT_CHARS
+    from analysis.files.annotations_table import MAX_COMMENT_CHARS
 
     path = tmp_path / "a.csv"
     path.write_text(

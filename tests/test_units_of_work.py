@@ -9,7 +9,7 @@ import pytest
 from sqlalchemy.exc import OperationalError
 from sqlmodel import func, select
 
-from annotate.auth import create_annotator
+from annotate.people.auth import create_annotator
 from annotate.store import db
 from annotate.store.db import get_engine
 from annotate.store.models import Study
@@ -202,7 +202,8 @@ def test_a_submit_refused_after_its_reservation_is_re_run_whole(
 ):
     """The full rules' unit (db.write_connection): the answer, the close and the reservation
     commit together or not at all, so a re-run counts the reserved pair once."""
-    from annotate.annotations import FULL_RULES, Answer, submit_and_next
+    from annotate.labelling.answers import Answer
+    from annotate.labelling.step import FULL_RULES, submit_and_next
     from annotate.queue.assignment import next_assignment
     from annotate.store.models import Annotation, Assignment, Pair
 
@@ -230,7 +231,8 @@ def test_a_fast_submit_refused_once_stores_the_submitted_answer_once(db_url, tmp
     back and is re-run; on PostgreSQL the function had committed (an acknowledgement lost) and
     the re-run hands over to the full rules. Either way one answer, with the Submit's own
     submitted_at (made once per Submit, not per attempt), and the next pair counted once."""
-    from annotate.annotations import FULL_RULES, Answer, submit_and_next
+    from annotate.labelling.answers import Answer
+    from annotate.labelling.step import FULL_RULES, submit_and_next
     from annotate.queue.assignment import next_assignment
     from annotate.queue.sql import Cursor
     from annotate.store.models import Annotation, Pair
@@ -269,7 +271,8 @@ def test_a_fast_submit_refused_once_stores_the_submitted_answer_once(db_url, tmp
 def test_an_edit_refused_after_its_upsert_is_re_run_and_stored_once(
     db_url, tmp_path, refuse_cursor_once
 ):
-    from annotate.annotations import Answer, submit_and_next, submit_answer
+    from annotate.labelling.answers import Answer
+    from annotate.labelling.step import submit_and_next, submit_answer
     from annotate.queue.assignment import next_assignment
     from annotate.store.models import Annotation
 
@@ -287,8 +290,8 @@ def test_an_edit_refused_after_its_upsert_is_re_run_and_stored_once(
 
 
 def test_a_draft_refused_once_is_kept(db_url, tmp_path, refuse_once):
-    from annotate.answers import FormState
-    from annotate.labelling import save_draft
+    from annotate.labelling.answers import FormState
+    from annotate.labelling.drafts import save_draft
     from annotate.queue.assignment import next_assignment
     from annotate.store.models import Assignment
 
@@ -304,7 +307,7 @@ def test_a_draft_refused_once_is_kept(db_url, tmp_path, refuse_once):
 
 
 def test_the_start_button_refused_once_marks_the_guidelines_read(db_url, tmp_path, refuse_once):
-    from annotate.labelling import mark_guidelines_seen
+    from annotate.labelling.page import mark_guidelines_seen
 
     engine = get_engine(db_url)
     _, [(a, _)] = _study(engine, tmp_path)
@@ -329,9 +332,10 @@ def test_sign_out_refused_once_retires_the_link(db_url, tmp_path, refuse_once):
 
 def test_the_reads_of_the_labelling_page_are_retried(db_url, tmp_path, refuse_once):
     """Earlier answers (one snapshot), the pair before, and the study: each read refused once."""
-    from annotate.annotations import Answer, submit_and_next
-    from annotate.earlier_answers import earlier_answers, previous_pair
-    from annotate.labelling import load_study
+    from annotate.labelling.answers import Answer
+    from annotate.labelling.earlier import earlier_answers, previous_pair
+    from annotate.labelling.page import load_study
+    from annotate.labelling.step import submit_and_next
     from annotate.queue.assignment import next_assignment
 
     engine = get_engine(db_url)
@@ -359,8 +363,8 @@ def test_a_crowd_entry_refused_once_counts_against_the_limit_once(
 ):
     """The per-process limit on new participants is outside the database: a re-run of the
     unit must not take from it again (it would refuse the participant it had counted)."""
-    from annotate import prolific
     from annotate.errors import UserError
+    from annotate.people import prolific
     from annotate.store.models import Annotator
 
     engine = get_engine(db_url)

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from scipy import stats
 
 from analysis.distributions import mid_p_interval
-from analysis.validity import (
+from analysis.verdicts.validity import (
     label_agreement,
     label_share,
     position_bias,

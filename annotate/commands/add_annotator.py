@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from annotate.commands._common import add_study_option, engine_from
-from annotate.links import BASE_URL_VAR, DEFAULT_BASE_URL, configured_base_url
+from annotate.people.links import BASE_URL_VAR, DEFAULT_BASE_URL, configured_base_url
 
 NAME = "add-annotator"
 ORDER = 20
@@ -29,9 +29,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from annotate.accounts import invite
+    from annotate.people.accounts import invite
     from annotate.store.db import read
-    from annotate.studies import get_study
+    from annotate.studies.catalog import get_study
     from annotate.web.paths import configured_prefix
 
     engine = engine_from(args)
@@ -40,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
     given = args.url or configured_base_url()
     # else the local server's address, under the path prefix it would be started with
     url = given or DEFAULT_BASE_URL + configured_prefix()
-    # the console's way to invite (annotate/accounts.py), so both check and create alike
+    # the console's way to invite (annotate/people/accounts.py), so both check and create alike
     annotator, link = invite(
         engine,
         study_id=study_id,

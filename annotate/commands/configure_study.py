@@ -1,6 +1,6 @@
 """annotate configure-study NAME [options]: set a study's options, creating it if missing.
 
-The same rules as the console's Studies page (annotate/studies.py): values are checked, and
+The same rules as the console's Studies page (annotate/studies/catalog.py): values are checked, and
 the options that define what an answer means (ties, scale, dimensions, reasons, the aspect
 check) are refused once the study has answers. Options not given stay as they are.
 """
@@ -165,7 +165,7 @@ def options_from(args: argparse.Namespace) -> dict:
 
 def run(args: argparse.Namespace) -> int:
     from annotate.commands._common import engine_from
-    from annotate.studies import configure_study, option_lines
+    from annotate.studies.catalog import configure_study, option_lines
 
     study, created = configure_study(engine_from(args), args.name, **options_from(args))
     print(f"study {study.name!r} {'created' if created else 'updated'}; its options:")

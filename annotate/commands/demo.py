@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 
 from annotate.commands.serve import add_server_options, app_prefix, prepare, run_server
-from annotate.links import login_link
+from annotate.people.links import login_link
 
 NAME = "demo"
 ORDER = 5
@@ -31,7 +31,7 @@ def link_host(address: str) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from annotate.database import get_engine
-    from annotate.demo import DEMO_STUDY, build_demo
+    from annotate.studies.demo import DEMO_STUDY, build_demo
 
     # the port is checked first when it will serve: no links to whatever holds it
     url = prepare(args, serving=not args.no_serve)

@@ -22,9 +22,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from analysis.tables import write_table
-    from annotate.annotations import annotations_frame
+    from analysis.files.annotations_table import write_table
     from annotate.database import get_engine
+    from annotate.results.frames import annotations_frame
 
     frame = annotations_frame(get_engine(args.db), study=args.study)
     write_table(frame, args.out)

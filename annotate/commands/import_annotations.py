@@ -25,7 +25,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def contract_rows(frame: pd.DataFrame) -> list[dict]:
-    """Validated table -> plain dicts for annotate.annotations.import_annotation_rows."""
+    """Validated table -> plain dicts for annotate.studies.annotation_import.import_annotation_rows."""
     plain = frame.astype(object).where(frame.notna(), None)
     rows = plain.to_dict(orient="records")
     for row in rows:
@@ -36,12 +36,12 @@ def contract_rows(frame: pd.DataFrame) -> list[dict]:
 def run(args: argparse.Namespace) -> int:
     from sqlmodel import select
 
-    from analysis.tables import load_annotations
-    from annotate.annotations import import_annotation_rows
+    from analysis.files.annotations_table import load_annotations
     from annotate.database import get_engine
     from annotate.store.db import read
     from annotate.store.models import Pair
-    from annotate.studies import get_study
+    from annotate.studies.annotation_import import import_annotation_rows
+    from annotate.studies.catalog import get_study
 
     def study_and_pairs(s):
         study = get_study(s, args.study)

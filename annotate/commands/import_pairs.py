@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from analysis.sampling import FLAGGED_SHARE
+from analysis.population.sampling import FLAGGED_SHARE
 from annotate.commands._common import add_study_option, engine_from
 from annotate.errors import UserError
 
@@ -68,7 +68,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def _judge_flags(name: str, path: str):
     """ids -> flags: the judge's file read and checked against the study's pairs."""
-    from analysis.model_files import CHOSEN, ModelFileError, read_model_file
+    from analysis.judges.files import CHOSEN, ModelFileError, read_model_file
     from annotate.errors import InputError
 
     def flags(ids: list[str]) -> list[bool]:
@@ -83,7 +83,7 @@ def _judge_flags(name: str, path: str):
 
 
 def run(args: argparse.Namespace) -> int:
-    from annotate.importer import SampleRequest, import_pairs
+    from annotate.studies.pair_import import SampleRequest, import_pairs
 
     if args.sample is None and args.sample_by is not None:
         raise UserError("--sample-by needs --sample N (how many pairs to queue)")

@@ -30,7 +30,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from annotate.queue.gold import set_gold
     from annotate.store.db import read
-    from annotate.studies import get_study
+    from annotate.studies.catalog import get_study
 
     engine = engine_from(args)
     study_id = read(engine, lambda s: get_study(s, args.study).id)

@@ -245,7 +245,7 @@ def add_sample_sizing(parser: argparse.ArgumentParser) -> None:
 
 
 def _sample_plan(args: argparse.Namespace) -> int:
-    from analysis.sample_size import guided_plan, uniform_plan
+    from analysis.population.sample_size import guided_plan, uniform_plan
 
     m = args.population
     if m < 2:
@@ -303,9 +303,9 @@ def _scale(text: str) -> tuple[int, int]:
 def run(args: argparse.Namespace) -> int:
     import json
 
-    from analysis.intervals import MIN_ANNOTATORS
-    from analysis.plan import Adaptive, Effects, plan
-    from analysis.report import ReportOptions
+    from analysis.agreement.intervals import MIN_ANNOTATORS
+    from analysis.design.plan import Adaptive, Effects, plan
+    from analysis.report.build import ReportOptions
 
     if args.population is not None:
         return _sample_plan(args)

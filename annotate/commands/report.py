@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from analysis.conclusion import LABEL_THRESHOLD, MIN_RATED_PAIRS, MIN_REASONS
+from analysis.verdicts.conclusion import LABEL_THRESHOLD, MIN_RATED_PAIRS, MIN_REASONS
 from analysis.vocabulary import DIMENSIONS
 from annotate.commands._common import add_study_option
 from annotate.errors import UserError
@@ -14,9 +14,9 @@ from annotate.errors import UserError
 if TYPE_CHECKING:
     import pandas as pd
 
-    from analysis.model_files import ModelJudgements
-    from analysis.report import ReportOptions
-    from analysis.report_shape import Report
+    from analysis.judges.files import ModelJudgements
+    from analysis.report.build import ReportOptions
+    from analysis.report.shape import Report
 
 NAME = "report"
 ORDER = 60
@@ -217,7 +217,7 @@ def _with_models(
     report: Report, models: list[ModelJudgements], *, options: ReportOptions
 ) -> Report:
     """The report with its models section (the files checked by _read_models)."""
-    from analysis.models import with_models
+    from analysis.judges.accuracy import with_models
 
     return with_models(
         report,
@@ -232,7 +232,7 @@ def _with_population(
     report: Report, pairs: pd.DataFrame, models: list[ModelJudgements], *, cleaned: str | None
 ) -> Report:
     """A sampled study's report with its population key (contract section 4)."""
-    from analysis.population import is_sampled, with_population
+    from analysis.population.estimates import is_sampled, with_population
 
     if not is_sampled(pairs):
         if cleaned:
@@ -246,8 +246,8 @@ def _with_population(
 
 def _write_cleaned(report: Report, pairs: pd.DataFrame, path: Path) -> int:
     """The population minus the sampled pairs found not valid, in the pairs format."""
-    from analysis.population import cleaned_pair_ids
-    from annotate.pairs_io import write_pairs
+    from analysis.population.estimates import cleaned_pair_ids
+    from annotate.studies.pairs_files import write_pairs
 
     keep = set(cleaned_pair_ids(report))
     chosen = pairs["pair_id"].astype(str).isin(keep).to_numpy()
@@ -264,7 +264,7 @@ def _model_spec(text: str) -> tuple[str, str]:
 def _read_models(specs: list[tuple[str, str]], pairs: pd.DataFrame) -> list:
     """Every --model file validated against the report's pairs before anything is written;
     the problems of all files are listed together."""
-    from analysis.model_files import ModelFileError, read_model_file
+    from analysis.judges.files import ModelFileError, read_model_file
     from annotate.errors import InputError
 
     names = [name for name, _ in specs]
@@ -292,9 +292,9 @@ def _from_files(args) -> tuple[pd.DataFrame, pd.DataFrame, tuple[int, int], dict
     import pandas as pd
     import pyarrow as pa
 
-    from analysis.aspect_scorer import aspect_counts
-    from analysis.tables import DEFAULT_SCALE, read_table, validate_annotations
-    from annotate.pairs_io import read_pairs
+    from analysis.aspects.scorer import aspect_counts
+    from analysis.files.annotations_table import DEFAULT_SCALE, read_table, validate_annotations
+    from annotate.studies.pairs_files import read_pairs
 
     pairs = read_pairs(args.pairs)
     frame = pd.DataFrame(
@@ -333,7 +333,7 @@ def _from_files(args) -> tuple[pd.DataFrame, pd.DataFrame, tuple[int, int], dict
 
 def _from_database(args) -> tuple[pd.DataFrame, pd.DataFrame, tuple[int, int], dict, object]:
     from annotate.database import get_engine
-    from annotate.study_report import study_tables
+    from annotate.results.study_report import study_tables
 
     # One snapshot; full pair content (about 100 KB a pair) only for the exports.
     content = bool(args.export_valid or args.export_cleaned)
@@ -342,8 +342,8 @@ def _from_database(args) -> tuple[pd.DataFrame, pd.DataFrame, tuple[int, int], d
 
 
 def run(args: argparse.Namespace) -> int:
-    from analysis.report import build_report, report_options, write_report
-    from annotate.pairs_io import write_pairs
+    from analysis.report.build import build_report, report_options, write_report
+    from annotate.studies.pairs_files import write_pairs
 
     if bool(args.annotations) != bool(args.pairs):
         raise UserError(
@@ -375,7 +375,7 @@ def run(args: argparse.Namespace) -> int:
     )
     scorer = None
     if args.aspect_scores:
-        from analysis.aspect_scorer import aspect_counts, read_scorer_file
+        from analysis.aspects.scorer import aspect_counts, read_scorer_file
 
         scorer = read_scorer_file(args.aspect_scores, aspect_counts=aspect_counts(pairs))
     report = build_report(annotations, pairs, options=options, aspect_scores=scorer, design=overlap)

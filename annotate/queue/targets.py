@@ -3,7 +3,7 @@
 The queue (annotate/queue/rules.py, every path) serves a real pair while its reservations
 (pair.n_assigned) are below its target: pair.target, or the study's overlap_target where that
 is null (every pair of a fixed-overlap study). In an adaptive study pair.target follows the
-pair's answers, through analysis.stopping (the one stopping rule, also the report's and
+pair's answers, through analysis.design.stopping (the one stopping rule, also the report's and
 `annotate plan`'s):
 
 - below MIN answers: MIN;
@@ -29,7 +29,7 @@ import numpy as np
 from sqlalchemy import bindparam, func, select, update
 from sqlalchemy.engine import Connection, Row
 
-from analysis.stopping import OverlapDesign, stopping_states, target_after
+from analysis.design.stopping import OverlapDesign, stopping_states, target_after
 from analysis.vocabulary import PREFERENCES
 from annotate.queue.rules import coins_of
 from annotate.store.models import Annotation, Pair, Study, table_of
@@ -72,7 +72,7 @@ class Design:
         )
 
     def states(self, counts: np.ndarray) -> np.ndarray:
-        """analysis.stopping's state of each pair from its (chosen, rejected, tie) counts."""
+        """analysis.design.stopping's state of each pair from its (chosen, rejected, tie) counts."""
         minimum, maximum = self.bounds
         return stopping_states(counts, minimum=minimum, maximum=maximum, ties=self.allow_ties)
 
@@ -92,7 +92,7 @@ class Design:
         return out
 
     def report_design(self, pair_keys: Iterable[str]) -> OverlapDesign:
-        """The design as the report reads it (analysis.stopping.OverlapDesign), with the
+        """The design as the report reads it (analysis.design.stopping.OverlapDesign), with the
         agreement sample among these (real) pairs."""
         if not self.adaptive:
             k = self.overlap_target

@@ -11,7 +11,7 @@ deadlock, dropped connection), for up to RETRY_SECONDS:
 
 `work` receives a SQLModel Session and may run several times, so it must do nothing outside the
 database that cannot be repeated (or must make sure itself that it happens once: see
-annotate/prolific.py). `read` is one snapshot: on SQLite a deferred transaction (a WAL snapshot
+annotate/people/prolific.py). `read` is one snapshot: on SQLite a deferred transaction (a WAL snapshot
 that never waits for a writer), on PostgreSQL a REPEATABLE READ, READ ONLY transaction, so every
 query inside sees the same committed data.
 
@@ -21,7 +21,7 @@ The labelling step's hot paths write the same way on lighter handles:
     value = db.write_statement(engine, lambda conn: ...)   # the same, for one statement
     value = db.write_driver(engine, lambda driver: ...)    # the driver's own connection
 
-`write_driver` is for the Submit's common case (annotate/annotations.py): on a SQLite file a
+`write_driver` is for the Submit's common case (annotate/labelling/step.py): on a SQLite file a
 durable write transaction on the sqlite3 connection; on PostgreSQL a pooled connection in
 autocommit, where each statement is a transaction of its own, so there `work` writes in one
 statement (the generated submit function). A commit whose acknowledgement was lost is re-run

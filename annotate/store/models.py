@@ -58,7 +58,7 @@ class Study(SQLModel, table=True):
     # Key of the A/B and gold coins: without it the order shown is predictable from ids.
     coin_secret: str | None = Field(default_factory=lambda: secrets.token_hex(16))
     # Adaptive overlap (both set, or neither: the fixed overlap_target): every pair gets at
-    # least adaptive_min answers, and more, up to adaptive_max, while analysis.stopping says
+    # least adaptive_min answers, and more, up to adaptive_max, while analysis.design.stopping says
     # its answers leave it undecided. A keyed random share (agreement_sample) of the pairs
     # gets exactly agreement_overlap answers instead; agreement statistics use those pairs.
     adaptive_min: int | None = None
@@ -94,7 +94,7 @@ class Pair(SQLModel, table=True):
     target: int | None = None
     is_gold: bool = False
     gold_answer: str | None = None
-    # Sampled studies (import-pairs --sample, analysis/sampling.py): the whole benchmark is
+    # Sampled studies (import-pairs --sample, analysis/population/sampling.py): the whole benchmark is
     # stored, only queued pairs are served for labelling (annotate/queue/rules.py, rule 5);
     # each pair's inclusion probability and stratum are kept for the report's estimates.
     # A study imported without --sample has every pair queued and no probabilities.

@@ -40,8 +40,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from annotate.answers import FormState
-from annotate.labelling import draft_key, save_draft
+from annotate.labelling.answers import FormState
+from annotate.labelling.drafts import draft_key, save_draft
 from annotate.queue.assignment import mark_away
 from annotate.store import db
 from annotate.store.models import Annotator, Assignment, Pair, Study

@@ -27,7 +27,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 from starlette.requests import cookie_parser
 
-from annotate.auth import annotator_for_token
+from annotate.people.auth import annotator_for_token
 from annotate.store.db import read
 from annotate.store.models import Annotator
 
@@ -159,7 +159,7 @@ def _resolve() -> Identity | None:
     an organisation login."""
     import streamlit as st
 
-    from annotate import prolific
+    from annotate.people import prolific
 
     params = prolific.entry_params(st.query_params)
     if params is None and "token" not in st.query_params:
@@ -195,8 +195,8 @@ def _participant(params: tuple[str, str, str]) -> Annotator | None:
     the same address is the same participant: a second tab does not end the first."""
     import streamlit as st
 
-    from annotate import prolific
     from annotate.errors import UserError
+    from annotate.people import prolific
 
     pid, study_id, session_id = params
     engine = _engine()

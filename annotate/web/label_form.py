@@ -20,8 +20,8 @@ from pathlib import Path
 import streamlit as st
 
 from analysis.vocabulary import SLOTS, TIE
-from annotate.answers import FormState, Question, form_questions
-from annotate.labelling import draft_key
+from annotate.labelling.answers import FormState, Question, form_questions
+from annotate.labelling.drafts import draft_key
 from annotate.store.models import Study
 from annotate.web.render import safe_html
 from annotate.wording import DIMENSION_HELP, PREFERENCE_QUESTION, REASON_LABELS, REASON_QUESTION
@@ -79,7 +79,7 @@ def _cell(question: Question, study) -> dict:
 
 def guidelines_html(study: Study) -> str:
     """The study's guidelines for the form's panel: a markdown document, often hard-wrapped in
-    its source (annotate.demo.GUIDELINES), so a single newline joins the lines of a paragraph."""
+    its source (annotate.studies.demo.GUIDELINES), so a single newline joins the lines of a paragraph."""
     return safe_html(study.guidelines, newline="space") if study.guidelines.strip() else ""
 
 

@@ -38,13 +38,13 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from annotate.auth import annotator_for_token, reissue_token
-from annotate.prolific import PARAMS
+from annotate.people.auth import annotator_for_token, reissue_token
+from annotate.people.prolific import PARAMS
 from annotate.store import db
 from annotate.web.identity import COOKIE, account_for_token
 from annotate.web.paths import full_path, is_under, root_path
 
-PROLIFIC_PID = PARAMS[0]  # a crowd entry link (annotate/prolific.py)
+PROLIFIC_PID = PARAMS[0]  # a crowd entry link (annotate/people/prolific.py)
 
 COOKIE_MAX_AGE = 60 * 60 * 24 * 60  # sixty days: a study can run for weeks
 MAX_FORM_BYTES = 4096  # the switch-accounts form: a token and a path

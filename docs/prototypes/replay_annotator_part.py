@@ -2,7 +2,7 @@
 from, then replay other rules for the annotators' part on the records in seconds.
 
 A research tool, not part of the report (docs/intervals.md, "Open, and what was tried"): it
-swaps functions of ``analysis.intervals`` and ``analysis.lean_spread`` for recording copies at
+swaps functions of ``analysis.agreement.intervals`` and ``analysis.agreement.lean_spread`` for recording copies at
 run time, so it follows them only as long as their signatures stay.
 
     python docs/prototypes/replay_annotator_part.py record --cells 3 --studies 600
@@ -10,7 +10,7 @@ run time, so it follows them only as long as their signatures stay.
     python docs/prototypes/replay_annotator_part.py panels --cell 3
 
 ``record`` runs the bench's studies (1,000 resamples each) and keeps, for each interval, the
-point, the pairs' interval, the range and :func:`analysis.intervals.annotator_part`'s inputs,
+point, the pairs' interval, the range and :func:`analysis.agreement.intervals.annotator_part`'s inputs,
 with each lean spread also split into its odd and even parts (the statistic at leans ``L`` and
 ``-L``: ``(f(L) - f(-L)) / 2`` moves with the leans' direction, ``(f(L) + f(-L)) / 2`` with
 their spread), on ``main``'s own draws (LEAN_DRAWS / 2 leans and their negatives), so the
@@ -19,7 +19,7 @@ recorded intervals are ``main``'s. Each record also keeps the statistic at no le
 population value (in brackets the share of studies whose population value lies above the
 interval, then the mean width) for the rule as it is, recomputed from the recorded inputs (it
 gives the recorded intervals back), and for the variants in ``VARIANTS`` (the jackknife's count
-of the leans' spread and the gain), each through :func:`analysis.intervals.annotator_part`
+of the leans' spread and the gain), each through :func:`analysis.agreement.intervals.annotator_part`
 itself; ``--earlier`` adds the rule families tried before the leans moved to log-odds on a
 calibrated base (docs/intervals.md, "Five more rule families": a part per side, :func:`shifted`
 and :func:`sided`; a Welch-Satterthwaite t, :func:`satterthwaite`; gains by part,
@@ -43,8 +43,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 
 import bench_coverage as bench
 
-import analysis.intervals as intervals
-import analysis.lean_spread as lean_spread
+import analysis.agreement.intervals as intervals
+import analysis.agreement.lean_spread as lean_spread
 
 RECORDS = Path("/tmp/replay_annotator_part")
 _original_part = intervals.annotator_part
@@ -58,7 +58,7 @@ _splits: list[tuple] = []
 
 
 def _spread_over_leans(statistic, layout, *, covariance, rng):
-    """:func:`analysis.lean_spread.spread_over_leans` itself, keeping its draws (``f(L)`` and
+    """:func:`analysis.agreement.lean_spread.spread_over_leans` itself, keeping its draws (``f(L)`` and
     ``f(-L)``, which it evaluates together) and the statistic at no lean for the records."""
     drawn = []
 
@@ -137,7 +137,7 @@ _NOT_INPUTS = (
 
 
 def _inputs(part: dict) -> dict:
-    """What :func:`analysis.intervals.annotator_part` was given, as keyword arguments."""
+    """What :func:`analysis.agreement.intervals.annotator_part` was given, as keyword arguments."""
     return {k: v for k, v in part.items() if k not in _NOT_INPUTS}
 
 
@@ -149,7 +149,7 @@ def _part_at(
     jackknife: float | None = None,
     even_share: float | None = None,
 ) -> float:
-    """:func:`analysis.intervals.annotator_part` on the recorded inputs with the lean and
+    """:func:`analysis.agreement.intervals.annotator_part` on the recorded inputs with the lean and
     chance spreads replaced by ``lean`` and ``chance``, already times their gain (its
     smoothing is homogeneous, so dividing both by LEAN_GAIN is the same as a gain of 1), and
     the jackknife's part and the even share where given."""
@@ -230,7 +230,7 @@ def shifted(*, odd: float, even: float, shift: float, other: float):
 
 
 def _at_t(point, pair_ci, variance, df) -> tuple[float, float]:
-    """Per side, the annotators' part that makes :func:`analysis.intervals.combined_interval`'s
+    """Per side, the annotators' part that makes :func:`analysis.agreement.intervals.combined_interval`'s
     ``z * sqrt(pairs + part)`` equal to ``t(nu) * sqrt(pairs + variance)``, ``nu`` the
     Welch-Satterthwaite degrees of freedom (``variance`` on ``df``, the pairs' on infinitely
     many)."""
@@ -275,7 +275,7 @@ def even_by_share(*, odd: float, low: float, high: float):
 
 
 def _sided_interval(point, pair_ci, *, lower, upper, bounds):
-    """:func:`analysis.intervals.combined_interval` with its own annotators' part per side."""
+    """:func:`analysis.agreement.intervals.combined_interval` with its own annotators' part per side."""
     los = _original_combined(point, pair_ci, annotator_variance=lower, bounds=bounds)[0][0]
     his = _original_combined(point, pair_ci, annotator_variance=upper, bounds=bounds)[0][1]
     return los, his

@@ -2,7 +2,7 @@
 ``benchmarks/bench_coverage.py``, then replay other rules for a majority's annotators' part.
 
 A research tool, not part of the report (docs/intervals.md, "Open, and what was tried"): it
-swaps :func:`analysis.intervals.annotator_component` for a recording copy at run time, so it
+swaps :func:`analysis.agreement.intervals.annotator_component` for a recording copy at run time, so it
 follows it only as long as its signature stays. Only label_confirmed is computed, so a cell of
 4,000 studies records in about 12 s on two cores.
 
@@ -45,10 +45,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 
 import bench_coverage as bench
 
-import analysis.intervals as intervals
-from analysis.conclusion import LABEL_THRESHOLD
+import analysis.agreement.intervals as intervals
 from analysis.distributions import clopper_pearson, mid_p_interval
-from analysis.validity import label_share, wilson_interval
+from analysis.verdicts.conclusion import LABEL_THRESHOLD
+from analysis.verdicts.validity import label_share, wilson_interval
 
 RECORDS = Path("/tmp/replay_label_part")
 _original_component = intervals.annotator_component
@@ -124,7 +124,7 @@ def component(
     scale: str = "floor + observed",
     evidence=None,
 ) -> Rule:
-    """:func:`analysis.intervals.annotator_component` for a majority with its knobs exposed:
+    """:func:`analysis.agreement.intervals.annotator_component` for a majority with its knobs exposed:
     the weight to a ``power``, the spread growth up to ``growth_to`` times, the smoothing's
     scale, and an optional factor for the bootstrap's own evidence (as non-majorities get).
     At its defaults it is ``main``'s (``replay`` checks that on every record)."""

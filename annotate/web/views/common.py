@@ -56,7 +56,7 @@ def show_guidelines(study: Study) -> None:
 def finished_extras(user: Annotator, study: Study) -> None:
     """What a finished annotator sees besides the thanks: a failed qualification, and a crowd
     platform's completion code with the button back to the platform."""
-    from annotate.prolific import finish_code
+    from annotate.people.prolific import finish_code
     from annotate.queue.gold import FAILED, qualification_of
     from annotate.web.access import engine
 

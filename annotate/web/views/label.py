@@ -7,17 +7,11 @@ import math
 
 import streamlit as st
 
-from annotate.annotations import StaleAnswer
-from annotate.answers import FormState, missing_questions
-from annotate.earlier_answers import EarlierAnswer, earlier_answers, previous_pair
-from annotate.labelling import (
-    Item,
-    draft_seconds,
-    label_page,
-    mark_guidelines_seen,
-    save_draft,
-    submit,
-)
+from annotate.labelling.answers import FormState, missing_questions
+from annotate.labelling.drafts import draft_seconds, save_draft
+from annotate.labelling.earlier import EarlierAnswer, earlier_answers, previous_pair
+from annotate.labelling.page import Item, label_page, mark_guidelines_seen
+from annotate.labelling.step import StaleAnswer, submit
 from annotate.queue.assignment import next_assignment, queue_status, skip
 from annotate.queue.rules import AccountClosed, GivenAway
 from annotate.store.models import Annotator, Study

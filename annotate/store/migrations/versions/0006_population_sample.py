@@ -3,7 +3,7 @@
 - pair.queued: whether the labelling queue serves the pair (true for every existing pair, so
   studies imported before this release behave as before);
 - pair.inclusion_probability, pair.stratum: the sample design of import-pairs --sample
-  (analysis/sampling.py), read by the report's population estimates; null when not sampled.
+  (analysis/population/sampling.py), read by the report's population estimates; null when not sampled.
 
 Revision ID: 0006
 Revises: 0005_storage

@@ -3,8 +3,8 @@
 import pandas as pd
 import streamlit as st
 
-from analysis.summary import fmt
-from annotate import monitoring, study_report
+from analysis.report.summary import fmt
+from annotate.results import monitoring, study_report
 from annotate.web.access import engine
 from annotate.web.views.admin.aspect_section import show_aspects
 from annotate.web.views.admin.model_upload import model_comparison, show_models
@@ -65,7 +65,7 @@ def headline_columns(table: pd.DataFrame) -> dict:
     }
 
 
-# The conclusion's three outcomes (analysis/conclusion.py): too few data is not evidence against.
+# The conclusion's three outcomes (analysis/verdicts/conclusion.py): too few data is not evidence against.
 HEADLINES = {
     "supported": (st.success, "Personal preference **is** the main factor"),
     "not_supported": (

@@ -9,7 +9,7 @@ from collections.abc import Callable
 import pandas as pd
 import streamlit as st
 
-from analysis.aspect_summary import (
+from analysis.aspects.render import (
     COVERAGE_HEADER,
     DISAGREEMENT_HEADER,
     ROW_HEADER,
@@ -22,8 +22,8 @@ from analysis.aspect_summary import (
     verdict_sentence,
 )
 from analysis.errors import InputError, UserError
-from analysis.report_shape import Report
-from analysis.summary import CHECK_HEADER, check_rows
+from analysis.report.shape import Report
+from analysis.report.summary import CHECK_HEADER, check_rows
 from annotate.web.inert import md_literal
 from annotate.web.views.admin.shared import show_error, show_problems
 

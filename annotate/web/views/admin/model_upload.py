@@ -8,8 +8,9 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from analysis.model_files import ModelFileError, read_model_file
-from analysis.model_render import (
+from analysis.judges.accuracy import with_models
+from analysis.judges.files import ModelFileError, read_model_file
+from analysis.judges.render import (
     DIFFERENCE_HEADER,
     HUMAN_HEADER,
     MODEL_HEADER,
@@ -22,8 +23,7 @@ from analysis.model_render import (
     models_figure,
     undefined_notes,
 )
-from analysis.models import with_models
-from analysis.report_shape import Report
+from analysis.report.shape import Report
 from annotate.web.inert import md_literal
 
 

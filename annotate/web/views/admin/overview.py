@@ -3,7 +3,8 @@
 import plotly.graph_objects as go
 import streamlit as st
 
-from annotate import monitoring, studies
+from annotate.results import monitoring
+from annotate.studies import catalog
 from annotate.web.access import engine
 from annotate.web.views.admin.shared import page
 
@@ -69,7 +70,7 @@ else:
 
 st.header("All studies")
 rows = []
-for other in studies.studies(engine()):
+for other in catalog.studies(engine()):
     numbers = (
         progress if other.id == study.id else monitoring.study_progress(engine(), study_id=other.id)
     )

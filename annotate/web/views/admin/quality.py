@@ -3,9 +3,9 @@ each annotator's accuracy on them, and the qualification rule."""
 
 import streamlit as st
 
-from annotate import monitoring
 from annotate.errors import UserError
 from annotate.queue import gold
+from annotate.results import monitoring
 from annotate.web.access import engine
 from annotate.web.views.admin.shared import page, show_error
 

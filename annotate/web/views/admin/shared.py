@@ -9,11 +9,12 @@ from urllib.parse import urlsplit
 
 import streamlit as st
 
-from annotate import studies, study_report
 from annotate.errors import UserError
-from annotate.links import DEFAULT_BASE_URL
+from annotate.people.links import DEFAULT_BASE_URL
+from annotate.results import study_report
 from annotate.store.models import Annotator, Study
-from annotate.studies import DEFAULT_STUDY
+from annotate.studies import catalog
+from annotate.studies.catalog import DEFAULT_STUDY
 from annotate.web.access import engine, require_admin
 from annotate.web.inert import md_literal
 from annotate.web.views.common import app_prefix
@@ -37,7 +38,7 @@ def page(title: str) -> tuple[Annotator, Study | None]:
 
 
 def pick_study() -> Study | None:
-    everything = studies.studies(engine())
+    everything = catalog.studies(engine())
     if not everything:
         st.info("There is no study yet. Create one on the **Studies** page.")
         return None

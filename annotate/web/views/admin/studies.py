@@ -3,9 +3,9 @@ annotations are locked once the study has any)."""
 
 import streamlit as st
 
-from annotate import studies
 from annotate.errors import UserError
 from annotate.store.models import DEFAULT_DIMENSIONS, DEFAULT_REASONS, Study
+from annotate.studies import catalog
 from annotate.web.access import engine
 from annotate.web.inert import md_literal
 from annotate.web.views.admin.shared import choose_study, page, show_error
@@ -215,7 +215,7 @@ with (
     options = option_widgets(Study(name=""), prefix="new", locked=set())
     if st.form_submit_button("Create study", type="primary"):
         try:
-            created = studies.create_study(engine(), name, **options)
+            created = catalog.create_study(engine(), name, **options)
         except UserError as exc:
             show_error(exc)
         else:
@@ -231,7 +231,7 @@ if saved:
     st.toast(saved)
 
 if study is not None:
-    locked = set(studies.locked_options(engine(), study.id))
+    locked = set(catalog.locked_options(engine(), study.id))
     st.header(f"Options of “{md_literal(study.name)}”")
     if locked:
         st.info(
@@ -245,7 +245,7 @@ if study is not None:
         values = option_widgets(study, prefix=f"study{study.id}", locked=locked)
         if st.form_submit_button("Save options", type="primary"):
             try:
-                studies.save_study_options(engine(), study.id, **values)
+                catalog.save_study_options(engine(), study.id, **values)
             except UserError as exc:
                 show_error(exc)
             else:

@@ -1,0 +1,1 @@
+"""Agreement between annotators: the coefficients, their intervals, each annotator's quality."""

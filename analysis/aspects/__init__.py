@@ -1,0 +1,1 @@
+"""The per-aspect rubric check: scores, humans against the scorer, its tables."""

@@ -1,0 +1,1 @@
+"""A study's design: adaptive overlap's stopping rule and planning before recruiting."""

@@ -1,0 +1,1 @@
+"""Reward models and judges against the humans: their files, accuracy and tables."""

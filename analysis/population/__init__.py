@@ -1,0 +1,1 @@
+"""The whole benchmark from a labelled sample: the draw, the estimates, the sample size."""

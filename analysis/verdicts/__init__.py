@@ -1,0 +1,1 @@
+"""Per-pair verdicts, the validity and quality checks, and the conclusion."""

@@ -1,0 +1,111 @@
+"""Drafts: the answers given so far kept in the open assignment, and the key that lets a page
+save them without a page run."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+
+from sqlalchemy import bindparam, exists, update
+from sqlalchemy.engine import Engine
+
+from annotate.labelling.answers import FormState
+from annotate.store import db
+from annotate.store.models import Annotator, Assignment, utcnow
+
+DRAFT_SECONDS = "seconds"
+
+
+_ASSIGNMENT = Assignment.__table__  # type: ignore[attr-defined]
+
+
+_ANNOTATOR = Annotator.__table__  # type: ignore[attr-defined]
+
+
+# Built once (SQLAlchemy compiles it once per dialect): drafts are most of what the server hears.
+_OPEN_DRAFT = (
+    _ASSIGNMENT.c.id == bindparam("b_id"),
+    _ASSIGNMENT.c.status.in_(bindparam("b_statuses", expanding=True)),
+)
+
+
+_ACCOUNT = (_ANNOTATOR.c.id == _ASSIGNMENT.c.annotator_id, _ANNOTATOR.c.active)
+
+
+_DRAFT_VALUES = {"draft": bindparam("b_draft"), "away_since": bindparam("b_away")}
+
+
+# a deactivated account keeps nothing, also from a tab still open
+_SAVE_DRAFT = (
+    update(_ASSIGNMENT).where(*_OPEN_DRAFT, exists().where(*_ACCOUNT)).values(**_DRAFT_VALUES)
+)
+
+
+# ... nor one signed out or given a new link since the page's key was made (draft_key)
+_SAVE_SIGNED_DRAFT = (
+    update(_ASSIGNMENT)
+    .where(
+        *_OPEN_DRAFT,
+        exists().where(
+            *_ACCOUNT, _ANNOTATOR.c.token_hash.is_not_distinct_from(bindparam("b_sign_in"))
+        ),
+    )
+    .values(**_DRAFT_VALUES)
+)
+
+
+SIGN_IN_UNCHECKED = object()  # save_draft's default: the caller checked the sign-in itself
+
+
+def save_draft(
+    engine: Engine,
+    *,
+    assignment_id: int,
+    form: FormState,
+    seconds: float | None = None,
+    away: bool = False,
+    statuses: tuple[str, ...] = ("active",),
+    sign_in: str | object | None = SIGN_IN_UNCHECKED,
+) -> bool:
+    """Keep the answers given so far, and the seconds spent on the pair until now (so that a
+    reload does not restart the time on item), in an open assignment (`statuses`) of an
+    active account; whether it was kept. `away`: the page sent it as it went away (closed or
+    hidden), which starts rule 8's AWAY_HOLD. `sign_in`: the account's token hash the page's
+    draft key was made with, which must still be the account's. A draft lost in a power cut costs seconds of
+    typing: its commit skips SQLite's fsync (db.session's durable=False)."""
+    draft = form.as_draft()
+    if seconds is not None:
+        draft[DRAFT_SECONDS] = round(seconds, 1)
+    # a draft comes from a page that shows the pair: it is not away (rules.py, rule 8), unless
+    # it is the page's last word before it went away
+    params = {
+        "b_id": assignment_id,
+        "b_statuses": list(statuses),
+        "b_draft": draft,
+        "b_away": utcnow() if away else None,
+    }
+    statement = _SAVE_DRAFT
+    if sign_in is not SIGN_IN_UNCHECKED:
+        statement = _SAVE_SIGNED_DRAFT
+        params["b_sign_in"] = sign_in
+    return db.write_statement(
+        engine, lambda conn: conn.execute(statement, params).rowcount == 1, durable=False
+    )
+
+
+def draft_key(
+    secret: str | None, *, assignment_id: int, annotator_id: int, sign_in: str | None
+) -> str:
+    """The key that lets a page save drafts of this assignment without a page run (the
+    labelling form is given it with the pair; annotate/web/drafts.py checks it): HMAC-SHA256
+    with the study's secret, of a message no coin uses. `sign_in` is the account's token hash
+    when the page was shown: Sign out and a new link change it, so a tab left open saves no
+    more drafts (a Prolific participant's stays: their address is their sign-in)."""
+    message = f"draft:{assignment_id}:{annotator_id}:{sign_in or ''}".encode()
+    return hmac.new((secret or "").encode(), message, hashlib.sha256).hexdigest()
+
+
+def draft_seconds(draft: dict | None) -> float:
+    """Seconds spent on the pair before the draft was saved (0 for an older draft)."""
+    value = (draft or {}).get(DRAFT_SECONDS)
+    return float(value) if isinstance(value, int | float) else 0.0

@@ -1,0 +1,1 @@
+"""Annotators and maintainers: accounts, personal links, Prolific participants."""

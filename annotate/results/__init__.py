@@ -1,0 +1,1 @@
+"""A study's results read from the database: report, exports, monitoring."""

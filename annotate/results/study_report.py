@@ -1,0 +1,231 @@
+"""A study's agreement and validation report from the database: the data read in one snapshot,
+the report built from it, and its files, charts and reading for the console.
+
+`annotate report --db` and the console's Agreement and Exports pages use these functions.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import tempfile
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import pandas as pd
+from sqlalchemy import func
+from sqlalchemy.engine import Engine
+from sqlmodel import select
+
+from analysis.design.stopping import OverlapDesign
+from analysis.report.shape import Report
+from annotate.queue.targets import Design
+from annotate.results import frames
+from annotate.store import db
+from annotate.store.models import Annotation, Pair, Study
+from annotate.studies.catalog import get_study
+
+REPORT_FILES = {
+    "report.json": "application/json",
+    "report.html": "text/html",
+    "pairs.csv": "text/csv",
+    "annotators.csv": "text/csv",
+    "summary.md": "text/markdown",
+}
+
+
+@dataclass(frozen=True)
+class StudyData:
+    """What the report reads: validated annotations and the pairs, from one snapshot."""
+
+    annotations: pd.DataFrame
+    pairs: pd.DataFrame  # pair_id, category, is_gold (and record, when read with content)
+    scale: tuple[int, int]
+    # The study's settings that shape the statistics (ReportOptions.allow_ties, .dimensions):
+    # whether it offered a tie, and which quality dimensions it asked.
+    design: dict
+    # How many annotations each pair got: fixed or adaptive, with the agreement sample.
+    overlap: OverlapDesign | None = None
+
+
+def study_tables(
+    engine: Engine,
+    *,
+    study: str,
+    categories: list[str] | None = None,
+    annotators: list[str] | None = None,
+    content: bool = False,
+) -> StudyData:
+    """The report's data, optionally filtered (only pairs of these categories, only
+    annotations of these annotators). The study, its pairs and its annotations are read in
+    one snapshot, so a pair imported and answered meanwhile is in all of them or in none.
+    `content` adds each pair's original record (for --export-valid); without it a pair is a
+    few bytes."""
+    from analysis.files.annotations_table import DIMENSIONS, validate_annotations
+
+    def read(s) -> tuple[pd.DataFrame, pd.DataFrame, tuple[int, int], dict, OverlapDesign]:
+        row = get_study(s, study)
+        pairs = frames.pairs_frame(s, study=study, content=content)
+        raw = frames.annotations_frame(s, study=study)
+        design = {
+            "allow_ties": bool(row.allow_ties),
+            "dimensions": tuple(d for d in (row.dimensions or []) if d in DIMENSIONS),
+        }
+        real = pairs.loc[~pairs["is_gold"].astype(bool), "pair_id"]
+        overlap = Design.of(row).report_design(real)
+        return raw, pairs, (row.scale_min, row.scale_max), design, overlap
+
+    raw, pairs, scale, design, overlap = db.read(engine, read)
+    if categories:
+        pairs = pairs[pairs["category"].isin(categories)].reset_index(drop=True)
+        raw = raw[raw["pair_id"].isin(set(pairs["pair_id"]))]
+    if annotators:
+        raw = raw[raw["annotator"].isin(annotators)]
+    annotations = validate_annotations(
+        raw.reset_index(drop=True),
+        source=f"study {study!r}",
+        scale=scale,
+        pair_ids=set(pairs["pair_id"]),
+    )
+    if categories:  # the sample among the pairs kept
+        overlap = replace(overlap, sample=overlap.sample & frozenset(pairs["pair_id"]))
+    return StudyData(
+        annotations=annotations, pairs=pairs, scale=scale, design=design, overlap=overlap
+    )
+
+
+def build_study_report(
+    engine: Engine,
+    *,
+    study: str,
+    categories: list[str] | None = None,
+    annotators: list[str] | None = None,
+    content: bool = False,
+    **options,
+) -> tuple[Report, pd.DataFrame, pd.DataFrame]:
+    """(report, annotations, pairs) for the study or the filtered part of it."""
+    from analysis.report.build import build_report, report_options
+
+    data = study_tables(
+        engine, study=study, categories=categories, annotators=annotators, content=content
+    )
+    from analysis.population.estimates import is_sampled, with_population
+
+    report = build_report(
+        data.annotations,
+        data.pairs,
+        options=report_options(data.scale, **data.design, **options),
+        design=data.overlap,
+    )
+    if is_sampled(data.pairs):  # a sampled study (import-pairs --sample): its population key
+        report = with_population(report, data.pairs)
+    return report, data.annotations, data.pairs
+
+
+def scorer_report(
+    engine: Engine,
+    *,
+    study: str,
+    report: Report,
+    annotations: pd.DataFrame,
+    pairs: pd.DataFrame,
+    name: str,
+    data: bytes,
+) -> Report:
+    """The report with an automatic scorer's file (its upload: name and bytes) compared with
+    the annotators, as `annotate report --aspect-scores` does. The file is checked against the
+    whole study's pairs (a broken file raises InputError naming its lines); rows of pairs
+    outside the report's selection are left out."""
+    from analysis.aspects.scorer import aspect_counts, read_scorer_file
+    from analysis.report.build import with_aspect_scores
+
+    counts = aspect_counts(frames.pairs_frame(engine, study=study, content=False))
+    scorer = read_scorer_file(name, aspect_counts=counts, data=data)
+    selected = scorer["pair_id"].isin(set(pairs["pair_id"].astype(str)))
+    return with_aspect_scores(report, annotations, pairs, scorer[selected].reset_index(drop=True))
+
+
+def valid_pair_records(engine: Engine, *, study: str, report: Report) -> list[dict]:
+    """The original records of the report's `valid` non-gold pairs, in the study's order."""
+    from analysis.report.build import valid_pair_ids
+
+    valid = valid_pair_ids(report)
+
+    def read(s) -> list[dict]:
+        row = get_study(s, study)
+        pairs = s.exec(select(Pair).where(Pair.study_id == row.id).order_by(Pair.position)).all()
+        return [p.record() for p in pairs if p.pair_key in valid]
+
+    return db.read(engine, read) if valid else []
+
+
+def report_files(
+    report: Report, *, engine: Engine, study: str, valid_pairs: bool = True
+) -> dict[str, bytes]:
+    """The report files (contract section 4) and the valid pairs (valid_pairs.jsonl, their
+    records read now), as bytes by file name."""
+    from analysis.report.build import write_report
+    from annotate.studies.pairs_files import write_pairs
+
+    with tempfile.TemporaryDirectory(prefix="annotate-report-") as tmp:
+        paths = write_report(report, tmp, pairs=None, export_valid=None)
+        files = {Path(path).name: Path(path).read_bytes() for path in paths.values()}
+        if valid_pairs:
+            path = Path(tmp) / "valid_pairs.jsonl"
+            write_pairs(valid_pair_records(engine, study=study, report=report), path)
+            files[path.name] = path.read_bytes()
+        return files
+
+
+def data_version(engine: Engine, *, study_id: int) -> tuple:
+    """Changes whenever the study's annotations, pairs or gold marks change (a cache key)."""
+
+    def read(s) -> tuple:
+        annotations = s.exec(
+            select(
+                func.count(Annotation.id),
+                func.max(Annotation.id),
+                func.max(Annotation.submitted_at),
+            ).where(Annotation.study_id == study_id)
+        ).one()
+        pairs = s.exec(
+            select(func.count(Pair.id), func.max(Pair.id)).where(Pair.study_id == study_id)
+        ).one()
+        gold_marks = s.exec(
+            select(Pair.id, Pair.gold_answer)
+            .where(Pair.study_id == study_id, Pair.is_gold == True)  # noqa: E712
+            .order_by(Pair.id)
+        ).all()
+        study = s.get(Study, study_id)
+        return annotations, pairs, gold_marks, (study.scale_min, study.scale_max)
+
+    annotations, pairs, gold_marks, scale = db.read(engine, read)
+    stamp = annotations[2].isoformat() if annotations[2] is not None else None
+    return (
+        study_id,
+        *scale,
+        int(annotations[0]),
+        annotations[1],
+        stamp,
+        *(None if v is None else int(v) for v in pairs),
+        hashlib.sha256(repr(list(gold_marks)).encode()).hexdigest(),
+    )
+
+
+def report_figures(report: Report) -> list[tuple[str, object]]:
+    """The report's plotly charts (the same as in report.html), with a title for each."""
+    from analysis.report import html_page
+
+    return list(html_page.figures(report))
+
+
+def report_reading(report: Report) -> list[str]:
+    """The report's plain-language reading of its numbers (as in report.html)."""
+    from analysis.report import html_page
+
+    return list(html_page.reading(report))
+
+
+def headline_table(report: Report) -> pd.DataFrame:
+    from analysis.report.summary import HEADLINE_HEADER, headline_rows
+
+    return pd.DataFrame(headline_rows(report), columns=list(HEADLINE_HEADER))

@@ -1,0 +1,1 @@
+"""Studies: their options, the pairs files they import, annotations imported, the demo."""

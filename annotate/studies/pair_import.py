@@ -1,0 +1,323 @@
+"""Import a pairs file into a study: all or nothing, identical re-import is a no-op."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from sqlalchemy import JSON, bindparam, func, insert, type_coerce, update
+from sqlalchemy.engine import Dialect, Engine
+from sqlalchemy.types import TypeDecorator
+from sqlmodel import Session, select
+
+from annotate.errors import InputError
+from annotate.queue.targets import refresh_targets
+from annotate.store import db
+from annotate.store.models import Assignment, Pair, utcnow
+from annotate.store.sqlite_engine import use_large_cache
+from annotate.store.text import nul_problem
+from annotate.studies.catalog import get_or_create_study
+from annotate.studies.pairs_files import MAX_PROBLEMS, ValidPair, iter_valid_pairs, record_hash
+
+BATCH = 50  # rows per INSERT executemany: 100 KB records hold 5 MB, not the 20 MB of 200
+
+
+@dataclass(frozen=True)
+class SampleRequest:
+    """import-pairs --sample N [--sample-by NAME=FILE] [--seed N]: queue only N pairs.
+    `flags`, given the study's pair ids, says which ones the judge flags (None: uniform)."""
+
+    size: int
+    seed: int = 0
+    flags: Callable[[list[str]], list[bool]] | None = None
+    judge: str | None = None
+
+
+@dataclass(frozen=True)
+class SampleResult:
+    size: int
+    population: int
+    strata: dict[str, tuple[int, int, float]]  # name: (pairs, sampled, inclusion probability)
+
+    def summary(self) -> str:
+        parts = ", ".join(
+            f"{name}: {taken} of {size} (inclusion probability {p:.4g})"
+            for name, (size, taken, p) in self.strata.items()
+        )
+        return f"{self.size} of {self.population} pairs queued for labelling ({parts})"
+
+
+@dataclass(frozen=True)
+class ImportResult:
+    study: str
+    added: int
+    updated: int
+    unchanged: int
+    sample: SampleResult | None = None
+
+    def summary(self) -> str:
+        text = (
+            f"study {self.study!r}: {self.added} pairs added, {self.updated} updated, "
+            f"{self.unchanged} unchanged"
+        )
+        return text if self.sample is None else f"{text}; {self.sample.summary()}"
+
+
+def _is_sampled(s: Session, *, study_id: int) -> bool:
+    return (
+        s.exec(
+            select(Pair.id)
+            .where(Pair.study_id == study_id, Pair.inclusion_probability.is_not(None))
+            .limit(1)
+        ).first()
+        is not None
+    )
+
+
+def _apply_sample(s: Session, *, study_id: int, request: SampleRequest) -> SampleResult:
+    """Draw the sample over all the study's pairs (analysis/population/sampling.py, the one draw) and
+    store each pair's queued flag, inclusion probability and stratum. Refused when it would
+    change the sample of a study whose labelling has begun."""
+    from analysis.population.sampling import draw_sample
+
+    rows = s.exec(
+        select(Pair.id, Pair.pair_key, Pair.queued, Pair.inclusion_probability, Pair.stratum)
+        .where(Pair.study_id == study_id, Pair.is_gold == False)  # noqa: E712
+        .order_by(Pair.position)
+    ).all()
+    ids = [key for _, key, *_ in rows]
+    if request.size > len(ids):
+        raise InputError(
+            "--sample",
+            [f"asks for {request.size} pairs but the study holds {len(ids)} (not gold)"],
+        )
+    flags = request.flags(ids) if request.flags is not None else None
+    draws = draw_sample(ids, request.size, seed=request.seed, flagged=flags)
+    changed = [
+        (row_id, d)
+        for (row_id, _, queued, p, stratum), d in zip(rows, draws, strict=True)
+        if (bool(queued), p, stratum) != (d.sampled, d.inclusion_probability, d.stratum)
+    ]
+    begun = s.exec(select(Assignment.id).where(Assignment.study_id == study_id).limit(1)).first()
+    if changed and begun is not None:
+        raise InputError(
+            "--sample",
+            [
+                "the study's labelling has begun; drawing another sample would change which "
+                "pairs are queued (import into a new study, or repeat the same --sample, "
+                "--sample-by and --seed)"
+            ],
+        )
+    if changed:
+        s.connection().execute(
+            update(Pair.__table__)
+            .where(Pair.__table__.c.id == bindparam("b_id"))
+            .values(
+                queued=bindparam("b_queued"),
+                inclusion_probability=bindparam("b_p"),
+                stratum=bindparam("b_stratum"),
+            ),
+            [
+                {
+                    "b_id": row_id,
+                    "b_queued": d.sampled,
+                    "b_p": d.inclusion_probability,
+                    "b_stratum": d.stratum,
+                }
+                for row_id, d in changed
+            ],
+        )
+    strata: dict[str, tuple[int, int, float]] = {}
+    for d in draws:
+        size, taken, _ = strata.get(d.stratum, (0, 0, 0.0))
+        strata[d.stratum] = (size + 1, taken + d.sampled, d.inclusion_probability)
+    return SampleResult(size=request.size, population=len(ids), strata=strata)
+
+
+class _EncodedJSON(TypeDecorator):
+    """A JSON column's value given as JSON text already: bound as it is, not encoded again.
+
+    `validate_record` gives the profile and rubric as written in the file (Parquet: encoded
+    once, for the record hash) and the extra fields encoded once; storing that text saves
+    encoding 100 KB records again. SQLite stores the text; PostgreSQL gets it with a ::JSON
+    cast, so the `json` columns hold the same values as before and the ORM reads them back as
+    lists and dicts. Only the text differs: the file's own layout, or canonical (sorted keys,
+    non-ASCII not escaped).
+    """
+
+    impl = JSON
+    cache_ok = True
+
+    def bind_processor(self, dialect: Dialect) -> None:
+        return None
+
+
+_JSON_COLUMNS = ("profile", "rubric_aspects", "extra")
+_INSERT_COLUMNS = (
+    "study_id",
+    "pair_key",
+    "position",
+    "question",
+    *_JSON_COLUMNS,
+    "narrative",
+    "category",
+    "chosen",
+    "rejected",
+    "record_hash",
+    "imported_at",
+)
+# a Core executemany: the ORM's bulk insert costs more per row and would encode the JSON again
+_INSERT = insert(Pair.__table__).values(
+    {
+        name: type_coerce(bindparam(f"v_{name}"), _EncodedJSON())
+        if name in _JSON_COLUMNS
+        else bindparam(f"v_{name}")
+        for name in _INSERT_COLUMNS
+    }
+)
+
+
+def _row(pair: ValidPair) -> dict:
+    """The content columns, the JSON ones as pre-encoded text (typed to skip encoding)."""
+    encoded = pair.encoded
+    assert encoded is not None  # always set by validate_record
+    return {
+        "pair_key": pair.key,
+        "question": pair.question,
+        "profile": encoded.profile,
+        "rubric_aspects": encoded.rubric_aspects,
+        "narrative": pair.narrative,
+        "category": pair.category,
+        "chosen": pair.chosen,
+        "rejected": pair.rejected,
+        "extra": encoded.extra,
+        "record_hash": pair.record_hash,
+    }
+
+
+def _nul_field(pair: ValidPair) -> str | None:
+    """Text with a NUL is refused (annotate/store/text.py), naming the field."""
+    for field, value in (
+        ("id", pair.key),
+        ("question", pair.question),
+        ("narrative", pair.narrative),
+        ("category", pair.category),
+        ("chosen", pair.chosen),
+        ("rejected", pair.rejected),
+    ):
+        problem = nul_problem(value, where=f"field '{field}'")
+        if problem is not None:
+            return problem
+    return None
+
+
+def _same_content(s: Session, pair_id: int, stored: str, item: ValidPair) -> bool:
+    """A record whose hash differs from the stored one may still be the same record: a
+    database made before source hashes holds canonical hashes, and another file can hold the
+    same record in another layout. Canonical hashes settle it; the stored row is read only
+    when the stored hash is not one."""
+    canonical = item.canonical_hash()
+    if canonical == stored:
+        return True
+    return record_hash(s.get(Pair, pair_id).record()) == canonical  # the stored row's
+
+
+def import_pairs(
+    engine: Engine,
+    path: str | Path,
+    *,
+    study_name: str = "default",
+    update_existing: bool = False,
+    progress: Callable[[int], None] | None = None,
+    sample: SampleRequest | None = None,
+) -> ImportResult:
+    """Import the file's pairs (all or nothing); with `sample`, the study's pairs become the
+    population and only the drawn sample is queued (import-pairs --sample)."""
+
+    def work(s: Session) -> ImportResult:  # may run again (db.write): it starts from nothing
+        problems: list[str] = []
+        added = updated = unchanged = 0
+        # one big transaction: a fixed 64 MB page cache (SQLite) keeps it from spilling into
+        # the WAL early (6,000 records of 100 KB: 34 s -> 25 s); memory stays bounded
+        use_large_cache(s)
+        study = get_or_create_study(s, study_name)
+        existing = {
+            key: (pair_id, digest)
+            for pair_id, key, digest in s.exec(
+                select(Pair.id, Pair.pair_key, Pair.record_hash).where(Pair.study_id == study.id)
+            )
+        }
+        position = s.exec(
+            select(func.coalesce(func.max(Pair.position), 0)).where(Pair.study_id == study.id)
+        ).one()
+        conn = s.connection()
+        batch: list[dict] = []
+        seen = 0
+        for where, item in iter_valid_pairs(path):
+            seen += 1
+            if progress is not None and seen % 100 == 0:
+                progress(seen)
+            if isinstance(item, str):
+                problems.append(f"{where}: {item}")
+                if len(problems) >= MAX_PROBLEMS:
+                    problems.append(f"stopped after {MAX_PROBLEMS} problems")
+                    break
+                continue
+            nul = _nul_field(item)
+            if nul is not None:
+                problems.append(f"{where}: {nul}")
+                continue
+            if problems:
+                continue  # keep validating to report every problem, but write nothing more
+            known = existing.get(item.key)
+            if known is None:
+                position += 1
+                row = _row(item)
+                row.update(study_id=study.id, position=position, imported_at=utcnow())
+                batch.append({f"v_{name}": value for name, value in row.items()})
+                added += 1
+                if len(batch) >= BATCH:
+                    conn.execute(_INSERT, batch)
+                    batch.clear()
+            elif known[1] == item.record_hash or _same_content(s, known[0], known[1], item):
+                unchanged += 1
+            elif update_existing:
+                values = {
+                    name: type_coerce(value, _EncodedJSON()) if name in _JSON_COLUMNS else value
+                    for name, value in _row(item).items()
+                }
+                s.execute(update(Pair).where(Pair.id == known[0]).values(**values))
+                updated += 1
+            else:
+                problems.append(
+                    f"{where}: pair id {item.key!r} already exists in study {study_name!r} with "
+                    "different content (use --update to replace it)"
+                )
+        if not problems and seen == 0:
+            problems.append("the file holds no records")
+        if problems:
+            s.rollback()
+            raise InputError(str(path), problems)
+        if batch:
+            conn.execute(_INSERT, batch)
+        if sample is None and added and _is_sampled(s, study_id=study.id):
+            s.rollback()
+            raise InputError(
+                str(path),
+                [
+                    f"study {study_name!r} is a sampled population (import-pairs --sample); "
+                    f"adding {added} pairs without --sample would leave them outside the sample "
+                    "design (import them with --sample to draw again, or into another study)"
+                ],
+            )
+        drawn = None if sample is None else _apply_sample(s, study_id=study.id, request=sample)
+        if added and study.adaptive_min is not None:
+            refresh_targets(conn, study_id=study.id)  # new pairs of an adaptive study
+        if progress is not None:
+            progress(seen)
+        return ImportResult(
+            study=study_name, added=added, updated=updated, unchanged=unchanged, sample=drawn
+        )
+
+    return db.write(engine, work)
