@@ -560,7 +560,7 @@ def prepare_study(args, workdir: Path) -> None:
 def make_accounts(db: str, study_name: str, n: int, prefix: str) -> list[tuple[str, str]]:
     from sqlmodel import select
 
-    from annotate.database import get_engine
+    from annotate.engine import get_engine
     from annotate.people.auth import create_annotator
     from annotate.store.db import session
     from annotate.store.models import Study
@@ -582,7 +582,7 @@ def check_database(db: str, study_name: str, acknowledged: list[tuple[str, int]]
     from sqlalchemy import func
     from sqlmodel import select
 
-    from annotate.database import get_engine
+    from annotate.engine import get_engine
     from annotate.store.db import read_session
     from annotate.store.models import Annotation, Annotator, Assignment, Pair, Study
 

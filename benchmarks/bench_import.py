@@ -133,7 +133,7 @@ def child(mode: str, path: str, db: str | None, page_size: int | None = None) ->
                 n += 1
         elapsed = time.perf_counter() - start
     else:
-        from annotate.database import get_engine
+        from annotate.engine import get_engine
         from annotate.studies.pair_import import import_pairs
 
         if page_size and db and db.startswith("sqlite:///"):

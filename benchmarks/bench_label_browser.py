@@ -41,7 +41,7 @@ sys.path.insert(0, str(ROOT))
 
 from sqlmodel import select  # noqa: E402
 
-from annotate.database import get_engine  # noqa: E402
+from annotate.engine import get_engine  # noqa: E402
 from annotate.people.auth import create_annotator  # noqa: E402
 from annotate.store.db import session  # noqa: E402
 from annotate.store.models import Annotation, Annotator  # noqa: E402

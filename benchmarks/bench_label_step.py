@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 
 from sqlalchemy import insert  # noqa: E402
 
-from annotate.database import get_engine  # noqa: E402
+from annotate.engine import get_engine  # noqa: E402
 from annotate.people.auth import create_annotator  # noqa: E402
 from annotate.store.db import ENV_VAR, session  # noqa: E402
 from annotate.store.models import Annotation, Annotator, Assignment, Pair, Study, utcnow  # noqa: E402

@@ -33,7 +33,7 @@ from pathlib import Path
 from sqlalchemy import Column, Integer, MetaData, String, Table, Text, insert
 from sqlalchemy.engine import make_url
 
-from annotate.database import get_engine
+from annotate.engine import get_engine
 from annotate.labelling.answers import Answer
 from annotate.labelling.slots import preference_from_slot
 from annotate.labelling.step import submit_and_next

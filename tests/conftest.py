@@ -6,7 +6,6 @@ import os
 
 import pytest
 
-import annotate.database  # noqa: F401  (registers the submit function with the schema, as the app does)
 from annotate.store.db import dispose_engines
 from tests.db_backends import db_backend, db_url, make_db_url, pg_url  # noqa: F401
 

@@ -13,12 +13,13 @@ from sqlalchemy import func
 from sqlalchemy.engine import Engine
 from sqlmodel import select
 
+from annotate.engine import get_engine
 from annotate.labelling.answers import Answer
 from annotate.labelling.slots import preference_from_slot
 from annotate.labelling.step import submit_answer
 from annotate.people.auth import create_annotator
 from annotate.queue.assignment import next_assignment, skip
-from annotate.store.db import get_engine, session
+from annotate.store.db import session
 from annotate.store.models import Annotation, Assignment, Pair
 from annotate.studies.catalog import get_or_create_study, update_study_options
 from annotate.studies.pair_import import import_pairs

@@ -11,8 +11,9 @@ import subprocess
 import pytest
 from sqlmodel import select
 
+from annotate.engine import get_engine
 from annotate.people.auth import create_annotator
-from annotate.store.db import get_engine, session
+from annotate.store.db import session
 from annotate.store.models import Annotation, Assignment, Pair
 from annotate.studies.catalog import get_or_create_study
 from annotate.studies.pair_import import import_pairs

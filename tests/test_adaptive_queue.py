@@ -14,12 +14,13 @@ from sqlalchemy import update
 from sqlmodel import select
 
 from analysis.design.stopping import AT_MAX, DECIDED, stopping_state
+from annotate.engine import get_engine
 from annotate.labelling.answers import Answer
 from annotate.labelling.step import submit_and_next
 from annotate.queue.assignment import next_assignment
 from annotate.queue.rules import Coins, GivenAway
 from annotate.queue.targets import Design
-from annotate.store.db import get_engine, session
+from annotate.store.db import session
 from annotate.store.models import Annotation, Assignment, Pair, Study, utcnow
 from tests.factories import make_study
 

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 from sqlmodel import select
 
+from annotate.engine import get_engine
 from annotate.labelling.answers import Answer
 from annotate.labelling.step import submit_and_next
 from annotate.queue.assignment import next_assignment
 from annotate.queue.targets import Design
 from annotate.results.monitoring import study_progress
 from annotate.results.study_report import build_study_report
-from annotate.store.db import get_engine, session
+from annotate.store.db import session
 from annotate.store.models import Pair, Study
 from tests.factories import make_study
 

@@ -13,7 +13,8 @@ import streamlit as st
 
 from analysis.aspects.render import aspect_rows
 from annotate.cli import main
-from annotate.store.db import ENV_VAR, get_engine
+from annotate.engine import get_engine
+from annotate.store.db import ENV_VAR
 from annotate.studies.demo import (
     DEMO_ASPECT_STUDY,
     DEMO_MAINTAINER,

@@ -9,7 +9,8 @@ from pathlib import Path
 from sqlmodel import select
 
 from annotate.cli import main
-from annotate.store.db import get_engine, session
+from annotate.engine import get_engine
+from annotate.store.db import session
 from annotate.store.models import Pair, Study
 from annotate.studies.demo import DEMO_ASPECT_PAIRS, DEMO_ASPECT_STUDY, build_demo
 from annotate.studies.demo_answers import write_simulation

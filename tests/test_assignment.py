@@ -9,6 +9,7 @@ import pytest
 from sqlalchemy import func
 from sqlmodel import select
 
+from annotate.engine import get_engine
 from annotate.labelling.answers import Answer
 from annotate.labelling.step import submit_answer
 from annotate.queue.assignment import (
@@ -19,7 +20,7 @@ from annotate.queue.assignment import (
 )
 from annotate.queue.rules import Coins
 from annotate.store import db
-from annotate.store.db import get_engine, session
+from annotate.store.db import session
 from annotate.store.models import Annotation, Assignment, Pair
 from tests.factories import make_study
 

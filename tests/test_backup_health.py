@@ -12,7 +12,8 @@ import pytest
 from sqlalchemy import create_engine, text
 from starlette.applications import Starlette
 
-from annotate.store.db import create_db_engine, get_engine
+from annotate.engine import get_engine
+from annotate.store.db import create_db_engine
 from annotate.web.health import health_routes
 from tests.processes import run_annotate
 from tests.scale_helpers import make_study, run_annotators

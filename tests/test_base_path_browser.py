@@ -12,8 +12,9 @@ import urllib.request
 
 import pytest
 
+from annotate.engine import get_engine
 from annotate.people.auth import create_annotator
-from annotate.store.db import get_engine, session
+from annotate.store.db import session
 from annotate.studies.catalog import get_or_create_study
 from annotate.wording import PREFERENCE_QUESTION
 from tests.browser import (  # noqa: F401  (the fixtures `browser` and `new_page`)

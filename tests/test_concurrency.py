@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 from sqlmodel import select
 
-from annotate.store.db import get_engine, session
+from annotate.engine import get_engine
+from annotate.store.db import session
 from annotate.store.models import Annotation, Annotator, Pair
 from annotate.studies.annotation_import import import_annotation_rows
 from tests.scale_helpers import (

@@ -8,10 +8,11 @@ import pytest
 from sqlmodel import select
 
 from annotate.cli import main
+from annotate.engine import get_engine
 from annotate.errors import UserError
 from annotate.labelling.answers import Answer
 from annotate.labelling.step import submit_answer
-from annotate.store.db import get_engine, session
+from annotate.store.db import session
 from annotate.store.models import Pair, Study
 from annotate.studies.catalog import LOCKED_WHEN_ANNOTATED, configure_study, save_study_options
 from tests.factories import make_study

@@ -14,6 +14,7 @@ import pytest
 from sqlmodel import select
 
 from analysis.files.annotations_table import read_table
+from annotate.engine import get_engine
 from annotate.errors import UserError
 from annotate.labelling.answers import Answer
 from annotate.labelling.step import submit_answer
@@ -25,7 +26,7 @@ from annotate.queue.assignment import history_in, next_assignment, skip
 from annotate.results import exports, monitoring, study_report
 from annotate.results.frames import annotations_frame
 from annotate.store import db
-from annotate.store.db import get_engine, session
+from annotate.store.db import session
 from annotate.store.models import Annotation, Annotator, Assignment, Pair, Study
 from annotate.studies import catalog, uploads
 from annotate.studies.catalog import update_study_options

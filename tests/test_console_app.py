@@ -15,12 +15,13 @@ import streamlit as st
 from sqlmodel import select
 from streamlit.testing.v1 import AppTest
 
+from annotate.engine import get_engine
 from annotate.labelling.answers import Answer
 from annotate.labelling.step import submit_answer
 from annotate.people.auth import annotator_for_token, create_annotator
 from annotate.queue import gold
 from annotate.queue.assignment import next_assignment
-from annotate.store.db import ENV_VAR, get_engine, session
+from annotate.store.db import ENV_VAR, session
 from annotate.store.models import Annotation, Annotator, Pair, Study
 from annotate.studies.catalog import update_study_options
 from annotate.studies.pair_import import import_pairs

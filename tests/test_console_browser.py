@@ -19,13 +19,14 @@ import pytest
 from playwright.sync_api import expect
 from sqlmodel import select
 
+from annotate.engine import get_engine
 from annotate.labelling.answers import Answer
 from annotate.labelling.step import submit_answer
 from annotate.people.auth import create_annotator
 from annotate.queue import gold
 from annotate.queue.assignment import next_assignment
 from annotate.results import study_report
-from annotate.store.db import get_engine, session
+from annotate.store.db import session
 from annotate.store.models import Annotation, Annotator, Pair, Study
 from annotate.studies.catalog import get_or_create_study, update_study_options
 from annotate.studies.demo import GUIDELINES, sample_pairs_path

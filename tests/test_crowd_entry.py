@@ -9,8 +9,9 @@ import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 from analysis.vocabulary import TIE
+from annotate.engine import get_engine
 from annotate.queue.gold import set_gold
-from annotate.store.db import ENV_VAR, get_engine, session
+from annotate.store.db import ENV_VAR, session
 from annotate.store.models import Study
 from annotate.studies.catalog import update_study_options
 from tests.factories import make_study

@@ -11,9 +11,9 @@ import pandas as pd
 from analysis.files.annotations_table import read_table, write_table
 from analysis.files.csv_cells import FORMULA_SIGNS, neutralise, restore
 from annotate.cli import main
+from annotate.engine import get_engine
 from annotate.results import exports, study_report
 from annotate.results.frames import annotations_frame
-from annotate.store.db import get_engine
 from tests.factories import pair_record, write_jsonl
 from tests.report_fixtures import frame, row
 

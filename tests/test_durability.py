@@ -12,7 +12,8 @@ from pathlib import Path
 
 from sqlmodel import select
 
-from annotate.store.db import get_engine, session
+from annotate.engine import get_engine
+from annotate.store.db import session
 from annotate.store.models import Annotation
 from tests.scale_helpers import make_study
 
@@ -26,7 +27,7 @@ def test_killed_process_loses_no_acknowledged_answer(db_url, tmp_path):
         f"""
         import sys
         import threading
-        from annotate.store.db import get_engine
+        from annotate.engine import get_engine
         from tests.scale_helpers import run_annotators
 
         lock = threading.Lock()

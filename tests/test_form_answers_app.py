@@ -11,8 +11,9 @@ from __future__ import annotations
 import pytest
 import streamlit as st
 
+from annotate.engine import get_engine
 from annotate.queue.gold import set_gold
-from annotate.store.db import ENV_VAR, get_engine
+from annotate.store.db import ENV_VAR
 from tests.factories import make_study
 from tests.test_label_app import data, full_form, send, signed_in, submit_form
 

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import pytest
 
+from annotate.engine import get_engine
 from annotate.people.auth import create_annotator
 from annotate.queue.gold import set_gold
-from annotate.store.db import get_engine, session
+from annotate.store.db import session
 from annotate.studies.catalog import get_or_create_study, update_study_options
 from annotate.studies.pair_import import import_pairs
 from tests.browser import (  # noqa: F401  (the fixtures `browser` and `new_page`)

@@ -23,8 +23,9 @@ from sqlalchemy import func
 from sqlmodel import select
 
 from annotate import cli
+from annotate.engine import get_engine
 from annotate.errors import InputError, UserError
-from annotate.store.db import get_engine, session
+from annotate.store.db import session
 from annotate.store.models import Annotation, Annotator, Assignment, Pair, Study
 from annotate.studies.pair_import import import_pairs
 from annotate.studies.pairs_files import CORE_FIELDS, MAX_RECORD_BYTES, MAX_TEXT_CHARS

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from annotate.engine import get_engine
 from annotate.errors import UserError
-from annotate.store.db import get_engine
 from annotate.studies.pair_import import import_pairs
 from annotate.studies.pairs_files import MAX_ID_LENGTH
 from tests.factories import pair_record, write_jsonl

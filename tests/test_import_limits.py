@@ -18,8 +18,8 @@ import pytest
 from analysis.files import parquet_limits
 from analysis.files.annotations_table import MAX_LINE_BYTES, read_table, write_table
 from annotate.cli import main
+from annotate.engine import get_engine
 from annotate.errors import InputError
-from annotate.store.db import get_engine
 from annotate.studies.pair_import import import_pairs
 from tests.factories import pair_record, write_jsonl
 from tests.report_fixtures import frame, row

@@ -15,8 +15,9 @@ from sqlmodel import select
 
 from analysis.files import strict_input
 from annotate.cli import main
+from annotate.engine import get_engine
 from annotate.errors import InputError
-from annotate.store.db import get_engine, session
+from annotate.store.db import session
 from annotate.store.models import Pair
 from annotate.studies.pair_import import import_pairs
 from annotate.studies.pairs_files import MAX_TEXT_CHARS, read_pairs, write_pairs

@@ -16,10 +16,11 @@ from sqlmodel import select
 from streamlit.proto.WidgetStates_pb2 import WidgetStates
 from streamlit.testing.v1 import AppTest
 
+from annotate.engine import get_engine
 from annotate.labelling.answers import FormState
 from annotate.labelling.page import current_item
 from annotate.labelling.step import submit
-from annotate.store.db import ENV_VAR, get_engine, session
+from annotate.store.db import ENV_VAR, session
 from annotate.store.models import Annotation, Assignment, Study
 from tests.factories import make_study
 

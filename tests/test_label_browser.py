@@ -18,10 +18,11 @@ from pathlib import Path
 import pytest
 from sqlmodel import select
 
+from annotate.engine import get_engine
 from annotate.labelling.slots import other_slot
 from annotate.people.auth import create_annotator
 from annotate.results.frames import annotations_frame
-from annotate.store.db import get_engine, session
+from annotate.store.db import session
 from annotate.store.models import Annotation, Assignment, Pair
 from annotate.studies.catalog import get_or_create_study
 from annotate.studies.demo import GUIDELINES, sample_pairs_path

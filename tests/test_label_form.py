@@ -8,6 +8,7 @@ import time
 
 import pytest
 
+from annotate.engine import get_engine
 from annotate.labelling.answers import (
     FormState,
     aspects_from_slots,
@@ -17,7 +18,6 @@ from annotate.labelling.answers import (
 from annotate.labelling.earlier import earlier_answers, previous_pair
 from annotate.labelling.page import current_item
 from annotate.labelling.step import submit
-from annotate.store.db import get_engine
 from annotate.store.models import Study
 from annotate.studies.demo import GUIDELINES
 from annotate.web.label_form import guidelines_html

@@ -8,7 +8,8 @@ import pytest
 import streamlit as st
 from streamlit.testing.v1 import AppTest
 
-from annotate.store.db import ENV_VAR, get_engine, session
+from annotate.engine import get_engine
+from annotate.store.db import ENV_VAR, session
 from annotate.store.models import Study
 from annotate.studies.catalog import update_study_options
 from tests.factories import make_study

@@ -215,27 +215,3 @@ def test_no_second_definition_of_the_vocabulary():
                 values = tuple(e.value for e in node.elts)
                 for name, literal in literals.items():
                     assert repr(values) != literal, f"{path.relative_to(ROOT)} repeats {name}"
-
-
-def test_the_schema_gets_the_submit_function_only_by_registration(tmp_path):
-    """store/ does not import the queue's SQL: without annotate.queue.sql imported, creating a
-    schema fails loudly instead of leaving PostgreSQL's submit function out; importing it (as
-    annotate.database does) registers the function."""
-    code = f"""
-import sys
-from annotate.store.db import get_engine
-try:
-    get_engine("sqlite:///{tmp_path / "a.db"}")
-except RuntimeError as exc:
-    print("refused:", exc)
-import annotate.database
-annotate.database.get_engine("sqlite:///{tmp_path / "b.db"}")
-print("created")
-"""
-    done = subprocess.run(
-        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120
-    )
-    assert done.returncode == 0, done.stderr
-    refused, created = done.stdout.strip().splitlines()
-    assert refused.startswith("refused: no generated database objects are registered")
-    assert created == "created"

@@ -16,13 +16,14 @@ from sqlmodel import func, select
 from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
+from annotate.engine import get_engine
 from annotate.labelling.answers import FormState
 from annotate.labelling.drafts import draft_key
 from annotate.labelling.page import current_item
 from annotate.labelling.step import submit
 from annotate.queue.assignment import next_assignment, queue_status, skip
 from annotate.queue.rules import AWAY_HOLD, GivenAway
-from annotate.store.db import get_engine, read_session, session
+from annotate.store.db import read_session, session
 from annotate.store.models import Annotation, Annotator, Assignment, Pair, Study, utcnow
 from annotate.web.drafts import GONE_MESSAGE, draft_routes
 from tests.factories import make_study

@@ -12,8 +12,9 @@ from starlette.responses import PlainTextResponse
 from starlette.routing import Route
 from starlette.testclient import TestClient
 
+from annotate.engine import get_engine
 from annotate.people.auth import annotator_for_token, create_annotator
-from annotate.store.db import get_engine, read_session, session
+from annotate.store.db import read_session, session
 from annotate.studies.catalog import get_or_create_study
 from annotate.web.login import COOKIE, LoginLinkMiddleware, local_path, login_routes
 

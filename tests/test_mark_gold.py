@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from sqlmodel import select
 
-from annotate.store.db import dispose_engines, get_engine, session
+from annotate.engine import get_engine
+from annotate.store.db import dispose_engines, session
 from annotate.store.models import Pair
 from tests.factories import make_study
 from tests.processes import run_annotate

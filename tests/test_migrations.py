@@ -16,9 +16,10 @@ from alembic.runtime.migration import MigrationContext
 from sqlalchemy import MetaData, create_engine, insert, select, text
 from sqlmodel import SQLModel
 
+from annotate.engine import GENERATED, get_engine
 from annotate.errors import UserError
 from annotate.store import schema
-from annotate.store.db import dispose_engines, get_engine
+from annotate.store.db import dispose_engines
 from annotate.store.schema import FIRST_RELEASE, MIGRATIONS, Mode, current_revisions, ensure_schema
 from tests.processes import run_annotate
 
@@ -78,7 +79,7 @@ def _first_release_db(backend: str, make_db_url, tmp_path: Path) -> str:
         return f"sqlite:///{source}"
     url = make_db_url("postgresql")
     engine = create_engine(url)
-    ensure_schema(engine, mode=Mode.UPGRADE, revision="0001")
+    ensure_schema(engine, generated=GENERATED, mode=Mode.UPGRADE, revision="0001")
     src_engine = create_engine(f"sqlite:///{source}")
     meta = MetaData()
     meta.reflect(engine, only=TABLES)
@@ -149,7 +150,7 @@ def test_upgrade_through_a_later_revision_keeps_every_annotation(db_backend, mak
     before = _rows(url)
     location = _extra_revision(tmp_path)
     engine = create_engine(url)
-    ensure_schema(engine, mode=Mode.UPGRADE, script_location=location)
+    ensure_schema(engine, generated=GENERATED, mode=Mode.UPGRADE, script_location=location)
     with engine.connect() as conn:
         assert current_revisions(conn) == ("9001",)
         flagged = conn.execute(text("SELECT count(*) FROM annotation WHERE flagged")).scalar()
@@ -234,19 +235,19 @@ def test_a_schema_committed_between_the_checks_reads_as_new_not_older(db_url, mo
         if not done:
             done.append(True)
             with _raw_engine(db_url) as other:
-                assert ensure_schema(other, mode=Mode.UPGRADE)
+                assert ensure_schema(other, generated=GENERATED, mode=Mode.UPGRADE)
         return revisions
 
     monkeypatch.setattr(schema, "current_revisions", then_another_process_creates_it)
     with _raw_engine(db_url) as engine:
-        assert ensure_schema(engine, mode=Mode.CURRENT)
+        assert ensure_schema(engine, generated=GENERATED, mode=Mode.CURRENT)
     assert done
 
 
 def test_many_processes_opening_a_new_database_at_once(db_url):
     code = textwrap.dedent(
         f"""
-        from annotate.database import get_engine
+        from annotate.engine import get_engine
         engine = get_engine({db_url!r})
         with engine.connect() as conn:
             conn.exec_driver_sql("SELECT count(*) FROM annotation").scalar()

@@ -11,8 +11,8 @@ import pytest
 
 from analysis.files.annotations_table import write_table
 from annotate.cli import main
+from annotate.engine import get_engine
 from annotate.queue.gold import set_gold
-from annotate.store.db import get_engine
 from annotate.store.models import Study
 from tests.report_fixtures import frame, row, write_pairs_file
 

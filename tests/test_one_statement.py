@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from sqlalchemy import text
 
-from annotate.store.db import get_engine, is_sqlite, one_statement, transaction
+from annotate.engine import get_engine
+from annotate.store.db import is_sqlite, one_statement, transaction
 
 
 def test_one_statement_commits_alone_and_leaves_the_pool_as_it_was(db_url):

@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 from sqlmodel import select
 
-from annotate.store.db import get_engine, session
+from annotate.engine import get_engine
+from annotate.store.db import session
 from annotate.store.models import Annotation, Assignment
 from tests.browser import (  # noqa: F401  (the fixtures `browser` and `new_page`)
     AppServer,

@@ -13,8 +13,9 @@ import streamlit as st
 from sqlmodel import select
 from streamlit.testing.v1 import AppTest
 
+from annotate.engine import get_engine
 from annotate.people.auth import reissue_token
-from annotate.store.db import ENV_VAR, get_engine, session
+from annotate.store.db import ENV_VAR, session
 from annotate.store.models import Annotation, Annotator, Assignment, Study
 from annotate.studies.catalog import update_study_options
 from tests.factories import make_study

@@ -11,7 +11,7 @@ import psycopg
 import pytest
 from sqlalchemy.engine import make_url
 
-from annotate.store.db import get_engine
+from annotate.engine import get_engine
 from tests.scale_helpers import check_complete_study, make_study, run_annotators
 
 pytestmark = pytest.mark.postgres

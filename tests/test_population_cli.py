@@ -13,13 +13,14 @@ from sqlmodel import select
 
 from analysis.population.sampling import draw_sample
 from annotate.cli import main
+from annotate.engine import get_engine
 from annotate.labelling.answers import Answer
 from annotate.labelling.step import submit_and_next
 from annotate.people.auth import create_annotator
 from annotate.queue.assignment import next_assignment, progress
 from annotate.results.monitoring import study_progress
 from annotate.results.study_report import build_study_report
-from annotate.store.db import get_engine, read_session, session
+from annotate.store.db import read_session, session
 from annotate.store.models import Annotation, Pair
 from annotate.studies.catalog import get_study
 from annotate.studies.pairs_files import read_pairs

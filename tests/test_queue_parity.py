@@ -17,13 +17,14 @@ from datetime import timedelta
 
 from sqlmodel import select
 
+from annotate.engine import get_engine
 from annotate.labelling.answers import Answer
 from annotate.labelling.step import DRIVER_CONNECTION, FULL_RULES, SUBMIT_FUNCTION, submit_and_next
 from annotate.people import accounts
 from annotate.queue import gold
 from annotate.queue.assignment import next_assignment, skip
 from annotate.queue.rules import AWAY_HOLD, AccountClosed, Coins, GivenAway
-from annotate.store.db import get_engine, session
+from annotate.store.db import session
 from annotate.store.models import Annotation, Assignment, Pair, Study, utcnow
 from tests.db_backends import require_postgres
 from tests.factories import make_study

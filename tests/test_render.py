@@ -11,7 +11,8 @@ import tracemalloc
 import pytest
 import streamlit as st
 
-from annotate.store.db import ENV_VAR, get_engine
+from annotate.engine import get_engine
+from annotate.store.db import ENV_VAR
 from annotate.web import render
 from annotate.web.render import safe_html
 from tests.factories import make_study, pair_record

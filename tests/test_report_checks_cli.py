@@ -111,8 +111,9 @@ def test_the_studys_design_from_the_database(tmp_path, db_url):
     """From the database, a study without ties gets two categories and the dimensions it asks,
     in `annotate report` and in the console's report alike."""
     from annotate.cli import main
+    from annotate.engine import get_engine
     from annotate.results.study_report import build_study_report
-    from annotate.store.db import get_engine, session
+    from annotate.store.db import session
     from annotate.studies.catalog import get_study
 
     table = synthetic(40, 3, confounded=False)

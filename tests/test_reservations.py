@@ -16,6 +16,7 @@ import pytest
 from sqlalchemy import func
 from sqlmodel import select
 
+from annotate.engine import get_engine
 from annotate.errors import UserError
 from annotate.labelling.answers import Answer
 from annotate.labelling.step import submit_and_next, submit_answer
@@ -23,7 +24,7 @@ from annotate.people import accounts
 from annotate.queue import gold
 from annotate.queue.assignment import next_assignment, progress, skip
 from annotate.queue.rules import GivenAway
-from annotate.store.db import get_engine, session
+from annotate.store.db import session
 from annotate.store.models import Annotation, Assignment, Pair, Study, utcnow
 from tests.factories import make_study
 

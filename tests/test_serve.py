@@ -15,8 +15,9 @@ from pathlib import Path
 
 import pytest
 
+from annotate.engine import get_engine
 from annotate.people.auth import annotator_for_token
-from annotate.store.db import get_engine, read_session
+from annotate.store.db import read_session
 from tests.browser import annotate_command, free_port
 
 START_SECONDS = 90

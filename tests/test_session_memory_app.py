@@ -14,8 +14,9 @@ import gc
 import pytest
 import streamlit as st
 
+from annotate.engine import get_engine
 from annotate.labelling.page import Item
-from annotate.store.db import ENV_VAR, get_engine
+from annotate.store.db import ENV_VAR
 from tests.factories import make_study
 from tests.test_label_app import data, full_form, signed_in, submit_form
 

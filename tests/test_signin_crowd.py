@@ -17,8 +17,9 @@ from pathlib import Path
 import pytest
 from sqlmodel import select
 
+from annotate.engine import get_engine
 from annotate.people.auth import create_annotator
-from annotate.store.db import get_engine, session
+from annotate.store.db import session
 from annotate.store.models import Assignment, Pair
 from annotate.studies.catalog import get_or_create_study
 from tests.browser import AppServer

@@ -18,8 +18,8 @@ from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.sync.client import connect
 
 from annotate.commands.serve import STREAMLIT_FLAGS
+from annotate.engine import get_engine
 from annotate.labelling.answers import MAX_COMMENT
-from annotate.store.db import get_engine
 from annotate.web.guard import MAX_SOCKETS_PER_CLIENT
 from tests.browser import AppServer
 from tests.factories import make_study

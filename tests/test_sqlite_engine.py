@@ -12,7 +12,8 @@ import time
 import pytest
 from sqlalchemy import text
 
-from annotate.store.db import get_engine, session, transaction
+from annotate.engine import get_engine
+from annotate.store.db import session, transaction
 from annotate.store.sqlite_engine import GroupCommit
 
 

@@ -21,8 +21,9 @@ from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 from streamlit.proto.WidgetStates_pb2 import WidgetStates
 from websockets.sync.client import connect
 
+from annotate.engine import get_engine
 from annotate.people.auth import create_annotator
-from annotate.store.db import get_engine, session
+from annotate.store.db import session
 from annotate.studies.catalog import get_or_create_study
 from annotate.web.inert import WORD_JOINER, md_literal
 from annotate.web.socket_frames import SCRIPT_DIR, json_depth_exceeds

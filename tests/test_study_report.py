@@ -5,10 +5,11 @@ from __future__ import annotations
 import pytest
 from sqlmodel import select
 
+from annotate.engine import get_engine
 from annotate.labelling.answers import Answer
 from annotate.labelling.step import submit_answer
 from annotate.results import frames, study_report
-from annotate.store.db import get_engine, session
+from annotate.store.db import session
 from annotate.store.models import Pair
 from annotate.studies.pair_import import import_pairs
 from tests.factories import make_study, pair_record, write_jsonl

@@ -7,6 +7,7 @@ from sqlalchemy import func
 from sqlmodel import select
 
 from analysis.files.annotations_table import COLUMNS, RATING_COLUMNS, validate_annotations
+from annotate.engine import get_engine
 from annotate.labelling.answers import Answer, FormState, missing_answers, to_answer
 from annotate.labelling.slots import preference_from_slot
 from annotate.labelling.step import (
@@ -20,7 +21,7 @@ from annotate.labelling.step import (
 from annotate.queue.assignment import next_assignment
 from annotate.queue.rules import Coins
 from annotate.results.frames import annotations_frame
-from annotate.store.db import get_engine, session
+from annotate.store.db import session
 from annotate.store.models import Annotation, Assignment, Pair, Study
 from tests.factories import fast_path_of, make_study
 

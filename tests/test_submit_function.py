@@ -10,10 +10,11 @@ from pathlib import Path
 from alembic import command
 from sqlalchemy import text
 
+from annotate.engine import GENERATED, get_engine
 from annotate.queue import sql as queue_sql
 from annotate.queue.assignment import next_assignment
 from annotate.queue.rules import Coins, ab_coin_sql, gold_coin_sql
-from annotate.store.db import create_db_engine, get_engine
+from annotate.store.db import create_db_engine
 from annotate.store.schema import Mode, alembic_config, ensure_schema
 from tests.factories import make_study
 
@@ -46,7 +47,7 @@ def test_a_database_upgraded_from_0003_holds_only_the_generated_function(pg_url)
     assert source.strip() == _body(RELEASED_0003.read_text(encoding="utf-8"))
     [(arguments, comment)] = _versions(engine)
     assert comment is None and "p_gold_every integer, p_preference" in arguments
-    ensure_schema(engine, mode=Mode.UPGRADE)  # annotate migrate
+    ensure_schema(engine, generated=GENERATED, mode=Mode.UPGRADE)  # annotate migrate
     [(arguments, comment)] = _versions(engine)  # replaced, not overloaded
     assert comment == queue_sql._FUNCTION_VERSION and "p_coin_inner bytea" in arguments
     # an overload left by anyone (CREATE OR REPLACE with other arguments) is dropped too
@@ -55,9 +56,10 @@ def test_a_database_upgraded_from_0003_holds_only_the_generated_function(pg_url)
             "CREATE FUNCTION annotate_submit_and_next(integer) RETURNS integer"
             " LANGUAGE sql AS 'SELECT 1'"
         )
-    ensure_schema(engine)  # the app's own processes leave it alone ...
+    ensure_schema(engine, generated=GENERATED)  # the app's own processes leave it alone ...
     assert len(_versions(engine)) == 2
-    ensure_schema(engine, mode=Mode.UPGRADE)  # ... serve, demo and migrate replace it
+    # ... serve, demo and migrate replace it
+    ensure_schema(engine, generated=GENERATED, mode=Mode.UPGRADE)
     assert [c for _, c in _versions(engine)] == [queue_sql._FUNCTION_VERSION]
 
 

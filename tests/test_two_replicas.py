@@ -12,8 +12,9 @@ import pytest
 from sqlalchemy import func
 from sqlmodel import select
 
+from annotate.engine import get_engine
 from annotate.people.auth import create_annotator
-from annotate.store.db import get_engine, session
+from annotate.store.db import session
 from annotate.store.models import Annotation, Pair
 from annotate.studies.catalog import get_or_create_study, update_study_options
 from tests.browser import (  # noqa: F401

@@ -9,9 +9,9 @@ import pytest
 from sqlalchemy.exc import OperationalError
 from sqlmodel import func, select
 
+from annotate.engine import get_engine
 from annotate.people.auth import create_annotator
 from annotate.store import db
-from annotate.store.db import get_engine
 from annotate.store.models import Study
 from annotate.web import identity
 

@@ -18,8 +18,9 @@ from urllib.parse import urlsplit
 import pytest
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
+from annotate.engine import get_engine
 from annotate.people.auth import create_annotator
-from annotate.store.db import get_engine, session
+from annotate.store.db import session
 from annotate.studies.catalog import get_or_create_study
 from annotate.web.guard import MAX_UPLOADS_PER_SESSION, UPLOAD_LIMIT_MB
 from tests.browser import (  # noqa: F401  (the fixtures `browser` and `new_page`)

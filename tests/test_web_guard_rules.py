@@ -15,8 +15,9 @@ from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
 from starlette.testclient import TestClient
 
+from annotate.engine import get_engine
 from annotate.people.auth import create_annotator
-from annotate.store.db import get_engine, session
+from annotate.store.db import session
 from annotate.studies.catalog import get_or_create_study
 from annotate.web import guard as web_guard
 

@@ -10,7 +10,7 @@ if TYPE_CHECKING:
 
 
 def engine_from(args: argparse.Namespace) -> Engine:
-    from annotate.database import get_engine  # here: commands that need no database start faster
+    from annotate.engine import get_engine  # here: commands that need no database start faster
 
     return get_engine(args.db)
 

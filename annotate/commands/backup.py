@@ -38,7 +38,7 @@ def _annotation_count(url: str) -> int:
     # production first); a newer one is refused, an empty one gets the schema.
     from sqlalchemy import text
 
-    from annotate.database import get_engine
+    from annotate.engine import get_engine
     from annotate.store.db import read
     from annotate.store.schema import Mode
 

@@ -30,7 +30,7 @@ def link_host(address: str) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from annotate.database import get_engine
+    from annotate.engine import get_engine
     from annotate.studies.demo import DEMO_STUDY, build_demo
 
     # the port is checked first when it will serve: no links to whatever holds it

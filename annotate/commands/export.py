@@ -23,7 +23,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from analysis.files.annotations_table import write_table
-    from annotate.database import get_engine
+    from annotate.engine import get_engine
     from annotate.results.frames import annotations_frame
 
     frame = annotations_frame(get_engine(args.db), study=args.study)

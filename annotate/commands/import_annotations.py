@@ -37,7 +37,7 @@ def run(args: argparse.Namespace) -> int:
     from sqlmodel import select
 
     from analysis.files.annotations_table import load_annotations
-    from annotate.database import get_engine
+    from annotate.engine import get_engine
     from annotate.store.db import read
     from annotate.store.models import Pair
     from annotate.studies.annotation_import import import_annotation_rows

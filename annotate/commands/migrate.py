@@ -17,7 +17,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from annotate.database import get_engine
+    from annotate.engine import get_engine
     from annotate.store.db import read, resolve_url
     from annotate.store.schema import Mode, current_revisions, recorded_revisions
 

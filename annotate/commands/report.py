@@ -332,7 +332,7 @@ def _from_files(args) -> tuple[pd.DataFrame, pd.DataFrame, tuple[int, int], dict
 
 
 def _from_database(args) -> tuple[pd.DataFrame, pd.DataFrame, tuple[int, int], dict, object]:
-    from annotate.database import get_engine
+    from annotate.engine import get_engine
     from annotate.results.study_report import study_tables
 
     # One snapshot; full pair content (about 100 KB a pair) only for the exports.

@@ -115,7 +115,7 @@ def check_port_free(address: str, port: int) -> None:
 def prepare(args: argparse.Namespace, *, serving: bool = True) -> str:
     """Check the address and port (when it will serve), create or upgrade the schema; the
     database URL to serve."""
-    from annotate.database import get_engine
+    from annotate.engine import get_engine
     from annotate.store.db import resolve_url
     from annotate.store.schema import Mode
 

@@ -12,8 +12,8 @@ the fast Queue for them: the common operations here, the rare ones (gold pairs, 
 expired reservations) raise NeedsFullRules so that the caller runs the full rules
 (annotate/queue/assignment.py). On PostgreSQL the common Submit is one call of a server-side
 function, built below from the same fragments and the one list of answer columns, and
-installed (replaced) by annotate/store/schema.py under the migration lock: this module registers
-it there when imported (the storage layer imports nothing from here).
+installed (replaced) by annotate/store/schema.py under the migration lock: annotate/engine.py
+hands `SUBMIT_FUNCTION` to it (the storage layer imports nothing from here).
 """
 
 from __future__ import annotations
@@ -310,8 +310,9 @@ def install_functions(conn: Connection) -> None:
         conn.exec_driver_sql(statement.replace("%", "%%"))  # no parameters: % is SQL's
 
 
-schema.register_generated(
-    schema.Generated(FUNCTION, installed=functions_installed, install=install_functions)
+# Handed to every schema creation and upgrade by the app's one engine door (annotate/engine.py).
+SUBMIT_FUNCTION = schema.Generated(
+    FUNCTION, installed=functions_installed, install=install_functions
 )
 
 

@@ -39,8 +39,8 @@ database restart costs one reconnect instead of an error. Every storage function
 `retrying` is idempotent (upserts, conditional updates), so a re-run after a commit whose
 acknowledgement was lost does no harm.
 
-The schema is checked (created, or refused when older or newer) by `get_engine`, as
-annotate/store/schema.py says.
+The schema is checked (created, or refused when older or newer) by `open_engine`, as
+annotate/store/schema.py says; the app calls it through annotate/engine.py.
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ import random
 import threading
 import time
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, ParamSpec, TypeVar
 
@@ -62,7 +62,7 @@ from sqlmodel import Session, create_engine
 
 from annotate.errors import UserError
 from annotate.store import sqlite_engine
-from annotate.store.schema import Mode, ensure_schema
+from annotate.store.schema import Generated, Mode, ensure_schema
 
 ENV_VAR = "ANNOTATE_DATABASE_URL"
 DEFAULT_URL = "sqlite:///annotate.db"
@@ -145,10 +145,15 @@ _ready: set[str] = set()  # URLs whose schema this process found at the newest r
 _lock = threading.Lock()
 
 
-def get_engine(url: str | None = None, *, schema: Mode = Mode.CURRENT) -> Engine:
+def open_engine(
+    url: str | None = None, *, generated: Sequence[Generated], schema: Mode = Mode.CURRENT
+) -> Engine:
     """One engine per URL per process, the schema checked on first use as `schema` says
     (annotate.store.schema: CURRENT creates an empty database's schema but refuses an older one,
-    UPGRADE also upgrades, AS_IS uses an older one as it is)."""
+    UPGRADE also upgrades, AS_IS uses an older one as it is) with the `generated` objects.
+
+    The app opens its engines through annotate/engine.py's `get_engine`, which hands over the
+    objects the layers above generate (tests/test_engine_door.py: nothing else calls this)."""
     url = resolve_url(url)
     with _lock:
         engine = _engines.get(url)
@@ -156,7 +161,9 @@ def get_engine(url: str | None = None, *, schema: Mode = Mode.CURRENT) -> Engine
             engine = _engines[url] = create_db_engine(url)
         if url not in _ready:
             try:
-                current = _retry_call(ensure_schema, engine, mode=schema, _seconds=3)
+                current = _retry_call(
+                    ensure_schema, engine, mode=schema, generated=generated, _seconds=3
+                )
             except DBAPIError as exc:  # unreachable, no such database, no right to create
                 _engines.pop(url, None)
                 engine.dispose()

@@ -9,7 +9,7 @@ import streamlit as st
 from streamlit.errors import StreamlitAPIException
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
-from annotate.database import get_engine
+from annotate.engine import get_engine
 from annotate.store.db import resolve_url
 from annotate.store.models import Annotator
 from annotate.web import guard as web_guard

@@ -7,7 +7,7 @@ import streamlit as st
 from starlette.middleware import Middleware
 from streamlit import config
 
-from annotate.database import get_engine
+from annotate.engine import get_engine
 from annotate.web.drafts import draft_routes
 from annotate.web.guard import UPLOAD_LIMIT_MB, StreamlitEndpointGuard, check_upload_store
 from annotate.web.health import health_routes
