@@ -30,7 +30,7 @@ from annotate.store.db import session
 from annotate.store.models import Annotation, Annotator, Assignment, Pair, Study
 from annotate.studies import catalog, uploads
 from annotate.studies.catalog import update_study_options
-from annotate.web.identity import maintainer_for_identity
+from annotate.web.proofs import maintainer_for_identity
 from tests.factories import make_study
 
 

@@ -141,7 +141,7 @@ def test_every_import_points_down():
         ("annotate/store/models.py", "from annotate import studies"),
         ("annotate/queue/rules.py", "from annotate.web.paths import is_under"),
         ("annotate/queue/assignment.py", "from annotate.labelling import next_item"),
-        ("annotate/studies/catalog.py", "from annotate.web import access"),
+        ("annotate/studies/catalog.py", "from annotate.web import identity"),
         ("annotate/labelling/step.py", "from annotate.commands import _common"),
         ("annotate/web/login.py", "from annotate.commands._common import open_engine"),
         ("analysis/report/build.py", "from annotate.errors import UserError"),

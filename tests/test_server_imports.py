@@ -20,7 +20,7 @@ LABELLING_PATH = (
     "annotate.queue.targets",
     "annotate.web.label_form",
     "annotate.web.identity",
-    "annotate.web.access",
+    "annotate.web.proofs",
     "annotate.web.render",
     "annotate.labelling.earlier",
     "annotate.web.views.admin",

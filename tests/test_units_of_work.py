@@ -13,7 +13,7 @@ from annotate.engine import get_engine
 from annotate.people.auth import create_annotator
 from annotate.store import db
 from annotate.store.models import Study
-from annotate.web import identity
+from annotate.web import proofs
 
 
 def _locked() -> OperationalError:
@@ -74,7 +74,7 @@ def test_the_token_lookup_of_every_page_run_is_retried(tmp_path, monkeypatch):
     _, token = db.write(
         engine, lambda s: create_annotator(s, name="alice", study_id=None, is_admin=False)
     )
-    real = identity.annotator_for_token
+    real = proofs.annotator_for_token
     failures = []
 
     def once_locked(s, value):
@@ -83,8 +83,8 @@ def test_the_token_lookup_of_every_page_run_is_retried(tmp_path, monkeypatch):
             raise _locked()
         return real(s, value)
 
-    monkeypatch.setattr(identity, "annotator_for_token", once_locked)
-    found = identity.account_for_token(engine, token)
+    monkeypatch.setattr(proofs, "annotator_for_token", once_locked)
+    found = proofs.account_for_token(engine, token)
     assert found is not None and found.name == "alice" and failures == [1]
 
 
@@ -327,7 +327,7 @@ def test_sign_out_refused_once_retires_the_link(db_url, tmp_path, refuse_once):
     refused = refuse_once(engine, lambda sql: sql.startswith("UPDATE ANNOTATOR"))
     _revoke(engine, token)
     assert len(refused) == 1
-    assert identity.account_for_token(engine, token) is None
+    assert proofs.account_for_token(engine, token) is None
 
 
 def test_the_reads_of_the_labelling_page_are_retried(db_url, tmp_path, refuse_once):

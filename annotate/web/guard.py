@@ -13,7 +13,7 @@ probe, host configuration, components, static files, inline media) and keeps the
 maintainers:
 
 - an upload is accepted only for a session that passed the console's maintainer check
-  (`register_maintainer_session`, called by `access.require_admin`), from a request carrying
+  (`register_maintainer_session`, called by `identity.require_admin`), from a request carrying
   that session's own sign-in cookie (a session id alone, as seen in a proxy log, is not
   enough), at most
   `UPLOAD_LIMIT_MB` each, `MAX_UPLOADS_PER_SESSION` files and `SESSION_UPLOAD_LIMIT_MB` held
@@ -29,7 +29,7 @@ state it is sent (at most `server.maxWidgetStateSize` a message, which `annotate
 just above the labelling form's largest message), so a stranger's sockets cannot fill the
 server's memory. A socket past the limit is closed before Streamlit sees it (code 1008).
 
-Cookies and accounts are read as everywhere else in the app (annotate/web/identity.py, with
+Cookies and accounts are read as everywhere else in the app (annotate/web/proofs.py, with
 Starlette's cookie parser); page sockets' frames pass annotate/web/socket_frames.py both ways.
 
 Refusals are answered before Streamlit reads anything, so they cost no memory. A refused body
@@ -51,14 +51,14 @@ from sqlalchemy.engine import Engine
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import PlainTextResponse
 
-from annotate.web.identity import COOKIE as LOGIN_COOKIE
-from annotate.web.identity import (
+from annotate.web.paths import is_under, route_path, url_prefix
+from annotate.web.proofs import COOKIE as LOGIN_COOKIE
+from annotate.web.proofs import (
     OIDC_COOKIE_PREFIX,
     account_for_token,
     active_maintainer,
     request_cookies,
 )
-from annotate.web.paths import is_under, route_path, url_prefix
 from annotate.web.socket_frames import hide_server_details, refuse_deep_values
 
 # A pairs file for the console: 200 MB holds about 2,000 records of 100 KB. Bigger files go

@@ -41,8 +41,8 @@ from starlette.routing import Route
 from annotate.people.auth import annotator_for_token, reissue_token
 from annotate.people.prolific import PARAMS
 from annotate.store import db
-from annotate.web.identity import COOKIE, account_for_token
 from annotate.web.paths import full_path, is_under, root_path
+from annotate.web.proofs import COOKIE, account_for_token
 
 PROLIFIC_PID = PARAMS[0]  # a crowd entry link (annotate/people/prolific.py)
 

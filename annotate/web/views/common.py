@@ -58,7 +58,7 @@ def finished_extras(user: Annotator, study: Study) -> None:
     platform's completion code with the button back to the platform."""
     from annotate.people.prolific import finish_code
     from annotate.queue.gold import FAILED, qualification_of
-    from annotate.web.access import engine
+    from annotate.web.identity import engine
 
     failed = qualification_of(engine(), annotator_id=user.id).state == FAILED
     if failed:

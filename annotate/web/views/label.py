@@ -15,8 +15,7 @@ from annotate.labelling.step import StaleAnswer, submit
 from annotate.queue.assignment import next_assignment, queue_status, skip
 from annotate.queue.rules import AccountClosed, GivenAway
 from annotate.store.models import Annotator, Study
-from annotate.web.access import engine, require_user
-from annotate.web.identity import ended_message, still_signed_in
+from annotate.web.identity import ended_message, engine, require_user, still_signed_in
 from annotate.web.label_form import event_seq, event_value, form_data, label_form, page_token
 from annotate.web.views.common import (
     app_prefix,

@@ -5,7 +5,7 @@ import streamlit as st
 
 from analysis.report.summary import fmt
 from annotate.results import monitoring, study_report
-from annotate.web.access import engine
+from annotate.web.identity import engine
 from annotate.web.views.admin.aspect_section import show_aspects
 from annotate.web.views.admin.model_upload import model_comparison, show_models
 from annotate.web.views.admin.shared import (

@@ -6,7 +6,7 @@ from annotate.errors import UserError
 from annotate.people import accounts
 from annotate.queue import gold
 from annotate.results import monitoring
-from annotate.web.access import engine
+from annotate.web.identity import engine
 from annotate.web.inert import md_literal
 from annotate.web.views.admin.shared import base_url, page, show_error, study_report_data
 

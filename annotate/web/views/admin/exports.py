@@ -5,7 +5,7 @@ report`)."""
 import streamlit as st
 
 from annotate.results import exports, study_report
-from annotate.web.access import engine
+from annotate.web.identity import engine
 from annotate.web.views.admin.shared import download_when_clicked, page, study_report_files
 
 user, study = page("Exports")

@@ -5,7 +5,7 @@ import streamlit as st
 
 from annotate.results import monitoring
 from annotate.studies import catalog
-from annotate.web.access import engine
+from annotate.web.identity import engine
 from annotate.web.views.admin.shared import page
 
 user, study = page("Progress")

@@ -5,7 +5,7 @@ import streamlit as st
 from annotate.errors import UserError
 from annotate.results import monitoring
 from annotate.studies import uploads
-from annotate.web.access import engine
+from annotate.web.identity import engine
 from annotate.web.render import safe_markdown
 from annotate.web.views.admin.shared import page, show_error
 

@@ -6,7 +6,7 @@ import streamlit as st
 from annotate.errors import UserError
 from annotate.queue import gold
 from annotate.results import monitoring
-from annotate.web.access import engine
+from annotate.web.identity import engine
 from annotate.web.views.admin.shared import page, show_error
 
 ANSWERS = {

@@ -15,7 +15,7 @@ from annotate.results import study_report
 from annotate.store.models import Annotator, Study
 from annotate.studies import catalog
 from annotate.studies.catalog import DEFAULT_STUDY
-from annotate.web.access import engine, require_admin
+from annotate.web.identity import engine, require_admin
 from annotate.web.inert import md_literal
 from annotate.web.views.common import app_prefix
 

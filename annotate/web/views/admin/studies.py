@@ -6,7 +6,7 @@ import streamlit as st
 from annotate.errors import UserError
 from annotate.store.models import DEFAULT_DIMENSIONS, DEFAULT_REASONS, Study
 from annotate.studies import catalog
-from annotate.web.access import engine
+from annotate.web.identity import engine
 from annotate.web.inert import md_literal
 from annotate.web.views.admin.shared import choose_study, page, show_error
 from annotate.wording import DIMENSION_HELP, REASON_LABELS
