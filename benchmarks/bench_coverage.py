@@ -40,7 +40,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from analysis.agreement.coefficients import alpha, gwet_ac1, neutral_coding, percent_agreement
-from analysis.agreement.intervals import Panel
+from analysis.agreement.panel import Panel
 from analysis.verdicts.quality import quality_alpha
 from analysis.verdicts.validity import label_share
 

@@ -13,7 +13,7 @@ The model, in units of the pairs' sampling variance (1):
   independent of their spread, and nothing in a study shows it (a common lean looks like the
   pairs' own chosen rate);
 - what a study does show is the spread of the three annotators' main effects, ``S = H / H0``
-  (:func:`analysis.agreement.intervals.main_effect_ratio`) with two directions of noise (the labels'
+  (:func:`analysis.agreement.panel.main_effect_ratio`) with two directions of noise (the labels'
   three categories) and the lean in one: ``S = ((1 + snr) X1 + X2) / 2`` with ``X ~ Exp(1)``;
   alike annotators have ``snr = 0``. The defaults (``snr`` 8.5, ``ratio`` 2.9) are the
   benchmark's panel at 100 x 3 for label_confirmed: S's quartiles under the model 1.9, 3.8 and

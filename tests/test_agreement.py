@@ -17,6 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from analysis.agreement import coefficients
+from analysis.agreement.bootstrap import bca_interval, bootstrap_weights, unit_patterns
 from analysis.agreement.coefficients import (
     Estimate,
     alpha,
@@ -27,7 +28,6 @@ from analysis.agreement.coefficients import (
     resampled_alpha,
     value_counts,
 )
-from analysis.agreement.intervals import bca_interval, bootstrap_weights, unit_patterns
 from tests.published_examples import (
     ABSTRACTORS,
     DIST4CAT,
@@ -361,7 +361,7 @@ def test_bootstrap_chunking_does_not_change_the_result(monkeypatch):
 def test_ci_omitted_when_most_resamples_undefined():
     samples = np.array([0.1, np.nan, np.nan, 0.3, np.nan])
     # a flat jackknife over many units: no acceleration, and levels at 1.96 (the small-sample
-    # expansion, analysis.agreement.intervals.expanded_z, is nil at a million units)
+    # expansion, analysis.agreement.bootstrap.expanded_z, is nil at a million units)
     flat = {"jackknife": np.zeros(2), "jackknife_weights": np.full(2, 500_000)}
     ci, note = bca_interval(samples, point=0.2, resamples=5, **flat)
     assert ci is None

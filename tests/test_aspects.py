@@ -18,7 +18,8 @@ from hypothesis import strategies as st
 from analysis.aspects import check as aspect_check
 from analysis.aspects.scorer import read_scorer_file
 from analysis.files.annotations_table import load_annotations, validate_annotations, write_table
-from analysis.report.build import ReportOptions, build_report, with_aspect_scores, write_report
+from analysis.report.build import ReportOptions, build_report, with_aspect_scores
+from analysis.report.files import write_report
 from annotate.cli import main
 from annotate.errors import InputError, UserError
 from tests.published_examples import EXAMPLE_A
@@ -216,7 +217,7 @@ def example_a_rows() -> list[dict]:
 
 def test_score_agreement_reproduces_krippendorff_example_a():
     # Ordinal alpha equals nominal alpha on two values; published: 0.095. Five pairs are too
-    # few for an interval (analysis.agreement.intervals.MIN_INTERVAL_UNITS): null, with a note.
+    # few for an interval (analysis.agreement.bootstrap.MIN_INTERVAL_UNITS): null, with a note.
     report = report_of(example_a_rows(), {f"p{k}": 1 for k in range(5)}, bootstrap=200)
     agreement = report["aspects"]["agreement"]
     assert round(agreement["value"], 3) == 0.095

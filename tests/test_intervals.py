@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from analysis.agreement.bootstrap import PairInterval
 from analysis.agreement.coefficients import (
     AC1,
     PERCENT_AGREEMENT,
@@ -20,18 +21,15 @@ from analysis.agreement.coefficients import (
     percent_agreement,
 )
 from analysis.agreement.intervals import (
-    PairInterval,
-    Panel,
     annotator_bootstrap,
     annotator_component,
     annotator_draws,
-    annotator_effects,
     annotator_interval,
     combined_interval,
-    main_effect_ratio,
     spread_growth,
 )
 from analysis.agreement.lean_spread import lean_variances
+from analysis.agreement.panel import Panel, annotator_effects, main_effect_ratio
 from analysis.design.plan import Effects, power
 from analysis.report.build import ReportOptions
 from analysis.verdicts.validity import label_share, label_statistic

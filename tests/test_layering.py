@@ -36,7 +36,8 @@ import analysis
 for info in pkgutil.walk_packages(analysis.__path__, "analysis."):
     importlib.import_module(info.name)
 import pandas as pd
-from analysis.report.build import ReportOptions, build_report, write_report
+from analysis.report.build import ReportOptions, build_report
+from analysis.report.files import write_report
 from analysis.files.annotations_table import load_annotations, write_table
 from tests.report_fixtures import synthetic
 table = {str(tmp_path / "a.csv")!r}

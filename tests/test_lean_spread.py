@@ -18,13 +18,7 @@ from analysis.agreement.coefficients import (
     neutral_coding,
     percent_agreement,
 )
-from analysis.agreement.intervals import (
-    JACKKNIFE_EVIDENCE,
-    LEAN_GAIN,
-    Panel,
-    annotator_effects,
-    annotator_part,
-)
+from analysis.agreement.intervals import JACKKNIFE_EVIDENCE, LEAN_GAIN, annotator_part
 from analysis.agreement.lean_spread import (
     LeanLayout,
     calibrated,
@@ -33,6 +27,7 @@ from analysis.agreement.lean_spread import (
     lean_variances,
     spread_over_leans,
 )
+from analysis.agreement.panel import Panel, annotator_effects
 
 
 def _variances(statistic, own, *, panel):

@@ -558,8 +558,8 @@ def test_no_annotations_at_all():
 def test_quality_pair_bootstrap_equals_naive_recomputation():
     """Each resample draws whole pairs; its alpha equals alpha recomputed on the drawn pairs,
     and the interval is the BCa interval of those recomputed values."""
+    from analysis.agreement.bootstrap import bca_interval, grouped_units, resample_weights
     from analysis.agreement.coefficients import alpha, alpha_statistic
-    from analysis.agreement.intervals import bca_interval, grouped_units, resample_weights
     from analysis.verdicts.quality import quality_alpha
 
     rng = np.random.default_rng(5)
@@ -599,10 +599,10 @@ def test_quality_pair_bootstrap_equals_naive_recomputation():
 
 
 def test_report_files_are_written_in_chunks_without_changing_them(tmp_path, monkeypatch):
-    import analysis.report.build as report_module
+    import analysis.report.files as report_module
 
     report = report_of(random_table(6).to_dict("records"))
-    monkeypatch.setattr(report_module, "_CHUNK", 7)
+    monkeypatch.setattr(report_module, "CHUNK_RECORDS", 7)
     report_module.write_json(report, tmp_path / "r.json")
     assert json.loads((tmp_path / "r.json").read_text()) == report
     report_module.write_records_csv(report["pairs"], tmp_path / "p.csv", list_columns=("flags",))

@@ -10,7 +10,8 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from analysis.files.annotations_table import RATING_COLUMNS, validate_annotations
-from analysis.report.build import ReportOptions, build_report, write_report
+from analysis.report.build import ReportOptions, build_report
+from analysis.report.files import write_report
 from tests.report_fixtures import frame, row
 
 ratings = st.one_of(st.none(), st.integers(1, 5))

@@ -13,7 +13,7 @@ is too narrow (Gwet 2015; Zapf et al. 2016). Units with identical count rows con
 identically, so they are grouped first and resampled through a multinomial over the distinct
 rows: by the aggregation property of the multinomial this has exactly the distribution of
 resampling single units, and it makes 1,000 resamples of 100,000 units a matter of milliseconds.
-The intervals are BCa; with a :class:`~analysis.agreement.intervals.Panel` an interval that also treats
+The intervals are BCa; with a :class:`~analysis.agreement.panel.Panel` an interval that also treats
 the annotators as a sample comes along (``analysis.agreement.intervals`` explains both).
 
 Fewer than ``MIN_UNITS`` units with two or more ratings give a null value with a note, fewer
@@ -32,17 +32,16 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
-from analysis.agreement.intervals import (
+from analysis.agreement.bootstrap import (
     CHUNK_BYTES,
     MIN_INTERVAL_UNITS,
     MIN_UNITS,
-    Panel,
-    SumStatistic,
-    annotator_interval,
     grouped_units,
     pair_bootstrap,
     resample_weights,
 )
+from analysis.agreement.intervals import annotator_interval
+from analysis.agreement.panel import Panel, SumStatistic
 
 Level = Literal["nominal", "ordinal", "interval"]
 Domain = Sequence[str | float]  # the values a rating can take, in order (labels or numbers)

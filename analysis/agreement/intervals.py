@@ -1,20 +1,10 @@
-"""95% intervals for statistics that are sums over pairs: the pair bootstrap (BCa) and an
-interval that also treats the annotators as a sample.
+"""The 95% interval that treats both the pairs and the annotators as samples: the pair
+bootstrap's interval (:mod:`analysis.agreement.bootstrap`) widened by the annotators' variance
+component.
 
-A :class:`SumStatistic` is any statistic of the form ``finish(sum over units of
-features(unit counts))``: Krippendorff's alpha (features = the unit's coincidences), percent
-agreement, Gwet's AC1 and label agreement all are. That one shape gives three things cheaply:
-
-- the **pair bootstrap**: a resample is a weight vector over units, its value
-  ``finish(weights @ features)`` (one matrix product for all resamples);
-- the **pair jackknife** for the BCa acceleration: leaving unit ``u`` out is ``total - features[u]``;
-- the **annotator jackknife**: leaving annotator ``i`` out changes only the units it rated, by
-  ``features(counts[u]) - features(counts[u] - own ratings)``, summed over its rows.
-
-Why BCa and not the percentile interval: at 40 pairs x 5 annotators the percentile interval of
-nominal alpha covered 91.9% (it misses on the side where alpha's sampling distribution is
-lopsided); BCa corrects the bias and skew (Efron 1987). ``benchmarks/bench_coverage.py``
-measures the coverage of both intervals; the README has its table.
+The annotator jackknife is cheap on a :class:`~analysis.agreement.panel.SumStatistic`: leaving
+annotator ``i`` out changes only the units it rated, by ``features(counts[u]) -
+features(counts[u] - own ratings)``, summed over its rows.
 
 Why not a two-way bootstrap for the annotators: an annotator drawn twice agrees perfectly with
 its copy, which inflates every agreement statistic. Instead the interval for annotators in
@@ -53,30 +43,23 @@ was made and what was tried.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, replace
+from collections.abc import Callable
 
 import numpy as np
-from scipy import sparse, special
 
+from analysis.agreement.bootstrap import (
+    BATCH_CELLS,
+    Z975,
+    ZERO_WIDTH,
+    PairInterval,
+    grouped_units,
+)
 from analysis.agreement.lean_spread import lean_variances
-from analysis.distributions import norm_ppf, t_ppf
+from analysis.agreement.panel import Panel, SumStatistic, annotator_effects
 
-Z975 = norm_ppf(0.975)
-# Below this many pairable units a statistic is null with a note: with one or two units alpha
-# is 0 or 1 by construction, whatever the annotators did.
-MIN_UNITS = 3
-# Below this many pairable units an interval is null with a note: a bootstrap of fewer units
-# has too few distinct resamples to cover (and the published examples all have 10 or more).
-MIN_INTERVAL_UNITS = 10
 # Below this many annotators the annotator-aware interval is null: a jackknife over two
 # annotators has one degree of freedom.
 MIN_ANNOTATORS = 3
-# Shuffles of the annotators' labels within pairs that measure the jackknife's noise floor: a
-# shuffled jackknife variance has about annotators - 1 degrees of freedom, so fewer shuffles
-# give the same precision with more annotators (20 with three, 10 with five, 8 from six on:
-# the floor's relative standard error stays at or below about 0.2).
-SHUFFLES = 20
 # A majority's annotators' part (:func:`annotator_component`): it keeps growing for
 # SPREAD_GROWTH_SPAN past chance (H / H0 - 1), to MAJORITY_GROWTH times its size
 # (:func:`spread_growth`), and its weight is main_effect_weight to MAJORITY_WEIGHT_POWER
@@ -92,314 +75,6 @@ MAJORITY_WEIGHT_POWER = 0.75
 # (docs/intervals.md), as the other constants here were.
 LEAN_GAIN = 2.5
 JACKKNIFE_EVIDENCE = 3.0
-
-
-def shuffles_for(annotators: int) -> int:
-    return int(min(SHUFFLES, max(8, np.ceil(40 / max(annotators - 1, 1)))))
-
-
-ZERO_WIDTH = (
-    "zero-width interval: every resample gives the same value (for example every pair agrees), "
-    "so these data show no sampling variation; that is not certainty"
-)
-
-# Upper bound for one chunk of bootstrap weights plus its float copy.
-CHUNK_BYTES = 200 * 1024**2
-
-
-@dataclass(frozen=True)
-class SumStatistic:
-    """``finish(sum_u features(counts[u]))``; ``finish`` maps B x F sums to B values, NaN where
-    the statistic is undefined. ``features`` must give a zero row for a unit that carries no
-    information (for example one with a single rating), so that any unit may be passed."""
-
-    features: Callable[[np.ndarray], np.ndarray]
-    finish: Callable[[np.ndarray], np.ndarray]
-    # A majority-type statistic (a unit's features depend on how many annotations it has, not
-    # only on their shares): leaving an annotator out changes the functional (a majority of
-    # three becomes agreement of two), so its annotators' part comes from a bootstrap over
-    # annotators (:func:`annotator_bootstrap`) instead of the jackknife.
-    majority: bool = False
-    # How many units a counts row holds side by side (quality: a pair's chosen and rejected
-    # response), each with its own labels: the expected features over labels
-    # (analysis.agreement.lean_spread) draw a label in each part.
-    parts: int = 1
-
-    def value(self, counts: np.ndarray) -> float:
-        return float(self.finish(self.features(counts).sum(axis=0)[None, :])[0])
-
-
-# --- pair bootstrap ----------------------------------------------------------------------
-
-
-def grouped_units(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Distinct count rows, how many units have each one, and each unit's row index.
-
-    Rows are small counts, so each is packed into one integer (mixed radix) when it fits and a
-    1-D unique replaces a much slower row-wise one.
-    """
-    if counts.shape[0] == 0:
-        return counts, np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-    base = int(counts.max(initial=0)) + 1
-    if counts.shape[1] * np.log2(base) < 62:
-        keys = counts.astype(np.int64) @ (base ** np.arange(counts.shape[1], dtype=np.int64))
-        _, first, inverse, frequencies = np.unique(
-            keys, return_index=True, return_inverse=True, return_counts=True
-        )
-        return counts[first], frequencies, inverse.ravel()
-    patterns, inverse, frequencies = np.unique(
-        counts, axis=0, return_inverse=True, return_counts=True
-    )
-    return patterns, frequencies, inverse.ravel()
-
-
-def unit_patterns(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Distinct count rows and how many units have each one."""
-    patterns, frequencies, _ = grouped_units(counts)
-    return patterns, frequencies
-
-
-def bootstrap_weights(
-    frequencies: np.ndarray, *, resamples: int, seed: int, chunk_bytes: int | None = None
-) -> Iterator[np.ndarray]:
-    """Chunks of resample weights: row b says how often each unit pattern is drawn.
-
-    Drawing ``sum(frequencies)`` units with replacement and counting them per pattern is a
-    multinomial with probabilities ``frequencies / sum(frequencies)``. Chunks keep the weight
-    matrix under about 200 MB whatever the number of patterns.
-    """
-    frequencies = np.asarray(frequencies, dtype=np.int64)
-    total = int(frequencies.sum())
-    rng = np.random.Generator(np.random.PCG64(seed))
-    pvals = frequencies / total
-    rows = max(1, (chunk_bytes or CHUNK_BYTES) // (16 * len(frequencies)))
-    for start in range(0, resamples, rows):
-        yield rng.multinomial(total, pvals, size=min(rows, resamples - start))
-
-
-# Above this many patterns, drawing units and counting them beats a multinomial over patterns.
-_MULTINOMIAL_PATTERNS = 512
-# Weights held at once (8 bytes each) by the unit-drawing path.
-_BATCH_CELLS = 4_000_000
-
-
-def drawn_weights(
-    inverse: np.ndarray, n_patterns: int, *, resamples: int, seed: int
-) -> Iterator[np.ndarray]:
-    """Batches of B x n_patterns weights, each row from len(inverse) units drawn with
-    replacement and counted per pattern (one resample at a time, which keeps the draws in
-    cache); the same distribution as :func:`bootstrap_weights`."""
-    rng = np.random.Generator(np.random.PCG64(seed))
-    n = len(inverse)
-    index_type = np.int32 if n < 2**31 else np.int64
-    inverse = inverse.astype(index_type)
-    rows = max(1, _BATCH_CELLS // n_patterns)
-    for start in range(0, resamples, rows):
-        weights = np.empty((min(rows, resamples - start), n_patterns))
-        for row in weights:
-            row[:] = np.bincount(
-                inverse[rng.integers(0, n, size=n, dtype=index_type)], minlength=n_patterns
-            )
-        yield weights
-
-
-def resample_weights(
-    frequencies: np.ndarray,
-    inverse: np.ndarray,
-    *,
-    resamples: int,
-    seed: int,
-    chunk_bytes: int | None = None,
-) -> Iterator[np.ndarray]:
-    """The cheaper of the two equivalent ways to draw pair-bootstrap weights over patterns."""
-    if len(frequencies) <= _MULTINOMIAL_PATTERNS:
-        return bootstrap_weights(
-            frequencies, resamples=resamples, seed=seed, chunk_bytes=chunk_bytes
-        )
-    return drawn_weights(inverse, len(frequencies), resamples=resamples, seed=seed)
-
-
-@dataclass(frozen=True)
-class PairInterval:
-    """The interval for these annotators, which the annotator-aware one widens."""
-
-    ci95: tuple[float, float] | None
-    note: str | None
-
-
-def defined_resamples(
-    samples: np.ndarray, *, resamples: int
-) -> tuple[np.ndarray, str | None, str | None]:
-    """The defined bootstrap values, why the interval is omitted (more than half undefined) or
-    None, and a note on the dropped ones or None: the rule every bootstrap interval here keeps."""
-    defined = samples[np.isfinite(samples)]
-    dropped = resamples - defined.size
-    if defined.size * 2 < resamples:
-        return (
-            defined,
-            (
-                f"bootstrap interval omitted: the statistic is undefined in {dropped} of "
-                f"{resamples} resamples"
-            ),
-            None,
-        )
-    note = f"{dropped} of {resamples} bootstrap resamples were undefined and dropped"
-    return defined, None, note if dropped else None
-
-
-def expanded_z(units: int) -> float:
-    """The normal quantile a 95% bootstrap interval over ``units`` resampled units uses:
-    ``sqrt(n / (n - 1)) * t_{n-1, 0.975}`` (Hesterberg 2015, "What teachers should know about
-    the bootstrap", the expanded percentile interval), 1.96 below two units. Why: a bootstrap
-    distribution has the plug-in spread, narrower than the sampling distribution by
-    ``sqrt((n - 1) / n)``, and its quantiles stand where a t interval's stand only for large
-    n. BCa corrects bias and skew, not that: at 40 pairs nominal alpha's 95% BCa interval
-    covered 92.8% over 2,000 simulated studies (benchmarks/bench_coverage.py). 2.08 at 30
-    units (a 96.3% normal interval), 2.05 at 40, 1.99 at 100, 1.97 at 500."""
-    if units < 2:
-        return Z975
-    n = float(units)
-    return float(np.sqrt(n / (n - 1)) * t_ppf(0.975, n - 1))
-
-
-def bca_interval(
-    samples: np.ndarray,
-    *,
-    point: float,
-    jackknife: np.ndarray,
-    jackknife_weights: np.ndarray,
-    resamples: int,
-) -> tuple[tuple[float, float] | None, str | None]:
-    """95% bias-corrected and accelerated interval (Efron 1987; Efron & Tibshirani 1993, 14.3),
-    its levels at :func:`expanded_z` of the number of resampled units instead of 1.96.
-
-    ``jackknife[k]`` is the statistic without one unit of kind ``k``, of which there are
-    ``jackknife_weights[k]`` (so they sum to the number of units). Undefined resamples are
-    dropped and counted in the note; the interval is omitted when more than half are
-    undefined. An undefined jackknife value leaves the acceleration at 0 (bias correction
-    only), with a note.
-    """
-    defined, omitted, dropped_note = defined_resamples(samples, resamples=resamples)
-    if omitted:
-        return None, omitted
-    notes = [dropped_note] if dropped_note else []
-    n = defined.size
-    below = (np.count_nonzero(defined < point) + 0.5 * np.count_nonzero(defined == point)) / n
-    z0 = float(special.ndtri(np.clip(below, 1 / (n + 1), n / (n + 1))))
-    used = jackknife_weights > 0
-    theta, weights = jackknife[used], jackknife_weights[used].astype(np.float64)
-    acceleration = 0.0
-    if not np.isfinite(theta).all():
-        notes.append("acceleration omitted: the statistic is undefined without some unit")
-    else:
-        deviation = (theta * weights).sum() / weights.sum() - theta
-        spread = (weights * deviation**2).sum()
-        if spread > 0:
-            acceleration = float((weights * deviation**3).sum() / (6 * spread**1.5))
-    levels = []
-    z_level = expanded_z(int(jackknife_weights.sum()))
-    for z in (-z_level, z_level):
-        shifted = z0 + z
-        levels.append(float(special.ndtr(z0 + shifted / (1 - acceleration * shifted))))
-    lo, hi = np.quantile(defined, levels)
-    if lo == hi:
-        notes.append(ZERO_WIDTH)
-    return (float(lo), float(hi)), "; ".join(notes) or None
-
-
-def pair_bootstrap(
-    statistic: SumStatistic,
-    patterns: np.ndarray,
-    frequencies: np.ndarray,
-    *,
-    point: float,
-    resamples: int,
-    weights: Iterator[np.ndarray],
-) -> PairInterval:
-    """BCa interval of ``statistic`` over unit patterns resampled with ``weights``."""
-    features = statistic.features(patterns)
-    # copy=False: drawn weights are float64 already, and copying 1000 rows per batch cost 0.4 s
-    samples = np.concatenate(
-        [statistic.finish(w.astype(np.float64, copy=False) @ features) for w in weights]
-    )
-    total = frequencies.astype(np.float64) @ features
-    jackknife = statistic.finish(total[None, :] - features)
-    ci, note = bca_interval(
-        samples,
-        point=point,
-        jackknife=jackknife,
-        jackknife_weights=frequencies,
-        resamples=resamples,
-    )
-    return PairInterval(ci95=ci, note=note)
-
-
-# --- annotators as a sample --------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Panel:
-    """Who gave which annotation: per annotation its unit (pair) and annotator code, plus the
-    annotator codes shuffled within each pair (the same shuffles for every statistic).
-
-    ``traits`` (optional, annotations x d): what an annotator's lasting main effects show in,
-    when a statistic's own coding hides them (neutral alpha's orientation flips a lean to
-    chosen into noise); None: each statistic's own annotations (:func:`main_effect_ratio`)."""
-
-    unit: np.ndarray
-    annotator: np.ndarray
-    n_annotators: int
-    shuffled: tuple[np.ndarray, ...]
-    traits: np.ndarray | None = None
-    # columns[r, c]: the traits column that a statistic's column c shows for annotation r
-    # (neutral alpha shows chosen as "first" or "second" by a coin per pair); None: the same.
-    columns: np.ndarray | None = None
-    seed: int = 0
-
-    @classmethod
-    def of(
-        cls, unit: np.ndarray, annotator: np.ndarray, *, seed: int, shuffles: int | None = None
-    ) -> Panel:
-        unit = np.asarray(unit, dtype=np.int64)
-        codes, annotator = np.unique(np.asarray(annotator), return_inverse=True)
-        if shuffles is None:
-            shuffles = shuffles_for(len(codes))
-        rng = np.random.Generator(np.random.PCG64([seed, 1]))
-        annotator = annotator.ravel()
-        by_unit = np.argsort(unit, kind="stable")
-        shuffled = []
-        for _ in range(shuffles):
-            # Sorting unit + a uniform draw in [0, 1) orders the units and shuffles within them.
-            order = np.argsort(unit + rng.random(unit.size))
-            codes_k = np.empty_like(annotator)
-            codes_k[order] = annotator[by_unit]
-            shuffled.append(codes_k)
-        return cls(unit, annotator, len(codes), tuple(shuffled), seed=seed)
-
-    def with_traits(self, traits: np.ndarray, *, columns: np.ndarray | None = None) -> Panel:
-        """The same panel and shuffles, main effects read from ``traits`` (one row per
-        annotation, in this panel's order); ``columns[r, c]`` is the traits column that the
-        statistic's column ``c`` shows for annotation ``r`` (None: the same columns)."""
-        return replace(
-            self,
-            traits=np.asarray(traits, dtype=np.float64),
-            columns=None if columns is None else np.asarray(columns, dtype=np.int64),
-        )
-
-    def traits_for(self, own: np.ndarray) -> np.ndarray:
-        """What the main effects are read from for a statistic whose annotations are ``own``:
-        this panel's traits where it has them, else ``own``."""
-        return self.traits if self.traits is not None else own
-
-    def group_sum(self, codes: np.ndarray, values: np.ndarray) -> np.ndarray:
-        """Per annotator sums of ``values`` rows, annotators given by ``codes`` per row: the
-        annotators x rows indicator matrix times ``values``. In CSC form that matrix is its
-        codes as they are (one entry per column), so building it costs nothing."""
-        n = codes.size
-        indicator = sparse.csc_matrix(
-            (np.ones(n), codes, np.arange(n + 1)), shape=(self.n_annotators, n)
-        )
-        return np.asarray(indicator @ values)
 
 
 def _jackknife_variance(values: np.ndarray) -> float:
@@ -618,7 +293,7 @@ def annotator_bootstrap(
     pair_unit = unit[left]
     pair_digit = float(base) ** vote[right]
     per_draw = max(left.size // max(k, 1), n_units, 1)
-    rows = max(1, _BATCH_CELLS // per_draw)
+    rows = max(1, BATCH_CELLS // per_draw)
     group_type = np.uint16 if k * k < 2**16 else np.int64
 
     def variance(codes: np.ndarray) -> float:
@@ -685,75 +360,6 @@ def _component_note(*, below_floor: bool, leaning: bool) -> str | None:
             "interval"
         )
     return None
-
-
-def main_effect_ratio(panel: Panel, traits: np.ndarray) -> float:
-    """How far the annotators' lasting main effects exceed what chance gives: ``H / H0``.
-
-    ``traits`` has one row per annotation (for example its one-hot label, or its ratings).
-    Each annotation's residual is its row minus its pair's mean (pairs with two or more
-    annotations); an annotator's effect is the mean of its residuals, and ``H`` is the sum
-    over annotators of ``n_i * |effect_i|^2`` (the between-annotator sum of squares of a
-    one-way ANOVA on residuals). ``H0`` is the same with the annotators' codes shuffled within
-    pairs (the panel's shuffles, their mean): its value when annotators do not differ. So
-    ``H / H0 - 1`` is the method-of-moments estimate of the annotators' main-effect variance
-    over its sampling noise. Why main effects: a lasting lean or rating offset moves an
-    annotator's own marginal by far more than its standard error over ~100 pairs, while the
-    jackknife of an agreement statistic over three annotators hardly tells such a panel from
-    alike annotators (module docstring). 1.0 when no pair shows any spread (nothing to tell).
-    """
-    effects = annotator_effects(panel, traits)
-    return 1.0 if effects is None else effects.ratio()
-
-
-@dataclass(frozen=True)
-class MainEffects:
-    """Each annotator's main effect, annotators x d mean residuals, and the number of
-    annotations behind each (0 for an annotator without any; its mean is 0): for the panel's
-    own annotator codes and for each of its within-pair shuffles (chance)."""
-
-    observed: tuple[np.ndarray, np.ndarray]
-    shuffled: tuple[tuple[np.ndarray, np.ndarray], ...]
-
-    def ratio(self) -> float:
-        """``H / H0`` (:func:`main_effect_ratio`); 1.0 when the shuffles show no spread."""
-
-        def spread(effects: tuple[np.ndarray, np.ndarray]) -> float:
-            mean, n = effects
-            return float((n[:, None] * mean**2).sum())
-
-        chance = float(np.mean([spread(effects) for effects in self.shuffled]))
-        return spread(self.observed) / chance if chance > 0 else 1.0
-
-
-def annotator_effects(panel: Panel, traits: np.ndarray) -> MainEffects | None:
-    """The annotators' main effects (:class:`MainEffects`) read from ``traits``, one row per
-    annotation. Residual: an annotation's row minus its pair's mean, over pairs with two or
-    more annotations; an annotator's effect is the mean of its residuals. None when no pair
-    has two (nothing to compare)."""
-    traits = np.asarray(traits, dtype=np.float64).reshape(len(panel.unit), -1)
-    n_units = int(panel.unit.max(initial=-1)) + 1
-    size = np.bincount(panel.unit, minlength=n_units)
-    used = size[panel.unit] >= 2
-    if not used.any():
-        return None
-    unit = panel.unit[used]
-    sums = np.stack(
-        [np.bincount(unit, weights=column, minlength=n_units) for column in traits[used].T],
-        axis=1,
-    )
-    residual = traits[used] - sums[unit] / size[unit][:, None]
-
-    def effects(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        codes = codes[used]
-        per_annotator = panel.group_sum(codes, residual)
-        n = np.bincount(codes, minlength=panel.n_annotators)
-        return per_annotator / np.maximum(n, 1)[:, None], n
-
-    return MainEffects(
-        observed=effects(panel.annotator),
-        shuffled=tuple(effects(codes) for codes in panel.shuffled),
-    )
 
 
 def main_effect_weight(main_effects: float) -> float:

@@ -34,14 +34,12 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass, replace
 from functools import cached_property
-from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import NDArray
 from scipy import sparse
 
-if TYPE_CHECKING:
-    from analysis.agreement.intervals import MainEffects, Panel, SumStatistic
+from analysis.agreement.panel import MainEffects, Panel, SumStatistic
 
 # Panels of leans drawn for one variance: its relative standard error is about sqrt(2 / draws),
 # 0.14 at 100, well under the spread of the jackknife it stands next to.
@@ -181,7 +179,7 @@ def lean_covariances(
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """The annotators' lean covariance beyond chance and the chance-sized one (d x d, in the
     traits' columns): the mean over annotators of ``e_i e_i^T`` (``e_i`` an annotator's main
-    effect, :class:`analysis.agreement.intervals.MainEffects`) minus its mean over the within-pair
+    effect, :class:`analysis.agreement.panel.MainEffects`) minus its mean over the within-pair
     shuffles, and that mean; both times ``m / (m - 1)`` (``m`` the number of annotations on an
     annotation's unit, averaged over the annotations on units with two or more; ``unit``: each
     annotation's), because residuals from a unit's mean shrink a lean by ``(m - 1) / m``."""

@@ -21,8 +21,9 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
+from analysis.agreement.bootstrap import MIN_INTERVAL_UNITS, defined_resamples
 from analysis.agreement.coefficients import Estimate, alpha_statistic, estimate
-from analysis.agreement.intervals import MIN_INTERVAL_UNITS, Panel, defined_resamples
+from analysis.agreement.panel import Panel
 from analysis.report.shape import Section
 from analysis.verdicts.conclusion import LABEL_THRESHOLD, _check, _compare
 from analysis.verdicts.validity import label_agreement

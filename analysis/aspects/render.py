@@ -5,8 +5,8 @@ from __future__ import annotations
 import html
 from collections.abc import Iterable, Sequence
 
+from analysis.report.numbers import fmt, fmt_ci, fmt_p
 from analysis.report.shape import Report, Section
-from analysis.report.summary import fmt, fmt_ci, fmt_p
 
 TITLE = "Rubric aspects: do humans see chosen cover them and rejected miss them?"
 LISTED_DISAGREEMENTS = 5

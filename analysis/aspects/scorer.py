@@ -28,8 +28,8 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
+from analysis.agreement.bootstrap import MIN_INTERVAL_UNITS
 from analysis.agreement.coefficients import EstimateJSON
-from analysis.agreement.intervals import MIN_INTERVAL_UNITS
 from analysis.aspects.check import (
     Scores,
     gap_correlation,

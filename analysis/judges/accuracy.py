@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
-from analysis.agreement.intervals import bootstrap_weights
+from analysis.agreement.bootstrap import bootstrap_weights
 from analysis.distributions import fisher_exact_p
 from analysis.judges.files import CHOSEN, FAILED, PICKS, REJECTED, TIE, ModelJudgements
 from analysis.report.shape import Records, Report, Section, reordered

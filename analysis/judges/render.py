@@ -14,8 +14,8 @@ from pathlib import Path
 import pandas as pd
 
 from analysis.files.csv_cells import neutralise_frame
+from analysis.report.numbers import fmt, fmt_ci, fmt_p
 from analysis.report.shape import Report, Section
-from analysis.report.summary import fmt, fmt_ci, fmt_p
 
 MODEL_HEADER = (
     "model",

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable, Sequence
 import plotly.io as pio
 
 from analysis.aspects.render import aspect_html
+from analysis.report.numbers import fmt, fmt_p
 from analysis.report.shape import Report, Section
 from analysis.report.summary import (
     CHECK_HEADER,
@@ -21,8 +22,6 @@ from analysis.report.summary import (
     OUTCOME_WORDS,
     STATUS_WORDS,
     check_rows,
-    fmt,
-    fmt_p,
     headline_rows,
     intervals_in_words,
 )

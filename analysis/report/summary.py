@@ -2,31 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 
+from analysis.aspects.render import aspect_markdown
+from analysis.report.numbers import fmt, fmt_ci, fmt_p
 from analysis.report.shape import Report, Section
 from analysis.vocabulary import DIMENSIONS, PREFERENCES
-
-
-def fmt(value: float | None, digits: int = 3) -> str:
-    if value is None:
-        return "n/a"
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, int):
-        return f"{value:,}"
-    return f"{value:.{digits}f}"
-
-
-def fmt_ci(ci: Sequence[float] | None) -> str:
-    return f"[{fmt(ci[0])}, {fmt(ci[1])}]" if ci else ""
-
-
-def fmt_p(p: float | None) -> str:
-    if p is None:
-        return "n/a"
-    return "< 0.001" if p < 0.001 else f"{p:.3f}"
-
 
 HEADLINE_HEADER = (
     "Statistic",
@@ -43,7 +24,7 @@ INTERVALS_IN_WORDS = (
     "other pairs and other annotators like these, so it is the one to quote for a claim about "
     "the task; it is wider when annotators differ from each other more than chance explains."
 )
-# How the pair bootstrap's levels are set (analysis.agreement.intervals.expanded_z), in the words of the
+# How the pair bootstrap's levels are set (analysis.agreement.bootstrap.expanded_z), in the words of the
 # methods lines of summary.md and report.html.
 EXPANDED_LEVELS = "its levels expanded for small samples as in Hesterberg 2015"
 # The coverage benchmark (benchmarks/bench_coverage.py, README) measured studies of three to
@@ -208,8 +189,6 @@ def _cell(text: str) -> str:
 
 
 def render_summary(report: Report) -> str:
-    from analysis.aspects.render import aspect_markdown
-
     counts = report["counts"]
     boot = report["methods"]["bootstrap"]
     lines = [

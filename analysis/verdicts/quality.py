@@ -11,7 +11,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from analysis.agreement.coefficients import EstimateJSON, alpha_statistic, estimate
-from analysis.agreement.intervals import Panel
+from analysis.agreement.panel import Panel
 from analysis.frames import Coded
 from analysis.report.shape import Section
 from analysis.verdicts.validity import proportion, tost_paired

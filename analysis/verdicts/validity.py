@@ -12,7 +12,9 @@ from collections.abc import Sequence
 import numpy as np
 from numpy.typing import NDArray
 
-from analysis.agreement.intervals import PairInterval, Panel, SumStatistic, annotator_interval
+from analysis.agreement.bootstrap import PairInterval
+from analysis.agreement.intervals import annotator_interval
+from analysis.agreement.panel import Panel, SumStatistic
 from analysis.distributions import (
     binom_half_greater,
     binom_half_two_sided,

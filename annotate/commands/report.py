@@ -342,7 +342,8 @@ def _from_database(args) -> tuple[pd.DataFrame, pd.DataFrame, tuple[int, int], d
 
 
 def run(args: argparse.Namespace) -> int:
-    from analysis.report.build import build_report, report_options, write_report
+    from analysis.report.build import build_report, report_options
+    from analysis.report.files import write_report
     from annotate.studies.pairs_files import write_pairs
 
     if bool(args.annotations) != bool(args.pairs):

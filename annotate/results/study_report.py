@@ -146,7 +146,7 @@ def scorer_report(
 
 def valid_pair_records(engine: Engine, *, study: str, report: Report) -> list[dict]:
     """The original records of the report's `valid` non-gold pairs, in the study's order."""
-    from analysis.report.build import valid_pair_ids
+    from analysis.report.files import valid_pair_ids
 
     valid = valid_pair_ids(report)
 
@@ -163,7 +163,7 @@ def report_files(
 ) -> dict[str, bytes]:
     """The report files (contract section 4) and the valid pairs (valid_pairs.jsonl, their
     records read now), as bytes by file name."""
-    from analysis.report.build import write_report
+    from analysis.report.files import write_report
     from annotate.studies.pairs_files import write_pairs
 
     with tempfile.TemporaryDirectory(prefix="annotate-report-") as tmp:

@@ -45,6 +45,7 @@ import bench_coverage as bench
 
 import analysis.agreement.intervals as intervals
 import analysis.agreement.lean_spread as lean_spread
+from analysis.agreement.bootstrap import Z975
 
 RECORDS = Path("/tmp/replay_annotator_part")
 _original_part = intervals.annotator_part
@@ -238,10 +239,10 @@ def _at_t(point, pair_ci, variance, df) -> tuple[float, float]:
 
     out = []
     for bound in pair_ci:
-        pairs = ((point - bound) / intervals.Z975) ** 2
+        pairs = ((point - bound) / Z975) ** 2
         total = pairs + variance
         nu = total**2 / (variance**2 / df) if variance > 0 else 1e9
-        out.append((stats.t.ppf(0.975, nu) / intervals.Z975) ** 2 * total - pairs)
+        out.append((stats.t.ppf(0.975, nu) / Z975) ** 2 * total - pairs)
     return out[0], out[1]
 
 
@@ -293,7 +294,7 @@ def _prepare(data: dict) -> None:
                 part.update(
                     point=entry["point"],
                     pair_ci=entry["pair_ci"],
-                    pairs_variance=((hi - lo) / 2 / intervals.Z975) ** 2,
+                    pairs_variance=((hi - lo) / 2 / Z975) ** 2,
                 )
 
 

@@ -46,6 +46,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 import bench_coverage as bench
 
 import analysis.agreement.intervals as intervals
+from analysis.agreement.panel import Panel
 from analysis.distributions import clopper_pearson, mid_p_interval
 from analysis.verdicts.conclusion import LABEL_THRESHOLD
 from analysis.verdicts.validity import label_share, wilson_interval
@@ -66,7 +67,7 @@ def _one_study(job: tuple) -> dict:
     _, _, (pair, annotator, preference, _, _) = bench.study_data(cell, seed)
     counts = np.zeros((cell.pairs, 3), dtype=np.int64)
     np.add.at(counts, (pair, preference), 1)
-    panel = intervals.Panel.of(pair, annotator, seed=seed)
+    panel = Panel.of(pair, annotator, seed=seed)
     _captured.clear()
     out = label_share(
         counts, min_annotations=2, decided_only=False, panel=panel, own=bench.one_hot(preference, 3)

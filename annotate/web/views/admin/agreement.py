@@ -3,7 +3,7 @@
 import pandas as pd
 import streamlit as st
 
-from analysis.report.summary import fmt
+from analysis.report.numbers import fmt
 from annotate.results import monitoring, study_report
 from annotate.web.identity import engine
 from annotate.web.views.admin.aspect_section import show_aspects

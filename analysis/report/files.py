@@ -1,0 +1,121 @@
+"""The report's files: report.json, report.html, pairs.csv, annotators.csv and summary.md (and
+models.csv, and the valid pairs with --export-valid), written from a report that
+analysis.report.build made."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import pandas as pd
+
+from analysis.errors import UserError
+from analysis.files.csv_cells import neutralise_frame
+from analysis.report.shape import Report, Section
+
+
+def write_report(
+    report: Report,
+    out_dir: str | Path,
+    *,
+    pairs: pd.DataFrame | None,
+    export_valid: Path | None = None,
+    write_pairs: Callable[[list[Section], Path], int] | None = None,
+) -> dict[str, Path]:
+    """Write report.json, report.html, pairs.csv, annotators.csv, summary.md (and, with
+    export_valid, the valid pairs' records written by `write_pairs`, the caller's writer of
+    the pairs format, e.g. annotate.studies.pairs_files.write_pairs)."""
+    from analysis.judges.render import models_markdown, write_models_csv
+    from analysis.population.render import population_markdown
+    from analysis.report.html_page import render_html
+    from analysis.report.summary import render_summary
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = {
+        name: out / name
+        for name in ("report.json", "report.html", "pairs.csv", "annotators.csv", "summary.md")
+    }
+    write_json(report, paths["report.json"])
+    write_records_csv(report["pairs"], paths["pairs.csv"], list_columns=("flags",))
+    neutralise_frame(pd.DataFrame(report["annotators"])).to_csv(
+        paths["annotators.csv"], index=False
+    )
+    paths["summary.md"].write_text(
+        render_summary(report) + models_markdown(report) + population_markdown(report),
+        encoding="utf-8",
+    )
+    paths["report.html"].write_text(render_html(report), encoding="utf-8")
+    if report.get("models"):
+        paths["models.csv"] = out / "models.csv"
+        write_models_csv(report, paths["models.csv"])
+    if export_valid is not None:
+        paths["valid"] = Path(export_valid)
+        write_valid_pairs(report, pairs, Path(export_valid), write_pairs=write_pairs)
+    return paths
+
+
+# Records encoded at once by the JSON and CSV writers: a study's per-pair list is never one
+# string or one frame.
+CHUNK_RECORDS = 20_000
+
+
+def write_json(report: Report, path: Path) -> None:
+    """Compact JSON written piece by piece: the per-pair list of a million-annotation study
+    is never held as one string (json.dump would, or fall back to the slow Python encoder)."""
+
+    def dumps(value: object) -> str:
+        return json.dumps(value, ensure_ascii=False, allow_nan=False)
+
+    with path.open("w", encoding="utf-8") as handle:
+        handle.write("{")
+        for i, (key, value) in enumerate(report.items()):
+            handle.write(("," if i else "") + dumps(key) + ":")
+            if isinstance(value, list) and len(value) > CHUNK_RECORDS:
+                handle.write("[")
+                for start in range(0, len(value), CHUNK_RECORDS):
+                    chunk = dumps(value[start : start + CHUNK_RECORDS])[1:-1]
+                    handle.write(("," if start else "") + chunk)
+                handle.write("]")
+            else:
+                handle.write(dumps(value))
+        handle.write("}")
+
+
+def write_records_csv(
+    records: list[Section], path: Path, *, list_columns: Sequence[str] = ()
+) -> None:
+    """One CSV from many records, a chunk at a time; list cells are joined with ';'."""
+    if not records:
+        path.write_text("", encoding="utf-8")
+        return
+    columns = list(records[0])
+    for start in range(0, len(records), CHUNK_RECORDS):
+        chunk = pd.DataFrame.from_records(records[start : start + CHUNK_RECORDS], columns=columns)
+        for column in list_columns:
+            chunk[column] = chunk[column].map(";".join)
+        for column in chunk.columns[chunk.columns.str.endswith("_means")]:
+            chunk[column] = chunk[column].map(lambda v: ";".join(f"{x:g}" for x in v))
+        # pair ids and annotator names come from imported files: no cell may be a formula
+        chunk = neutralise_frame(chunk)
+        chunk.to_csv(path, index=False, mode="a" if start else "w", header=not start)
+
+
+def valid_pair_ids(report: Report) -> set[str]:
+    """The non-gold pairs whose verdict is ``valid``."""
+    return {p["pair_id"] for p in report["pairs"] if p["verdict"] == "valid" and not p["is_gold"]}
+
+
+def write_valid_pairs(
+    report: Report,
+    pairs: pd.DataFrame | None,
+    path: Path,
+    *,
+    write_pairs: Callable[[list[Section], Path], int] | None,
+) -> int:
+    """The non-gold pairs whose verdict is ``valid``, every original field kept."""
+    if pairs is None or "record" not in pairs or write_pairs is None:
+        raise UserError("--export-valid needs the pairs (their original records)")
+    keep = pairs["pair_id"].astype(str).isin(valid_pair_ids(report)).to_numpy()
+    return write_pairs(pairs.loc[keep, "record"].tolist(), path)
