@@ -15,10 +15,6 @@ from numpy.typing import NDArray
 from scipy import special
 
 
-def norm_cdf(x: float) -> float:
-    return float(special.ndtr(x))
-
-
 def norm_ppf(q: float) -> float:
     return float(special.ndtri(q))
 

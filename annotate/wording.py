@@ -31,7 +31,3 @@ REASON_LABELS = dict(
 
 PREFERENCE_QUESTION = "Which response would this user prefer?"
 REASON_QUESTION = "What mainly decided your choice?"
-QUALITY_INTRO = (
-    "Rate each response's **general quality**, independently of this user's preferences: "
-    "would it be a good answer for anyone asking this question?"
-)

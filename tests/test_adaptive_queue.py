@@ -13,7 +13,7 @@ import pytest
 from sqlalchemy import update
 from sqlmodel import select
 
-from analysis.design.stopping import AT_MAX, DECIDED, stopping_state
+from analysis.design.stopping import AT_MAX, DECIDED
 from annotate.engine import get_engine
 from annotate.labelling.answers import Answer
 from annotate.labelling.step import submit_and_next
@@ -23,6 +23,7 @@ from annotate.queue.targets import Design
 from annotate.store.db import session
 from annotate.store.models import Annotation, Assignment, Pair, Study, utcnow
 from tests.factories import make_study
+from tests.statistics_helpers import stopping_state
 
 
 def _answer(preference: str) -> Answer:

@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from analysis.agreement import coefficients
-from analysis.agreement.bootstrap import bca_interval, bootstrap_weights, unit_patterns
+from analysis.agreement.bootstrap import bca_interval, bootstrap_weights
 from analysis.agreement.coefficients import (
     Estimate,
     alpha,
@@ -25,7 +25,6 @@ from analysis.agreement.coefficients import (
     gwet_ac1,
     neutral_orientation,
     percent_agreement,
-    resampled_alpha,
     value_counts,
 )
 from tests.published_examples import (
@@ -37,6 +36,7 @@ from tests.published_examples import (
     FLEISS_WIKIPEDIA,
     RVARY2,
 )
+from tests.statistics_helpers import resampled_alpha, unit_patterns
 
 LIKERT = [1, 2, 3, 4, 5]
 PREFERENCES = ["chosen", "rejected", "tie"]

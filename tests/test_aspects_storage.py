@@ -12,13 +12,14 @@ from sqlmodel import select
 from analysis.files.annotations_table import COLUMNS, read_table
 from annotate.cli import main
 from annotate.engine import get_engine
-from annotate.labelling.answers import Answer, FormState, missing_answers, to_answer
+from annotate.labelling.answers import Answer, FormState, to_answer
 from annotate.labelling.step import submit_and_next, submit_answer
 from annotate.queue.assignment import next_assignment
 from annotate.results.frames import annotations_frame
 from annotate.store.db import session
 from annotate.store.models import Annotation, Study
 from tests.factories import fast_path_of, make_study, pair_record, write_jsonl
+from tests.labelling_helpers import missing_answers
 
 FOUR = [{"aspect": f"aspect {i}", "evidence": "", "reason": ""} for i in range(4)]
 SCORES = [

@@ -20,8 +20,7 @@ from annotate.labelling.answers import Answer
 from annotate.labelling.step import submit_answer
 from annotate.people import accounts, prolific
 from annotate.people.auth import annotator_for_token, create_annotator
-from annotate.queue import gold
-from annotate.queue import rules as assignment_rules
+from annotate.queue import gold, rules
 from annotate.queue.assignment import history_in, next_assignment, skip
 from annotate.results import exports, monitoring, study_report
 from annotate.results.frames import annotations_frame
@@ -76,7 +75,7 @@ def test_gold_pairs_are_served_to_everyone_once_outside_the_overlap_target(
 ):
     engine = get_engine(db_url)
     # the coin (tested below) always says "gold now": every annotator meets both gold pairs
-    monkeypatch.setattr(assignment_rules, "gold_due", lambda *_, **__: True)
+    monkeypatch.setattr(rules, "gold_due", lambda *_, **__: True)
     study_id, people = make_study(engine, tmp_path, n_pairs=30, annotators=3, overlap_target=1)
     gold.set_gold(engine, study_id=study_id, pair_keys=["p5", "p6"], answer="chosen")
     served = {aid: [] for aid, _ in people}
@@ -104,7 +103,7 @@ def test_gold_pairs_are_served_to_everyone_once_outside_the_overlap_target(
 
 
 def test_gold_due_is_a_stable_coin_of_the_right_rate():
-    coins = assignment_rules.Coins("5e" * 16)
+    coins = rules.Coins("5e" * 16)
     draws = [coins.gold_due(annotator_id=a, position=n) for a in range(50) for n in range(100)]
     assert 0.07 < sum(draws) / len(draws) < 0.13
     # keyed and stable: the positions are HMAC-SHA256(secret, "gold:3:<n>")'s first four bytes
@@ -112,7 +111,7 @@ def test_gold_due_is_a_stable_coin_of_the_right_rate():
     # would move the gold checks of studies already running), fails; another secret, others
     due = [n for n in range(1, 101) if coins.gold_due(annotator_id=3, position=n)]
     assert due == [25, 37, 49, 51, 54, 62, 65, 66, 67, 69, 76, 85]
-    other = assignment_rules.Coins("5f" * 16)
+    other = rules.Coins("5f" * 16)
     assert [n for n in range(1, 101) if other.gold_due(annotator_id=3, position=n)] != due
 
 

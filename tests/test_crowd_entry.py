@@ -160,9 +160,9 @@ def test_an_answerless_account_holds_a_pair_only_for_a_short_hold(open_study):
 
 
 def test_a_reservation_of_an_account_with_answers_keeps_the_study_timeout(open_study):
-    from annotate.labelling.page import current_item
     from annotate.labelling.step import submit
     from annotate.queue.rules import ANSWERLESS_HOLD
+    from tests.labelling_helpers import current_item
     from tests.test_label_app import full_form as _full
 
     engine, _ = open_study

@@ -146,8 +146,6 @@ def test_t_published_quantiles() -> None:
 def test_normal_matches_scipy() -> None:
     for q in (1e-12, 0.001, 0.025, 0.3, 0.5, 0.7, 0.975, 0.999, 1 - 1e-12):
         assert d.norm_ppf(q) == pytest.approx(stats.norm.ppf(q), rel=1e-12, abs=1e-15)
-    for x in (-30.0, -3.0, -1.96, 0.0, 0.5, 1.96, 8.0):
-        assert d.norm_cdf(x) == pytest.approx(stats.norm.cdf(x), rel=1e-12, abs=1e-300)
     assert d.norm_ppf(0.975) == pytest.approx(1.959964, abs=1e-6)
 
 

@@ -14,13 +14,13 @@ from starlette.testclient import TestClient
 from annotate.engine import get_engine
 from annotate.labelling.answers import FormState
 from annotate.labelling.drafts import draft_key
-from annotate.labelling.page import current_item
 from annotate.labelling.step import submit
 from annotate.people.auth import reissue_token
 from annotate.store.db import read_session, session
 from annotate.store.models import Annotator, Assignment, Study
 from annotate.web.drafts import MAX_DRAFT_BYTES, draft_routes
 from tests.factories import make_study
+from tests.labelling_helpers import current_item
 
 SAME_SITE = {"Sec-Fetch-Site": "same-origin"}
 

@@ -18,11 +18,11 @@ from streamlit.testing.v1 import AppTest
 
 from annotate.engine import get_engine
 from annotate.labelling.answers import FormState
-from annotate.labelling.page import current_item
 from annotate.labelling.step import submit
 from annotate.store.db import ENV_VAR, session
 from annotate.store.models import Annotation, Assignment, Study
 from tests.factories import make_study
+from tests.labelling_helpers import current_item
 
 APP = "../annotate/web/app.py"
 DIMENSIONS = ("correctness", "relevance", "helpfulness")

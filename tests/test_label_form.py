@@ -9,20 +9,15 @@ import time
 import pytest
 
 from annotate.engine import get_engine
-from annotate.labelling.answers import (
-    FormState,
-    aspects_from_slots,
-    form_questions,
-    missing_answers,
-)
+from annotate.labelling.answers import FormState, aspects_from_slots, form_questions
 from annotate.labelling.earlier import earlier_answers, previous_pair
-from annotate.labelling.page import current_item
 from annotate.labelling.step import submit
 from annotate.store.models import Study
 from annotate.studies.demo import GUIDELINES
 from annotate.web.label_form import guidelines_html
 from annotate.web.render import MAX_STRUCTURED_LINES, safe_html
 from tests.factories import make_study
+from tests.labelling_helpers import current_item, missing_answers
 
 # --- safe_html ---------------------------------------------------------------------------
 

@@ -19,7 +19,6 @@ from starlette.testclient import TestClient
 from annotate.engine import get_engine
 from annotate.labelling.answers import FormState
 from annotate.labelling.drafts import draft_key
-from annotate.labelling.page import current_item
 from annotate.labelling.step import submit
 from annotate.queue.assignment import next_assignment, queue_status, skip
 from annotate.queue.rules import AWAY_HOLD, GivenAway
@@ -27,6 +26,7 @@ from annotate.store.db import read_session, session
 from annotate.store.models import Annotation, Annotator, Assignment, Pair, Study, utcnow
 from annotate.web.drafts import GONE_MESSAGE, draft_routes
 from tests.factories import make_study
+from tests.labelling_helpers import current_item
 
 SAME_SITE = {"Sec-Fetch-Site": "same-origin"}
 TIMEOUT = 1800  # the study's reservation timeout: 30 minutes

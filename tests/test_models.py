@@ -10,15 +10,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.judges.accuracy import (
-    compare_models,
-    human_credit,
-    position_test,
-    resampled_means,
-    weighted_kappa,
-)
+from analysis.judges.accuracy import compare_models, human_credit, position_test, weighted_kappa
 from analysis.judges.files import CHOSEN, FAILED, REJECTED, TIE, ModelFileError, read_model_file
 from analysis.judges.render import error_sentences, undefined_notes
+from tests.statistics_helpers import resampled_means
 
 
 def write_jsonl(path, rows):

@@ -86,8 +86,9 @@ def test_labelling_survives_connections_dropped_mid_study(pg_url, tmp_path):
 
 def test_idle_pool_reconnects_after_all_connections_were_dropped(pg_url, tmp_path):
     """Pooled connections killed while idle: the next call gets a fresh one (pre-ping)."""
-    from annotate.labelling.step import get_answer, submit_answer
+    from annotate.labelling.step import submit_answer
     from annotate.queue.assignment import next_assignment
+    from tests.labelling_helpers import get_answer
     from tests.scale_helpers import make_answer
 
     engine = get_engine(pg_url)

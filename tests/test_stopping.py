@@ -7,14 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from analysis.design.stopping import (
-    AT_MAX,
-    DECIDED,
-    NEEDS_MORE,
-    stopping_state,
-    stopping_states,
-    target_after,
-)
+from analysis.design.stopping import AT_MAX, DECIDED, NEEDS_MORE, stopping_states, target_after
+from tests.statistics_helpers import stopping_state
 
 C, R, T = "chosen", "rejected", "tie"
 

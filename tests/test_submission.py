@@ -8,22 +8,16 @@ from sqlmodel import select
 
 from analysis.files.annotations_table import COLUMNS, RATING_COLUMNS, validate_annotations
 from annotate.engine import get_engine
-from annotate.labelling.answers import Answer, FormState, missing_answers, to_answer
+from annotate.labelling.answers import Answer, FormState, to_answer
 from annotate.labelling.slots import preference_from_slot
-from annotate.labelling.step import (
-    FULL_RULES,
-    Loaded,
-    StaleAnswer,
-    get_answer,
-    submit_and_next,
-    submit_answer,
-)
+from annotate.labelling.step import FULL_RULES, Loaded, StaleAnswer, submit_and_next, submit_answer
 from annotate.queue.assignment import next_assignment
 from annotate.queue.rules import Coins
 from annotate.results.frames import annotations_frame
 from annotate.store.db import session
 from annotate.store.models import Annotation, Assignment, Pair, Study
 from tests.factories import fast_path_of, make_study
+from tests.labelling_helpers import get_answer, missing_answers
 
 
 @pytest.fixture

@@ -334,9 +334,9 @@ def test_the_reads_of_the_labelling_page_are_retried(db_url, tmp_path, refuse_on
     """Earlier answers (one snapshot), the pair before, and the study: each read refused once."""
     from annotate.labelling.answers import Answer
     from annotate.labelling.earlier import earlier_answers, previous_pair
-    from annotate.labelling.page import load_study
     from annotate.labelling.step import submit_and_next
     from annotate.queue.assignment import next_assignment
+    from tests.labelling_helpers import load_study
 
     engine = get_engine(db_url)
     study_id, [(a, _)] = _study(engine, tmp_path)

@@ -1,6 +1,6 @@
-"""web_guard's rules in front of a stand-in app: which requests count as a maintainer's.
+"""The guard's rules (annotate/web/guard.py) in front of a stand-in app: which requests count as a maintainer's.
 
-The served-app tests (test_web_guard.py) cover maintainers who sign in with their link; these
+The served-app tests (test_guard.py) cover maintainers who sign in with their link; these
 cover the organisation login (st.login's cookies) and the session registry, on both databases.
 """
 
@@ -19,7 +19,7 @@ from annotate.engine import get_engine
 from annotate.people.auth import create_annotator
 from annotate.store.db import session
 from annotate.studies.catalog import get_or_create_study
-from annotate.web import guard as web_guard
+from annotate.web import guard
 
 OIDC = {"_streamlit_user": "signed-identity-of-the-maintainer"}
 
@@ -48,8 +48,8 @@ def guarded(db_url, monkeypatch):
         boss, boss_token = create_annotator(s, name="boss", study_id=study.id, is_admin=True)
         _, ann_token = create_annotator(s, name="ann", study_id=study.id)
     live = LiveSessions({"console-session"})
-    monkeypatch.setattr(web_guard, "_runtime", lambda: live)
-    monkeypatch.setattr(web_guard, "_sessions", {})
+    monkeypatch.setattr(guard, "_runtime", lambda: live)
+    monkeypatch.setattr(guard, "_sessions", {})
 
     async def metrics(request):
         return PlainTextResponse("counters")
@@ -68,7 +68,7 @@ def guarded(db_url, monkeypatch):
         ],
         middleware=[
             Middleware(
-                web_guard.StreamlitEndpointGuard, get_engine=lambda: engine, base_path=lambda: ""
+                guard.StreamlitEndpointGuard, get_engine=lambda: engine, base_path=lambda: ""
             )
         ],
     )
@@ -78,7 +78,7 @@ def guarded(db_url, monkeypatch):
 def test_an_organisation_login_counts_while_its_console_session_is_open(guarded):
     client, boss, _, _, live = guarded
     assert client.get("/_stcore/metrics", headers=cookie_header(OIDC)).status_code == 403
-    web_guard.register_maintainer_session("console-session", annotator_id=boss.id, cookies=OIDC)
+    guard.register_maintainer_session("console-session", annotator_id=boss.id, cookies=OIDC)
     assert client.get("/_stcore/metrics", headers=cookie_header(OIDC)).status_code == 200
     assert client.get("/media/export.csv", headers=cookie_header(OIDC)).status_code == 200
     other = {"_streamlit_user": "someone-else"}
@@ -116,7 +116,7 @@ def test_the_guard_reads_cookies_as_the_login_link_does(guarded):
 
 def test_a_deactivated_maintainer_loses_access(guarded, db_url):
     client, boss, boss_token, _, _ = guarded
-    web_guard.register_maintainer_session("console-session", annotator_id=boss.id, cookies=OIDC)
+    guard.register_maintainer_session("console-session", annotator_id=boss.id, cookies=OIDC)
     with session(get_engine(db_url)) as s:
         boss = s.merge(boss)
         boss.active = False
@@ -133,11 +133,11 @@ def test_uploads_only_into_a_registered_maintainer_session(guarded):
     client, boss, _, _, _ = guarded
     put = "/_stcore/upload_file/{}/file-1"
     assert client.put(put.format("console-session"), content=b"x").status_code == 403
-    web_guard.register_maintainer_session("console-session", annotator_id=boss.id, cookies=OIDC)
+    guard.register_maintainer_session("console-session", annotator_id=boss.id, cookies=OIDC)
     assert client.put(put.format("stranger-session"), content=b"x").status_code == 403
     # the session id alone (as a proxy log shows it) is not enough: its own cookie is needed
     assert client.put(put.format("console-session"), content=b"x").status_code == 403
-    big = {"Content-Length": str((web_guard.UPLOAD_LIMIT_MB + 1) * 1024 * 1024)}
+    big = {"Content-Length": str((guard.UPLOAD_LIMIT_MB + 1) * 1024 * 1024)}
     too_big = client.put(
         put.format("console-session"), headers={**big, **cookie_header(OIDC)}, content=b""
     )
@@ -156,8 +156,8 @@ def test_the_guard_holds_under_a_path_prefix(db_url, monkeypatch, base_path, roo
         boss, boss_token = create_annotator(s, name="boss", study_id=study.id, is_admin=True)
     live = LiveSessions({"console-session"})
     live.uploaded_file_mgr = SimpleNamespace(file_storage={})  # no files held yet
-    monkeypatch.setattr(web_guard, "_runtime", lambda: live)
-    monkeypatch.setattr(web_guard, "_sessions", {})
+    monkeypatch.setattr(guard, "_runtime", lambda: live)
+    monkeypatch.setattr(guard, "_sessions", {})
     stcore = "/annotate/_stcore" if base_path else "/_stcore"
     media = "/annotate/media" if base_path else "/media"
 
@@ -179,7 +179,7 @@ def test_the_guard_holds_under_a_path_prefix(db_url, monkeypatch, base_path, roo
         ],
         middleware=[
             Middleware(
-                web_guard.StreamlitEndpointGuard,
+                guard.StreamlitEndpointGuard,
                 get_engine=lambda: engine,
                 base_path=lambda: base_path,
             )
@@ -200,9 +200,7 @@ def test_the_guard_holds_under_a_path_prefix(db_url, monkeypatch, base_path, roo
         client.get("/annotate/media/export.csv", headers=cookie_header(maintainer)).status_code
         == 200
     )
-    web_guard.register_maintainer_session(
-        "console-session", annotator_id=boss.id, cookies=maintainer
-    )
+    guard.register_maintainer_session("console-session", annotator_id=boss.id, cookies=maintainer)
     upload = "/annotate/_stcore/upload_file/console-session/file-1"
     assert client.put(upload, content=b"x").status_code == 403  # the session id alone: no
     ok = client.put(upload, content=b"x", headers=cookie_header(maintainer))

@@ -62,12 +62,6 @@ def grouped_units(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarra
     return patterns, frequencies, inverse.ravel()
 
 
-def unit_patterns(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Distinct count rows and how many units have each one."""
-    patterns, frequencies, _ = grouped_units(counts)
-    return patterns, frequencies
-
-
 def bootstrap_weights(
     frequencies: np.ndarray, *, resamples: int, seed: int, chunk_bytes: int | None = None
 ) -> Iterator[np.ndarray]:

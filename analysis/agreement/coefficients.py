@@ -328,18 +328,6 @@ def alpha_statistic(*, level: Level, domain: Domain, parts: int = 1) -> SumStati
     )
 
 
-def resampled_alpha(
-    counts: ArrayLike, weights: ArrayLike, *, level: Level, domain: Domain
-) -> NDArray[np.float64]:
-    """Alpha of each resample, where ``weights[b, u]`` counts the copies of unit row ``u``.
-
-    One matrix product (B x U) @ (U x V*V) replaces B recomputations. NaN marks undefined.
-    """
-    contributions = _unit_coincidences(_as_counts(counts))
-    summed = np.asarray(weights, dtype=np.float64) @ contributions
-    return _alpha_from_coincidences(summed, level=level, domain=domain)
-
-
 _NO_VARIATION = "undefined: every rating has the same value (no variation)"
 
 

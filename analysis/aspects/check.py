@@ -25,7 +25,7 @@ from analysis.agreement.bootstrap import MIN_INTERVAL_UNITS, defined_resamples
 from analysis.agreement.coefficients import Estimate, alpha_statistic, estimate
 from analysis.agreement.panel import Panel
 from analysis.report.shape import Section
-from analysis.verdicts.conclusion import LABEL_THRESHOLD, _check, _compare
+from analysis.verdicts.conclusion import LABEL_THRESHOLD, check_section, ci_outcome
 from analysis.verdicts.validity import label_agreement
 from analysis.vocabulary import ASPECT_SCORES as SCORES
 from analysis.vocabulary import SIDES
@@ -299,10 +299,10 @@ def aspects_check(
         f"match-score points) above {threshold}"
     )
     note = None if share["n"] else "no pair with enough annotations has aspect scores"
-    outcome = _compare(share["ci95"], threshold) if share["n"] else "insufficient"
+    outcome = ci_outcome(share["ci95"], threshold) if share["n"] else "insufficient"
     if share["n"] and outcome != "passed":
         note = f"{share['k']} of {share['n']} pairs confirmed"
-    return _check(
+    return check_section(
         outcome,
         value=share["value"],
         ci95=share["ci95"],

@@ -18,8 +18,6 @@ from analysis.files import strict_input
 from analysis.vocabulary import ASPECT_SCORES as SCORES
 from analysis.vocabulary import SIDES
 
-SCORE_WORDS = {0: "not covered", 1: "somewhat", 2: "very well"}
-
 
 class AspectValueError(ValueError):
     """Why a value is not a valid aspects list (one readable clause, no row or column)."""

@@ -35,7 +35,6 @@ from analysis.report.shape import Design
 from analysis.vocabulary import PREFERENCES
 
 DECIDED, NEEDS_MORE, AT_MAX = "decided", "needs_more", "at_max"
-STATES = (DECIDED, NEEDS_MORE, AT_MAX)
 # The report's per-pair `stopped`, from the state of the answers a pair ended with.
 STOPPED = {DECIDED: "decided", AT_MAX: "max", NEEDS_MORE: "open"}
 
@@ -66,17 +65,6 @@ def stopping_states(
     return np.select(
         [(n >= minimum) & stable, n >= maximum], [DECIDED, AT_MAX], default=NEEDS_MORE
     ).astype(object)
-
-
-def stopping_state(
-    preferences: Sequence[str], *, minimum: int, maximum: int, ties: bool = True
-) -> str:
-    """The state of one pair from its answers' preferences (chosen, rejected, tie)."""
-    unknown = set(preferences) - set(PREFERENCES)
-    if unknown:
-        raise ValueError(f"unknown preference(s): {sorted(unknown)}")
-    counts = np.array([[list(preferences).count(p) for p in PREFERENCES]])
-    return str(stopping_states(counts, minimum=minimum, maximum=maximum, ties=ties)[0])
 
 
 def target_after(state: str, *, n: int, minimum: int, maximum: int) -> int:

@@ -16,7 +16,7 @@ from typing import TypedDict
 
 import numpy as np
 import pandas as pd
-from numpy.typing import ArrayLike, NDArray
+from numpy.typing import NDArray
 
 from analysis.agreement.bootstrap import bootstrap_weights
 from analysis.distributions import fisher_exact_p
@@ -49,15 +49,6 @@ def resampled_sums(rows: NDArray[np.float64], *, resamples: int, seed: int) -> N
         out[:, start : start + len(weights)] = patterns.T @ weights.T
         start += len(weights)
     return out
-
-
-def resampled_means(values: ArrayLike, *, resamples: int, seed: int) -> NDArray[np.float64]:
-    """Means of each row of ``values`` (k x n) over bootstrap samples of its n columns."""
-    rows = np.atleast_2d(np.asarray(values, dtype=np.float64))
-    means: NDArray[np.float64] = resampled_sums(rows, resamples=resamples, seed=seed) / max(
-        rows.shape[1], 1
-    )
-    return means
 
 
 def percentile_interval(samples: NDArray[np.float64]) -> list[float] | None:

@@ -25,7 +25,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 FLAGGED_SHARE = 0.8
-STRATA = ("all", "flagged", "rest")
 
 
 @dataclass(frozen=True)

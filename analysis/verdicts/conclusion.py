@@ -45,7 +45,7 @@ MIN_REASONS = 30
 OUTCOMES = ("passed", "failed", "insufficient")
 
 
-def _check(
+def check_section(
     outcome: str,
     *,
     value: float | None,
@@ -56,6 +56,8 @@ def _check(
     note: str | None = None,
     **detail: object,
 ) -> Section:
+    """One check of the conclusion (report.json's `checks`): its outcome, the value and interval
+    it was decided on, the threshold, n, the rule in words and any further detail."""
     if outcome not in OUTCOMES:
         raise ValueError(f"unknown outcome {outcome!r}")
     return {
@@ -71,7 +73,7 @@ def _check(
     }
 
 
-def _compare(ci95: Sequence[float] | None, threshold: float) -> str:
+def ci_outcome(ci95: Sequence[float] | None, threshold: float) -> str:
     """passed: the interval lies above the threshold; failed: at or below it."""
     if ci95 is None:
         return "insufficient"
@@ -104,7 +106,7 @@ def label_check(
         note = confirmed.get("note", "no pair has enough annotations")
     elif ci is None:
         outcome = "insufficient"
-        pairs_only = _compare(confirmed.get("ci95"), threshold)
+        pairs_only = ci_outcome(confirmed.get("ci95"), threshold)
         reading = {"passed": "above", "failed": "at or below", "insufficient": "across"}
         note = (
             "no interval that treats the annotators as a sample ("
@@ -115,8 +117,8 @@ def label_check(
             "annotators, each rating enough pairs, would suffice (annotate plan sizes it)"
         )
     else:
-        outcome = _compare(ci, threshold)
-    return _check(
+        outcome = ci_outcome(ci, threshold)
+    return check_section(
         outcome,
         value=confirmed.get("value"),
         ci95=ci,
@@ -163,7 +165,7 @@ def quality_check(
         "scale points (90% interval of chosen - rejected inside the margin)"
     )
     if not dimensions:
-        return _check(
+        return check_section(
             "insufficient",
             value=None,
             ci95=None,
@@ -196,7 +198,7 @@ def quality_check(
     }
     worst = max(reach, key=reach.__getitem__) if reach else None
     notes = [f"{name}: {d['note']}" for name, d in detail.items() if d["note"]]
-    return _check(
+    return check_section(
         outcome,
         value=detail[worst]["mean_diff"] if worst else None,
         ci95=detail[worst]["diff_ci95"] if worst else None,
@@ -228,8 +230,8 @@ def reason_check(reasons: Section, *, min_reasons: int = MIN_REASONS) -> Section
         outcome = "insufficient"
         note = by_pair.get("note", "no pair where the two reasons were stated unequally often")
     else:
-        outcome = _compare(by_pair.get("ci95"), 0.5)
-    return _check(
+        outcome = ci_outcome(by_pair.get("ci95"), 0.5)
+    return check_section(
         outcome,
         value=by_pair.get("value"),
         ci95=by_pair.get("ci95"),

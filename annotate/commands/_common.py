@@ -15,6 +15,14 @@ def engine_from(args: argparse.Namespace) -> Engine:
     return get_engine(args.db)
 
 
+def non_negative_int(text: str) -> int:
+    """An argparse type: a whole number, 0 or more."""
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError("must be 0 or more")
+    return value
+
+
 def add_study_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--study", default="default", metavar="NAME", help="study name (default: default)"

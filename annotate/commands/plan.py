@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import argparse
 
+from annotate.commands._common import non_negative_int
 from annotate.commands.configure_study import min_max
 from annotate.commands.report import (
-    _non_negative_int,
     add_conclusion_checks,
     add_dimensions,
     add_equivalence_margin,
@@ -88,7 +88,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     design.add_argument(
         "--simulations",
-        type=_non_negative_int,
+        type=non_negative_int,
         default=200,
         metavar="N",
         help="simulated studies per design (default 200: power +- 0.03)",

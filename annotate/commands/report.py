@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from analysis.verdicts.conclusion import LABEL_THRESHOLD, MIN_RATED_PAIRS, MIN_REASONS
 from analysis.vocabulary import DIMENSIONS
-from annotate.commands._common import add_study_option
+from annotate.commands._common import add_study_option, non_negative_int
 from annotate.errors import UserError
 
 if TYPE_CHECKING:
@@ -24,13 +24,6 @@ HELP = (
     "Compute the agreement and pair-validation report (report.json, report.html, pairs.csv, "
     "annotators.csv, summary.md; models.csv with --model) from the database or from files."
 )
-
-
-def _non_negative_int(text: str) -> int:
-    value = int(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError("must be 0 or more")
-    return value
 
 
 def _positive_float(text: str) -> float:
@@ -64,7 +57,7 @@ def _dimensions(text: str) -> tuple[str, ...]:
 def add_min_annotations(group) -> None:
     group.add_argument(
         "--min-annotations",
-        type=_non_negative_int,
+        type=non_negative_int,
         default=2,
         metavar="N",
         help="annotations a pair needs for a verdict (default 2)",
@@ -95,7 +88,7 @@ def add_conclusion_checks(group) -> None:
     )
     group.add_argument(
         "--min-rated-pairs",
-        type=_non_negative_int,
+        type=non_negative_int,
         default=MIN_RATED_PAIRS,
         metavar="N",
         help=f"pairs rated on both responses each asked dimension needs (default "
@@ -103,7 +96,7 @@ def add_conclusion_checks(group) -> None:
     )
     group.add_argument(
         "--min-reasons",
-        type=_non_negative_int,
+        type=non_negative_int,
         default=MIN_REASONS,
         metavar="N",
         help=f"stated main reasons the reason check needs (default {MIN_REASONS})",
@@ -138,7 +131,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add_study_option(parser)
     parser.add_argument(
         "--bootstrap",
-        type=_non_negative_int,
+        type=non_negative_int,
         default=1000,
         metavar="N",
         help="bootstrap resamples of pairs (default 1000; 0 = no intervals)",

@@ -179,11 +179,6 @@ def missing_questions(study: Study, form: FormState, *, n_aspects: int = 0) -> l
     return [q for q in form_questions(study, n_aspects=n_aspects) if not _given(study, form, q)]
 
 
-def missing_answers(study: Study, form: FormState, *, n_aspects: int = 0) -> list[str]:
-    """Names of the required answers not given yet, in the order they appear on the page."""
-    return [q.name for q in missing_questions(study, form, n_aspects=n_aspects)]
-
-
 def aspects_from_slots(form: FormState, *, chosen_position: str) -> list[dict[str, int]] | None:
     """The aspect scores as stored (`annotation.aspects`): one {"chosen", "rejected"} per
     aspect in the pair's order, mapped back from the slots the annotator saw."""

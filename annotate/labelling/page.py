@@ -40,10 +40,6 @@ class Item:
         return FormState.from_draft(self.assignment.draft)
 
 
-def load_study(engine: Engine, *, study_id: int) -> Study:
-    return db.read(engine, lambda s: s.get(Study, study_id))
-
-
 def mark_guidelines_seen(engine: Engine, *, annotator_id: int) -> None:
     """The annotator has read the study's guidelines (their Start button): from now on the
     labelling page shows pairs first (label_page's `guidelines_seen`)."""
@@ -91,12 +87,6 @@ def label_page(
     if next_assignment(engine, annotator_id=annotator_id) is None:
         return page
     return db.read(engine, lambda s: _read_page(s, **keys))
-
-
-def current_item(engine: Engine, *, annotator_id: int, pair_id: int | None = None) -> Item | None:
-    """The pair to show: an earlier one being revisited, else the annotator's next pair."""
-    study_id = db.read(engine, lambda s: s.get(Annotator, annotator_id).study_id)
-    return label_page(engine, annotator_id=annotator_id, study_id=study_id, pair_id=pair_id).item
 
 
 _PAIR_SHOWN = select(Pair).options(defer(Pair.profile))  # type: ignore[arg-type]

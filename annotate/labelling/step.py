@@ -10,7 +10,6 @@ from typing import Any
 
 from sqlalchemy import select as core_select
 from sqlalchemy.engine import Connection, Engine
-from sqlmodel import select
 
 from annotate.labelling.answers import Answer, FormState, to_answer
 from annotate.labelling.drafts import save_draft
@@ -161,7 +160,7 @@ def submit_and_next(
     """The labelling step in one commit: store the answer as submit_answer does and reserve
     the annotator's next pair as next_assignment would (returned; None when nothing is left).
     Safe to re-run: the upsert and the close are idempotent, and a re-run finds the pair the
-    first run reserved still open. Every path applies assignment_rules; the fast ones hand
+    first run reserved still open. Every path applies annotate/queue/rules.py; the fast ones hand
     over to the full rules when they meet a rare case. The fast ones only ever close an open
     assignment, which no answer exists for yet (an answer closes it), so `loaded` needs no check
     there unless the form showed an earlier answer.
@@ -223,7 +222,7 @@ def _submit_common_sqlite(
     engine: Engine, driver: Any, *, annotator_id: int, pair_id: int, values: dict
 ) -> tuple[bool, AssignmentRow | None]:
     """SQLite's common Submit inside db.write_driver's transaction on the driver's connection:
-    the answer stored and assignment_rules.choose_next applied to the driver's Cursor, whose
+    the answer stored and rules.choose_next applied to the driver's Cursor, whose
     rare operations raise NeedsFullRules (as PostgreSQL's function returns no pair). Returns
     (True, the pair reserved or None) to be committed; NeedsFullRules when the full rules must
     run instead (it leaves the unit, which rolls back: nothing is done)."""
@@ -250,13 +249,6 @@ def _submit_common_sqlite(
         reserved = None
     driver.execute("RELEASE rules")
     return True, reserved
-
-
-def get_answer(engine: Engine, *, annotator_id: int, pair_id: int) -> Annotation | None:
-    mine = select(Annotation).where(
-        Annotation.annotator_id == annotator_id, Annotation.pair_id == pair_id
-    )
-    return db.read(engine, lambda s: s.exec(mine).first())
 
 
 def submit(

@@ -31,8 +31,7 @@ from sqlalchemy.orm import aliased
 from sqlmodel import Session, col, select
 from sqlmodel.sql.expression import SelectOfScalar
 
-from annotate.queue import gold
-from annotate.queue import rules as assignment_rules
+from annotate.queue import gold, rules
 from annotate.queue.rules import AssignmentRow, Coins, StudyRules
 from annotate.queue.sql import Cursor
 from annotate.store.clock import as_utc
@@ -156,9 +155,7 @@ class FullQueue(Cursor):
         the overlap cap (every annotator sees every gold pair once; see annotate/queue/gold.py)."""
         keys = {"b_study": study.id, "b_annotator": annotator_id}
         unseen = list(self.conn.execute(_GOLD_UNSEEN, keys).scalars().all())
-        pair_id = assignment_rules.next_gold(
-            study.coins, annotator_id=annotator_id, pair_ids=unseen
-        )
+        pair_id = rules.next_gold(study.coins, annotator_id=annotator_id, pair_ids=unseen)
         if pair_id is None:
             skipped = self.conn.execute(_GOLD_SKIPPED, keys).first()
             if skipped is None:
@@ -281,7 +278,7 @@ def release_answerless(
     return _release(
         _connection(s),
         _ASSIGNMENT.c.study_id == study_id,
-        _ASSIGNMENT.c.assigned_at < now - timedelta(seconds=assignment_rules.ANSWERLESS_HOLD),
+        _ASSIGNMENT.c.assigned_at < now - timedelta(seconds=rules.ANSWERLESS_HOLD),
         crowd,
         ~answered,
         now=now,
@@ -295,7 +292,7 @@ def release_away(s: Session | Connection, *, study_id: int, now: datetime | None
     return _release(
         _connection(s),
         _ASSIGNMENT.c.study_id == study_id,
-        _ASSIGNMENT.c.away_since < now - timedelta(seconds=assignment_rules.AWAY_HOLD),
+        _ASSIGNMENT.c.away_since < now - timedelta(seconds=rules.AWAY_HOLD),
         now=now,
     )
 
@@ -339,22 +336,8 @@ def next_assignment(engine: Engine, *, annotator_id: int) -> AssignmentRow | Non
 
 def reserve_next(conn: Connection, *, study: StudyRules, annotator_id: int) -> AssignmentRow | None:
     """Inside the caller's write transaction, with `study` read by Cursor.study_of in it: the
-    full rules (assignment_rules.choose_next) on the database."""
-    return assignment_rules.choose_next(
-        FullQueue(conn), study=study, annotator_id=annotator_id, now=utcnow()
-    )
-
-
-@retrying
-def open_assignment(engine: Engine, *, annotator_id: int, pair_id: int) -> AssignmentRow | None:
-    """An assignment this annotator already holds (to go back to an earlier pair)."""
-    with read_session(engine) as s:
-        assignment = s.exec(
-            select(Assignment).where(
-                Assignment.annotator_id == annotator_id, Assignment.pair_id == pair_id
-            )
-        ).first()
-        return None if assignment is None else AssignmentRow.of(assignment)
+    full rules (rules.choose_next) on the database."""
+    return rules.choose_next(FullQueue(conn), study=study, annotator_id=annotator_id, now=utcnow())
 
 
 @retrying
@@ -400,7 +383,7 @@ def ensure_assignment(s: Session, *, study_id: int, pair_id: int, annotator_id: 
             target = s.get_one(Study, study_id).overlap_target
             taken = s.connection().execute(_RESERVE, {"b_pair": pair_id, "b_target": target})
             if taken.rowcount != 1:
-                raise assignment_rules.GivenAway
+                raise rules.GivenAway
         return assignment
     coins = Coins(s.get_one(Study, study_id).coin_secret)
     assignment = Assignment(
@@ -430,10 +413,6 @@ def _target_of(study: Study) -> ColumnElement[int]:
 
 def _count(s: Session, statement: SelectOfScalar[int]) -> int:
     return int(s.exec(statement).one())
-
-
-def _pair_count(s: Session, *conditions: ColumnElement[bool] | bool) -> int:
-    return _count(s, select(func.count()).select_from(Pair).where(*conditions))
 
 
 @retrying
@@ -494,7 +473,7 @@ def progress_in(s: Session, *, annotator_id: int, study: Study) -> Progress:
     keys = {"b_annotator": annotator_id, "b_study": study.id, "b_target": study.overlap_target}
     row = s.connection().execute(_PROGRESS, keys).one()
     available = row.with_room - row.mine_with_room
-    # every gold pair not met yet comes before the queue ends (assignment_rules, rule 7)
+    # every gold pair not met yet comes before the queue ends (rules.py, rule 7)
     total = row.done + row.active + row.skipped_with_room + available + row.gold_unseen
     if study.items_per_annotator is not None:
         total = min(total, study.items_per_annotator)
@@ -540,7 +519,7 @@ def queue_status(engine: Engine, *, annotator_id: int) -> QueueStatus:
         return QueueStatus(answered=answered, busy_until=None)
     busy_until = as_utc(earliest) + timedelta(seconds=study.reservation_timeout)
     if away is not None:
-        busy_until = min(busy_until, as_utc(away) + timedelta(seconds=assignment_rules.AWAY_HOLD))
+        busy_until = min(busy_until, as_utc(away) + timedelta(seconds=rules.AWAY_HOLD))
     return QueueStatus(answered=answered, busy_until=busy_until)
 
 

@@ -161,7 +161,7 @@ def _plpgsql(text: str, names: dict[str, str]) -> str:
 
 def submit_function_sql(answer_fields: tuple[str, ...] = ANSWER_FIELDS) -> str:
     """CREATE FUNCTION annotate_submit_and_next: the common Submit in one call (one round trip,
-    committed with it in autocommit), the rules of assignment_rules.reserve_next for the
+    committed with it in autocommit), the rules of rules.reserve_next for the
     common case, built from this module's fragments:
 
     - an adaptive study (each answer moves its pair's target, annotate/queue/targets.py, in
@@ -491,7 +491,7 @@ class Cursor(Queue):
             return True, None
         return True, _reserved(row, annotator_id=annotator_id, now=now)
 
-    # --- the Queue of assignment_rules: the common operations ---------------------------
+    # --- the Queue of annotate/queue/rules.py: the common operations -----------------
 
     def reserve_least_covered(
         self, *, study: StudyRules, annotator_id: int, now: datetime

@@ -45,7 +45,7 @@ from annotate.labelling.drafts import draft_key, save_draft
 from annotate.queue.assignment import mark_away
 from annotate.store import db
 from annotate.store.models import Annotator, Assignment, Pair, Study
-from annotate.web.login import _same_origin
+from annotate.web.proofs import same_origin
 
 GONE = 409  # the pair was given to another annotator while the page was away (rules.py, 8)
 GONE_MESSAGE = (
@@ -188,7 +188,7 @@ def store_draft(engine: Engine, body: dict) -> int:
 
 def draft_routes(get_engine: Callable[[], Engine], *, prefix: str = "") -> list[Route]:
     async def draft(request: Request) -> Response:
-        if not _same_origin(request.headers):
+        if not same_origin(request.headers):
             return Response(status_code=403)
         length = request.headers.get("content-length", "")
         if not length.isdigit() or int(length) > MAX_DRAFT_BYTES:

@@ -42,7 +42,7 @@ from annotate.people.auth import annotator_for_token, reissue_token
 from annotate.people.prolific import PARAMS
 from annotate.store import db
 from annotate.web.paths import full_path, is_under, root_path
-from annotate.web.proofs import COOKIE, account_for_token
+from annotate.web.proofs import COOKIE, account_for_token, same_origin
 
 PROLIFIC_PID = PARAMS[0]  # a crowd entry link (annotate/people/prolific.py)
 
@@ -86,21 +86,6 @@ def app_path(path: str, *, prefix: str) -> str:
 def _account(engine: Engine, token: str | None) -> tuple[int, str] | None:
     user = account_for_token(engine, token)
     return (user.id, user.name) if user is not None else None
-
-
-def _same_origin(headers) -> bool:
-    """True for a request made by this site's own pages (or typed into the address bar).
-
-    Browsers send `Sec-Fetch-Site`; without it, the `Origin` (or `Referer`) must name this
-    host. A request that proves neither is treated as coming from another site."""
-    site = headers.get("sec-fetch-site")
-    if site is not None:
-        return site in ("same-origin", "none")
-    host = headers.get("host")
-    source = headers.get("origin") or headers.get("referer")
-    if not host or not source or source == "null":
-        return False
-    return urlsplit(source).netloc == host
 
 
 def _secure(scope) -> bool:
@@ -232,7 +217,7 @@ def login_routes(get_engine: Callable[[], Engine], *, prefix: str = "") -> list[
 
     async def login(request: Request) -> Response:
         """The switch-accounts page's button: a same-origin POST with the token."""
-        if not _same_origin(request.headers):
+        if not same_origin(request.headers):
             return _page(
                 "Not signed in", "<p>This sign-in did not come from this site.</p>", status=403
             )
@@ -258,7 +243,7 @@ def login_routes(get_engine: Callable[[], Engine], *, prefix: str = "") -> list[
     async def logout(request: Request) -> Response:
         # Only the confirmation page's own button (a same-origin POST) signs out: a link, from
         # this app or another site, only asks, because signing out retires the account's link.
-        if request.method != "POST" or not _same_origin(request.headers):
+        if request.method != "POST" or not same_origin(request.headers):
             account = await run_in_threadpool(_account, get_engine(), request.cookies.get(COOKIE))
             return _sign_out_page(
                 account[1] if account else None, prefix=root_path(request.scope) + prefix

@@ -1,6 +1,6 @@
 """The proofs of who a request is, read without Streamlit: the login cookie's name, the cookies
-of an ASGI request (Starlette's parser) and the accounts a token or an organisation login
-belongs to.
+of an ASGI request (Starlette's parser), the accounts a token or an organisation login belongs
+to, and whether a request comes from this site's own pages.
 
 The ASGI side (login link, sign-out, the endpoint guard, the draft route) asks here directly;
 a page run asks annotate/web/identity.py, which builds on these.
@@ -10,10 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
+from urllib.parse import urlsplit
 
 from sqlalchemy import func
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
+from starlette.datastructures import Headers
 from starlette.requests import cookie_parser
 from starlette.types import Scope
 
@@ -67,3 +69,18 @@ def maintainer_for_identity(s: Session, identity: Mapping[str, Any]) -> Annotato
             Annotator.active == True,  # noqa: E712
         )
     ).first()
+
+
+def same_origin(headers: Headers) -> bool:
+    """True for a request made by this site's own pages (or typed into the address bar).
+
+    Browsers send `Sec-Fetch-Site`; without it, the `Origin` (or `Referer`) must name this
+    host. A request that proves neither is treated as coming from another site."""
+    site = headers.get("sec-fetch-site")
+    if site is not None:
+        return site in ("same-origin", "none")
+    host = headers.get("host")
+    source = headers.get("origin") or headers.get("referer")
+    if not host or not source or source == "null":
+        return False
+    return urlsplit(source).netloc == host

@@ -1,5 +1,5 @@
 """The ASGI app that `annotate serve` runs: the Streamlit script plus login and health routes,
-behind the middleware that keeps Streamlit's internal endpoints for maintainers (web_guard)."""
+behind the middleware that keeps Streamlit's internal endpoints for maintainers (annotate/web/guard.py)."""
 
 from pathlib import Path
 

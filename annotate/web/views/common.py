@@ -41,7 +41,7 @@ def sign_out_url() -> str:
 
 
 def sign_out_link() -> None:
-    """Our own markup (the prefix is a plain path, see web_paths): a same-tab link, which
+    """Our own markup (the prefix is a plain path, see annotate/web/paths.py): a same-tab link, which
     st.link_button is not. The labelling form draws its own; this one is for the pages without
     the form."""
     href = html.escape(sign_out_url(), quote=True)

@@ -64,7 +64,6 @@ def _seconds(payload: object) -> float | None:
         return None
     # finite numbers only: a forged NaN passed the clamp and reached the database
     return min(max(seconds, 0.0), MAX_SECONDS) if math.isfinite(seconds) else None
-    return None
 
 
 def _form(payload: object, item: Item, study: Study) -> FormState:
