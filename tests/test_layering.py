@@ -1,21 +1,19 @@
 """Dependencies between the packages and modules, and the vocabulary defined once.
 
-The layers, bottom to top, each importing only from the layers below it (and itself):
-- `analysis/`: pure functions on tables; it must run where `annotate` (the app, its database
-  and its UI libraries) is not importable at all;
-- `annotate/store/`: engine, schema, models, migrations (and `annotate.errors`);
-- `annotate/queue/`: the labelling step (rules, full rules, SQL, gold);
-- the domain: `annotate/labelling/`, `people/`, `studies/`, `results/` and `annotate/*.py`;
-- `annotate/web/`: the server, guard, login and pages;
-- `annotate/commands/` and `annotate/cli.py`: the entry points, which may import anything."""
+The layers, what each owns and what each may import are the table of docs/layout.md: these
+tests read it from there. Every import counts, at the top of a file, inside a function or under
+`if TYPE_CHECKING`. Also checked: no module is on no row of the table, no modules import each
+other in a circle, and no module imports another module's private name (`_name`)."""
 
 from __future__ import annotations
 
 import ast
 import functools
+import re
 import shutil
 import subprocess
 import sys
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pytest
@@ -56,82 +54,266 @@ print(sorted(m for m in sys.modules if m == "annotate" or m.startswith("annotate
     assert (tmp_path / "report.json").is_file()
 
 
-def _imports(path: Path) -> frozenset[str]:
-    """Modules `path` imports at its top level or inside functions."""
-    return _imports_of(path.read_text(encoding="utf-8"))
+# --- the layout page's table -------------------------------------------------------------------
+
+LAYOUT = Path("docs") / "layout.md"
 
 
-@functools.cache  # the planted-import tests re-check copies of the tree: one file differs
-def _imports_of(source: str) -> frozenset[str]:
-    found = set()
+@dataclass(frozen=True)
+class Layer:
+    name: str
+    paths: tuple[str, ...]  # files, or folders ending in "/", relative to the repository
+    may_import: frozenset[str]
+
+
+def layers_of_page(text: str) -> list[Layer]:
+    """The rows of the table under "## Layers" in docs/layout.md, bottom to top."""
+    section = text.split("\n## Layers\n", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith("| ")]
+    header = [cell.strip() for cell in rows[0].strip("|").split("|")]
+    assert header == ["Layer", "Paths", "Owns", "May import"], header
+    layers = []
+    for row in rows[2:]:  # after the header and its --- line
+        name, paths, _, may_import = (cell.strip() for cell in row.strip().strip("|").split("|"))
+        layers.append(
+            Layer(
+                name=name,
+                paths=tuple(re.findall(r"`([^`]+)`", paths)),
+                may_import=frozenset(
+                    () if may_import == "nothing" else (n.strip() for n in may_import.split(","))
+                ),
+            )
+        )
+    return layers
+
+
+def analysis_packages_of_page(text: str) -> set[str]:
+    section = text.split("\n## Inside `analysis/`\n", 1)[1].split("\n## ", 1)[0]
+    return set(re.findall(r"^\| `([^`]+)` \|", section, flags=re.M))
+
+
+# --- the import graph --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Import:
+    module: str  # what is imported, resolved to a module of the tree
+    name: str | None  # the name taken from it (`from module import name`), if not a module
+
+
+def _module_name(relative: Path) -> str:
+    parts = relative.with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _modules(root: Path) -> dict[str, Path]:
+    """Every module of annotate/ and analysis/ by dotted name, its file relative to `root`."""
+    files = [*root.glob("annotate/**/*.py"), *root.glob("analysis/**/*.py")]
+    return {_module_name(p.relative_to(root)): p.relative_to(root) for p in files}
+
+
+@functools.cache  # the planted tests re-check copies of the tree: one file differs
+def _imports_of(source: str, modules: frozenset[str]) -> tuple[Import, ...]:
+    """The imports of annotate and analysis in `source`, anywhere in it, each resolved to the
+    module it loads: `from a.b import c` is the module a.b.c when there is one, else a.b."""
+    found: list[Import] = []
     for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.ImportFrom) and node.module:
-            found.add(node.module)
-            found.update(f"{node.module}.{alias.name}" for alias in node.names)
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            for alias in node.names:
+                full = f"{node.module}.{alias.name}"
+                if full in modules:
+                    found.append(Import(full, None))
+                elif node.module.split(".")[0] in ("annotate", "analysis"):
+                    found.append(Import(node.module, alias.name))
         elif isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names)
-    return frozenset(found)
+            found.extend(
+                Import(alias.name, None)
+                for alias in node.names
+                if alias.name.split(".")[0] in ("annotate", "analysis")
+            )
+    return tuple(found)
 
 
-# What each layer may import of `annotate` (module-name prefixes); `analysis` is below them all.
-_ENTRY = ("annotate",)  # anything
-_BELOW_WEB = ("annotate.errors", "annotate.store", "annotate.queue", "annotate.<domain>")
-ALLOWED = {
-    "analysis": (),
-    "store": ("annotate.errors", "annotate.store"),
-    "queue": ("annotate.errors", "annotate.store", "annotate.queue"),
-    "domain": _BELOW_WEB,
-    "web": (*_BELOW_WEB, "annotate.web"),
-    "entry": _ENTRY,
-}
+def _graph(root: Path) -> dict[str, tuple[Import, ...]]:
+    modules = _modules(root)
+    names = frozenset(modules)
+    return {
+        module: _imports_of((root / path).read_text(encoding="utf-8"), names)
+        for module, path in modules.items()
+    }
 
 
-def _layer(relative: Path) -> str:
-    parts = relative.parts
-    if parts[0] == "analysis":
-        return "analysis"
-    if parts[1] in ("store", "queue", "web"):
-        return parts[1]
-    if parts[1] == "commands" or parts[1] == "cli.py":
-        return "entry"
-    return "domain"
+def _layer_of(path: Path, layers: list[Layer]) -> Layer | None:
+    """The layer whose path is the longest one naming `path` (a file, or a folder above it)."""
+    text = path.as_posix()
+    matches = [
+        (len(p), layer)
+        for layer in layers
+        for p in layer.paths
+        if text == p or (p.endswith("/") and text.startswith(p))
+    ]
+    return max(matches, key=lambda m: m[0])[1] if matches else None
 
 
-def _allowed(name: str, prefixes: tuple[str, ...], domain: set[str]) -> bool:
-    if not (name == "annotate" or name.startswith("annotate.")):
-        return True  # third-party, the standard library, or analysis (the bottom layer)
-    if name == "annotate":  # the root package itself (`from annotate import x` names x too)
-        return bool(prefixes)
-    for prefix in prefixes:
-        if prefix == "annotate.<domain>":
-            if name.split(".")[1:2] and name.split(".")[1] in domain:
-                return True
-        elif name == prefix or name.startswith(prefix + "."):
-            return True
-    return prefixes == _ENTRY
-
-
-def layering_violations(root: Path) -> list[str]:
-    """Every import in `root`'s `annotate/` and `analysis/` that points up (or sideways into a
-    layer it must not know), as 'path imports module (layer)'."""
-    domain = {p.stem for p in (root / "annotate").glob("*.py")} - {"cli", "__init__"}
-    domain |= {"labelling", "people", "studies", "results"}  # the domain's packages
+def layering_violations(root: Path, layers: list[Layer] | None = None) -> list[str]:
+    """Every import in `root`'s annotate/ and analysis/ of a layer that its layer's row does not
+    list, as 'path imports module (layer -> layer)', and every module on no row."""
+    if layers is None:
+        layers = layers_of_page((ROOT / LAYOUT).read_text(encoding="utf-8"))
+    modules = _modules(root)
     found = []
-    for path in sorted([*root.glob("annotate/**/*.py"), *root.glob("analysis/**/*.py")]):
-        relative = path.relative_to(root)
-        layer = _layer(relative)
-        for name in sorted(_imports(path)):
-            if name.startswith("annotate.") and name.split(".")[1] == "commands":
-                ok = layer == "entry"
+    for module, imports in sorted(_graph(root).items()):
+        path = modules[module]
+        layer = _layer_of(path, layers)
+        if layer is None:
+            found.append(f"{path} is on no row of {LAYOUT}")
+            continue
+        for imported in imports:
+            if imported.module not in modules:
+                found.append(f"{path} imports {imported.module}, which does not exist")
+                continue
+            target = _layer_of(modules[imported.module], layers)
+            if target is None:
+                continue  # reported for its own file
+            if target.name != layer.name and target.name not in layer.may_import:
+                found.append(f"{path} imports {imported.module} ({layer.name} -> {target.name})")
+    return sorted(set(found))
+
+
+def import_circles(root: Path) -> list[list[str]]:
+    """Groups of modules that import each other, directly or through others (each group once,
+    its modules sorted): the strongly connected components of the import graph with more than
+    one module."""
+    graph = {
+        module: sorted({i.module for i in imports} - {module})
+        for module, imports in _graph(root).items()
+    }
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    circles = []
+
+    def visit(start: str) -> None:  # Tarjan's algorithm, iteratively (no recursion limit)
+        work = [(start, iter(graph.get(start, [])))]
+        index[start] = low[start] = len(index)
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, edges = work[-1]
+            for nxt in edges:
+                if nxt not in graph:
+                    continue
+                if nxt not in index:
+                    index[nxt] = low[nxt] = len(index)
+                    stack.append(nxt)
+                    on_stack.add(nxt)
+                    work.append((nxt, iter(graph[nxt])))
+                    break
+                if nxt in on_stack:
+                    low[node] = min(low[node], index[nxt])
             else:
-                ok = _allowed(name, ALLOWED[layer], domain)
-            if not ok:
-                found.append(f"{relative} imports {name} ({layer})")
-    return found
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
+                if low[node] == index[node]:
+                    group = []
+                    while True:
+                        member = stack.pop()
+                        on_stack.discard(member)
+                        group.append(member)
+                        if member == node:
+                            break
+                    if len(group) > 1:
+                        circles.append(sorted(group))
+
+    for module in sorted(graph):
+        if module not in index:
+            visit(module)
+    return sorted(circles)
 
 
-def test_every_import_points_down():
+def private_imports(root: Path) -> list[str]:
+    """Every private name (`_name`, not a module) that a module of annotate/ or analysis/ takes
+    from another one: `from module import _name`, or `module._name` on an imported module."""
+    modules = _modules(root)
+    names = frozenset(modules)
+    found = []
+    for module, path in sorted(modules.items()):
+        tree = ast.parse((root / path).read_text(encoding="utf-8"))
+        bound: dict[str, str] = {}  # local name -> the module it is bound to
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                for alias in node.names:
+                    full = f"{node.module}.{alias.name}"
+                    if full in names:
+                        bound[alias.asname or alias.name] = full
+                    elif node.module in names and _private(alias.name):
+                        found.append(f"{path} imports {alias.name} from {node.module}")
+            elif isinstance(node, ast.Import):
+                for alias in node.names:
+                    if alias.name in names and alias.asname:
+                        bound[alias.asname] = alias.name
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.value, ast.Name)
+                and bound.get(node.value.id, module) != module
+                and _private(node.attr)
+            ):
+                found.append(f"{path} uses {node.attr} of {bound[node.value.id]}")
+    return sorted(set(found))
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+# --- the checks --------------------------------------------------------------------------------
+
+
+def test_every_import_points_down() -> None:
     assert layering_violations(ROOT) == []
+
+
+def test_no_modules_import_each_other_in_a_circle() -> None:
+    assert import_circles(ROOT) == []
+
+
+def test_no_module_takes_another_ones_private_names() -> None:
+    assert private_imports(ROOT) == []
+
+
+def test_the_page_names_every_package_and_only_real_paths() -> None:
+    text = (ROOT / LAYOUT).read_text(encoding="utf-8")
+    layers = layers_of_page(text)
+    names = [layer.name for layer in layers]
+    assert len(set(names)) == len(names)
+    for layer in layers:
+        assert layer.may_import <= set(names[: names.index(layer.name)]), layer  # only below
+        for path in layer.paths:
+            assert (ROOT / path).exists(), path
+    listed = analysis_packages_of_page(text)
+    actual = {
+        p.relative_to(ROOT).as_posix() + ("/" if p.is_dir() else "")
+        for p in (ROOT / "analysis").iterdir()
+        if (p.is_dir() and (p / "__init__.py").exists())
+        or (p.suffix == ".py" and p.name != "__init__.py")
+    }
+    assert listed == actual
+
+
+def _copy(tmp_path: Path) -> Path:
+    shutil.copytree(ROOT / "annotate", tmp_path / "annotate")
+    shutil.copytree(ROOT / "analysis", tmp_path / "analysis")
+    return tmp_path
+
+
+def _plant(tree: Path, module: str, statement: str) -> None:
+    """Append a function holding `statement` (an import inside a function, where it would be
+    easiest to miss) to `module` in the copied tree."""
+    with (tree / module).open("a", encoding="utf-8") as out:
+        out.write(f"\n\ndef _planted():\n    {statement}\n")
 
 
 @pytest.mark.parametrize(
@@ -141,24 +323,105 @@ def test_every_import_points_down():
         ("annotate/store/db.py", "import annotate.web.guard"),
         ("annotate/store/models.py", "from annotate import studies"),
         ("annotate/queue/rules.py", "from annotate.web.paths import is_under"),
+        ("annotate/queue/sql.py", "from annotate.engine import get_engine"),
         ("annotate/queue/assignment.py", "from annotate.labelling import next_item"),
-        ("annotate/studies/catalog.py", "from annotate.web import identity"),
+        ("annotate/labelling/step.py", "from annotate.people import auth"),
+        ("annotate/people/accounts.py", "from annotate.studies.catalog import find_study"),
+        ("annotate/studies/catalog.py", "from annotate.results import monitoring"),
+        ("annotate/results/exports.py", "from annotate.web import identity"),
+        ("annotate/results/frames.py", "from annotate.engine import get_engine"),
         ("annotate/labelling/step.py", "from annotate.commands import _common"),
-        ("annotate/web/login.py", "from annotate.commands._common import open_engine"),
+        ("annotate/web/login.py", "from annotate.commands._common import engine_from"),
+        ("annotate/errors.py", "from annotate.store import db"),
         ("analysis/report/build.py", "from annotate.errors import UserError"),
         ("analysis/files/annotations_table.py", "import annotate"),
     ],
 )
-def test_an_import_pointing_up_is_found(tmp_path, module, planted):
-    """The check above fails on a copy of the tree with one upward import planted (inside a
-    function, where it would be easiest to miss)."""
-    shutil.copytree(ROOT / "annotate", tmp_path / "annotate")
-    shutil.copytree(ROOT / "analysis", tmp_path / "analysis")
-    assert layering_violations(tmp_path) == []
-    with (tmp_path / module).open("a", encoding="utf-8") as out:
-        out.write(f"\n\ndef _planted():\n    {planted}\n")
-    found = layering_violations(tmp_path)
+def test_an_import_pointing_up_is_found(tmp_path: Path, module: str, planted: str) -> None:
+    """The check fails, on a copy of the tree, for one upward import planted in one module,
+    with the layers read from docs/layout.md."""
+    tree = _copy(tmp_path)
+    assert layering_violations(tree) == []
+    _plant(tree, module, planted)
+    found = layering_violations(tree)
     assert found and all(v.startswith(f"{module} imports ") for v in found), found
+
+
+def test_a_module_on_no_row_of_the_page_is_found(tmp_path: Path) -> None:
+    tree = _copy(tmp_path)
+    (tree / "annotate" / "helpers.py").write_text("X = 1\n", encoding="utf-8")
+    assert layering_violations(tree) == [f"annotate/helpers.py is on no row of {LAYOUT}"]
+
+
+def test_the_page_decides_what_a_layer_may_import(tmp_path: Path) -> None:
+    """The table is what the check reads: without 'queue' in the labelling row, the labelling
+    step's imports of the queue are upward."""
+    layers = layers_of_page((ROOT / LAYOUT).read_text(encoding="utf-8"))
+    changed = [
+        replace(layer, may_import=layer.may_import - {"queue"})
+        if layer.name == "labelling"
+        else layer
+        for layer in layers
+    ]
+    found = layering_violations(ROOT, changed)
+    assert found and all(
+        v.startswith("annotate/labelling/") and "(labelling -> queue)" in v for v in found
+    )
+
+
+@pytest.mark.parametrize(
+    ("module", "planted", "circle"),
+    [
+        # slots <- answers <- step: the labelling layer's own modules
+        (
+            "annotate/labelling/slots.py",
+            "from annotate.labelling import step",
+            {"annotate.labelling.slots", "annotate.labelling.answers", "annotate.labelling.step"},
+        ),
+        (
+            "annotate/web/proofs.py",
+            "from annotate.web.identity import current_user",
+            {"annotate.web.proofs", "annotate.web.identity"},
+        ),
+        (
+            "analysis/agreement/panel.py",
+            "from analysis.agreement.intervals import MIN_ANNOTATORS",
+            {"analysis.agreement.panel", "analysis.agreement.intervals"},
+        ),
+        (
+            "analysis/report/numbers.py",
+            "from analysis.report import summary",
+            {"analysis.report.numbers", "analysis.report.summary"},
+        ),
+    ],
+)
+def test_a_circle_inside_a_layer_is_found(
+    tmp_path: Path, module: str, planted: str, circle: set[str]
+) -> None:
+    tree = _copy(tmp_path)
+    assert import_circles(tree) == []
+    _plant(tree, module, planted)
+    assert layering_violations(tree) == []  # every import still points down or sideways
+    [found] = import_circles(tree)
+    assert circle <= set(found)
+
+
+@pytest.mark.parametrize(
+    ("module", "planted"),
+    [
+        ("annotate/web/drafts.py", "from annotate.web.login import _secure"),
+        ("annotate/labelling/step.py", "from annotate.queue import sql; sql._translate"),
+        ("analysis/aspects/check.py", "import analysis.verdicts.pairs as p; p._flag"),
+    ],
+)
+def test_a_private_name_taken_from_another_module_is_found(
+    tmp_path: Path, module: str, planted: str
+) -> None:
+    tree = _copy(tmp_path)
+    assert private_imports(tree) == []
+    _plant(tree, module, planted)
+    found = private_imports(tree)
+    assert found and all(v.startswith(f"{module} ") for v in found), found
 
 
 def test_the_storage_layer_loads_without_the_layers_above():
@@ -173,13 +436,6 @@ def test_the_storage_layer_loads_without_the_layers_above():
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
-
-
-def test_schema_does_not_import_db():
-    """db imports schema (get_engine checks the schema); schema must not import db back."""
-    assert not {
-        m for m in _imports(ROOT / "annotate" / "store" / "schema.py") if "annotate.store.db" in m
-    }
 
 
 def test_the_vocabulary_is_the_one_every_layer_uses():
