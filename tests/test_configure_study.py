@@ -139,3 +139,14 @@ def test_the_command_line_refuses_locked_options_once_there_are_answers(tmp_path
     assert "allow_ties" in capsys.readouterr().err
     assert main(["--db", db, "configure-study", "default", "--overlap", "4"]) == 0
     assert _study(get_engine(db)).overlap_target == 4
+
+
+def test_saving_the_options_of_a_study_no_longer_in_the_database_says_so(tmp_path):
+    """The console's Studies page saves by study id: a page left open while the database was
+    replaced (a backup restored, another --db) names a study that is not there. One sentence,
+    nothing changed (the id was passed on as None before, and failed as 'unknown options')."""
+    engine = get_engine(f"sqlite:///{tmp_path / 'a.db'}")
+    configure_study(engine, "kept", overlap_target=2)
+    with pytest.raises(UserError, match="no longer in the database"):
+        save_study_options(engine, 999, overlap_target=4)
+    assert _study(engine, "kept").overlap_target == 2

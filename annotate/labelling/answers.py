@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Container, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 from analysis.aspects.scores import parse_aspects
 from analysis.vocabulary import ASPECT_SCORES, DIMENSIONS, RATING_COLUMNS, SLOTS, TIE
@@ -25,9 +27,9 @@ class Answer:
     seconds: float | None = None
     submitted_at: datetime | None = None
     # Aspect check: one {"chosen": 0-2, "rejected": 0-2} per rubric aspect, in the pair's order.
-    aspects: list[dict[str, int]] | None = None
+    aspects: list[dict[str, int | None]] | None = None
 
-    def values(self) -> dict:
+    def values(self) -> dict[str, Any]:
         unknown = set(self.ratings) - set(RATING_COLUMNS)
         if unknown:
             raise ValueError(f"unknown rating columns: {sorted(unknown)}")
@@ -55,8 +57,8 @@ class FormState:
     # aspect check only: "0_A" -> 2 (aspect index in the pair's order, slot)
     aspects: dict[str, int | None] = field(default_factory=dict)
 
-    def as_draft(self) -> dict:
-        draft = {
+    def as_draft(self) -> dict[str, Any]:
+        draft: dict[str, Any] = {
             "slot": self.slot,
             "ratings": self.ratings,
             "reason": self.reason,
@@ -67,7 +69,7 @@ class FormState:
         return draft
 
     @classmethod
-    def from_draft(cls, draft: dict | None) -> FormState:
+    def from_draft(cls, draft: Mapping[str, Any] | None) -> FormState:
         draft = draft or {}
         return cls(
             slot=draft.get("slot"),
@@ -81,9 +83,11 @@ class FormState:
     def from_browser(cls, payload: object, *, study: Study, n_aspects: int) -> FormState:
         """The form as the labelling component sent it. The browser is not trusted: a value
         outside what the study asks counts as not given (and is then named as missing)."""
-        payload = payload if isinstance(payload, dict) else {}
-        ratings_in = payload.get("ratings") if isinstance(payload.get("ratings"), dict) else {}
-        aspects_in = payload.get("aspects") if isinstance(payload.get("aspects"), dict) else {}
+        sent: dict[Any, Any] = payload if isinstance(payload, dict) else {}
+        ratings_in = sent.get("ratings")
+        ratings_in = ratings_in if isinstance(ratings_in, dict) else {}
+        aspects_in = sent.get("aspects")
+        aspects_in = aspects_in if isinstance(aspects_in, dict) else {}
         scale = range(study.scale_min, study.scale_max + 1)
         ratings = {
             f"{d}_{slot}": _int_in(ratings_in.get(f"{d}_{slot}"), scale)
@@ -96,11 +100,12 @@ class FormState:
             for slot in SLOTS
         }
         slots = (*SLOTS, *((TIE,) if study.allow_ties else ()))
-        comment = payload.get("comment")
+        comment = sent.get("comment")
+        slot, reason = sent.get("slot"), sent.get("reason")
         return cls(
-            slot=payload.get("slot") if payload.get("slot") in slots else None,
+            slot=slot if slot in slots else None,
             ratings=ratings,
-            reason=payload.get("reason") if payload.get("reason") in study.reasons else None,
+            reason=reason if reason in study.reasons else None,
             comment=comment[:MAX_COMMENT] if isinstance(comment, str) else "",
             aspects=aspects,
         )
@@ -125,7 +130,7 @@ class FormState:
         )
 
 
-def _int_in(value: object, allowed) -> int | None:
+def _int_in(value: object, allowed: Container[int]) -> int | None:
     return (
         value
         if isinstance(value, int) and not isinstance(value, bool) and value in allowed
@@ -179,7 +184,9 @@ def missing_questions(study: Study, form: FormState, *, n_aspects: int = 0) -> l
     return [q for q in form_questions(study, n_aspects=n_aspects) if not _given(study, form, q)]
 
 
-def aspects_from_slots(form: FormState, *, chosen_position: str) -> list[dict[str, int]] | None:
+def aspects_from_slots(
+    form: FormState, *, chosen_position: str
+) -> list[dict[str, int | None]] | None:
     """The aspect scores as stored (`annotation.aspects`): one {"chosen", "rejected"} per
     aspect in the pair's order, mapped back from the slots the annotator saw."""
     if not form.aspects:
@@ -202,12 +209,8 @@ def to_answer(form: FormState, *, chosen_position: str, seconds: float | None) -
     for dimension in DIMENSIONS:
         ratings[f"{dimension}_chosen"] = form.ratings.get(f"{dimension}_{chosen_position}")
         ratings[f"{dimension}_rejected"] = form.ratings.get(f"{dimension}_{other}")
-    aspects = aspects_from_slots(form, chosen_position=chosen_position)
-    # `aspects` is passed only when the form has aspect scores: an Answer without that field
-    # (before the aspect check's storage lands) refuses them loudly instead of dropping them.
-    extra = {"aspects": aspects} if aspects is not None else {}
     return Answer(
-        **extra,
+        aspects=aspects_from_slots(form, chosen_position=chosen_position),
         preference=preference_from_slot(form.slot, chosen_position),
         chosen_position=chosen_position,
         ratings=ratings,

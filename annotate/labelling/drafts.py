@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+from collections.abc import Mapping
+from typing import Any
 
-from sqlalchemy import bindparam, exists, update
+from sqlalchemy import BindParameter, bindparam, exists, update
 from sqlalchemy.engine import Engine
 
 from annotate.labelling.answers import FormState
@@ -32,7 +34,10 @@ _OPEN_DRAFT = (
 _ACCOUNT = (_ANNOTATOR.c.id == _ASSIGNMENT.c.annotator_id, _ANNOTATOR.c.active)
 
 
-_DRAFT_VALUES = {"draft": bindparam("b_draft"), "away_since": bindparam("b_away")}
+_DRAFT_VALUES: dict[str, BindParameter[Any]] = {
+    "draft": bindparam("b_draft"),
+    "away_since": bindparam("b_away"),
+}
 
 
 # a deactivated account keeps nothing, also from a tab still open
@@ -105,7 +110,7 @@ def draft_key(
     return hmac.new((secret or "").encode(), message, hashlib.sha256).hexdigest()
 
 
-def draft_seconds(draft: dict | None) -> float:
+def draft_seconds(draft: Mapping[str, Any] | None) -> float:
     """Seconds spent on the pair before the draft was saved (0 for an older draft)."""
     value = (draft or {}).get(DRAFT_SECONDS)
     return float(value) if isinstance(value, int | float) else 0.0

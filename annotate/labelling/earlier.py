@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from sqlalchemy import and_, func
 from sqlalchemy.engine import Engine
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
 
 from analysis.vocabulary import TIE
 from annotate.labelling.slots import slot_from_preference
@@ -39,13 +39,18 @@ def earlier_answers(engine: Engine, *, annotator_id: int) -> list[EarlierAnswer]
         if len(question) > QUESTION_START:
             question = question[:QUESTION_START].rstrip() + "…"
         slot = slot_from_preference(preference, chosen_position) if preference else None
-        answers.append(EarlierAnswer(pair_id, question, ANSWER_WORDS.get(slot, "no answer")))
+        answer = ANSWER_WORDS.get(slot, "no answer") if slot is not None else "no answer"
+        answers.append(EarlierAnswer(pair_id, question, answer))
     return answers
 
 
-def _read_answers(s: Session, *, annotator_id: int) -> tuple[list[int], dict[int, tuple]]:
+# A pair's question (its start), the answer's preference (None: no answer) and the A/B order
+_Details = tuple[str | None, str | None, str]
+
+
+def _read_answers(s: Session, *, annotator_id: int) -> tuple[list[int], dict[int, _Details]]:
     done = [pair_id for pair_id, _key in history_in(s, annotator_id=annotator_id, limit=None)]
-    details: dict[int, tuple] = {}
+    details: dict[int, _Details] = {}
     for start in range(0, len(done), CHUNK):
         ids = done[start : start + CHUNK]
         rows = s.exec(
@@ -55,17 +60,19 @@ def _read_answers(s: Session, *, annotator_id: int) -> tuple[list[int], dict[int
                 Annotation.preference,
                 Assignment.chosen_position,
             )
-            .join(Assignment, Assignment.pair_id == Pair.id)
+            .join(Assignment, col(Assignment.pair_id) == Pair.id)
             .outerjoin(
                 Annotation,
                 and_(
-                    Annotation.pair_id == Assignment.pair_id,
-                    Annotation.annotator_id == Assignment.annotator_id,
+                    col(Annotation.pair_id) == Assignment.pair_id,
+                    col(Annotation.annotator_id) == Assignment.annotator_id,
                 ),
             )
-            .where(Assignment.annotator_id == annotator_id, Pair.id.in_(ids))
+            .where(Assignment.annotator_id == annotator_id, col(Pair.id).in_(ids))
         ).all()
-        details.update({row[0]: row[1:] for row in rows})
+        for pair_id, question, preference, chosen_position in rows:
+            assert pair_id is not None  # a primary key
+            details[pair_id] = (question, preference, chosen_position)
     return done, details
 
 

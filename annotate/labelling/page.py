@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from sqlalchemy import case, func, update
 from sqlalchemy.engine import Engine
+from sqlalchemy.sql.elements import ColumnElement
 from sqlalchemy.orm import defer
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
 
 from annotate.labelling.answers import FormState
 from annotate.labelling.earlier import previous_pair_in
@@ -27,7 +29,7 @@ class Item:
     assignment: AssignmentRow
     annotation: Annotation | None
     posts_count: int = 0
-    posts: list[dict] | None = None
+    posts: list[dict[str, Any]] | None = None
     away: bool = False  # the page said it went away (closed or hidden; rules.py, rule 8)
 
     @property
@@ -43,7 +45,7 @@ class Item:
 def mark_guidelines_seen(engine: Engine, *, annotator_id: int) -> None:
     """The annotator has read the study's guidelines (their Start button): from now on the
     labelling page shows pairs first (label_page's `guidelines_seen`)."""
-    seen = update(Annotator).where(Annotator.id == annotator_id).values(guidelines_seen=True)
+    seen = update(Annotator).where(col(Annotator.id) == annotator_id).values(guidelines_seen=True)
     db.write(engine, lambda s: s.execute(seen))
 
 
@@ -74,25 +76,29 @@ def label_page(
     write (next_assignment) and the page is read again. `pair_id`: an earlier pair reopened;
     `posts_for`: the pair whose past posts the page asked for; `guidelines_seen` False: a
     study with guidelines shows them first (guidelines_first) and reserves nothing."""
-    keys = {
-        "annotator_id": annotator_id,
-        "study_id": study_id,
-        "pair_id": pair_id,
-        "posts_for": posts_for,
-        "guidelines_seen": guidelines_seen,
-    }
-    page = db.read(engine, lambda s: _read_page(s, **keys))
+
+    def read(s: Session) -> LabelPage:
+        return _read_page(
+            s,
+            annotator_id=annotator_id,
+            study_id=study_id,
+            pair_id=pair_id,
+            posts_for=posts_for,
+            guidelines_seen=guidelines_seen,
+        )
+
+    page = db.read(engine, read)
     if page.item is not None or page.guidelines_first or pair_id is not None:
         return page
     if next_assignment(engine, annotator_id=annotator_id) is None:
         return page
-    return db.read(engine, lambda s: _read_page(s, **keys))
+    return db.read(engine, read)
 
 
 _PAIR_SHOWN = select(Pair).options(defer(Pair.profile))  # type: ignore[arg-type]
 
 
-def _posts_count(s: Session):
+def _posts_count(s: Session) -> ColumnElement[int]:
     """How many past posts a pair has, counted by the database (a profile absent or not a
     list counts 0): PostgreSQL's json_typeof, SQLite's json_type."""
     type_of = func.json_typeof if s.get_bind().dialect.name == "postgresql" else func.json_type
@@ -108,7 +114,7 @@ def _read_page(
     posts_for: int | None,
     guidelines_seen: bool,
 ) -> LabelPage:
-    study = s.get(Study, study_id)
+    study = s.get_one(Study, study_id)
     if not guidelines_seen and study.guidelines.strip():
         return LabelPage(study=study, item=None, progress=None, guidelines_first=True)
     item = _read_item(s, annotator_id=annotator_id, pair_id=pair_id, posts_for=posts_for)
@@ -130,7 +136,7 @@ def _read_item(
     else:
         row = s.exec(
             mine.where(Assignment.status == "active")
-            .order_by(Assignment.assigned_at, Assignment.id)
+            .order_by(col(Assignment.assigned_at), col(Assignment.id))
             .limit(1)
         ).first()
     if row is None:

@@ -3,16 +3,12 @@ chosen/rejected, written once."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from analysis.vocabulary import SIDES, SLOTS, TIE
 
-if TYPE_CHECKING:  # pandas for the tables of the report and exports only: a Submit runs without it
-    pass
 
-
-def preference_from_slot(slot: str, chosen_position: str) -> str:
-    """Map the slot the annotator picked (A, B or tie) back to chosen/rejected/tie."""
+def preference_from_slot(slot: str | None, chosen_position: str) -> str:
+    """Map the slot the annotator picked (A, B or tie) back to chosen/rejected/tie (ValueError
+    for any other, None included: no slot was picked)."""
     if slot == TIE:
         return TIE
     if slot not in SLOTS or chosen_position not in SLOTS:

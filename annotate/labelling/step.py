@@ -32,7 +32,7 @@ from annotate.queue.rules import (
 from annotate.queue.sql import ANSWER_FIELDS, Cursor
 from annotate.store import db
 from annotate.store.clock import naive_utc
-from annotate.store.models import Annotation, utcnow
+from annotate.store.models import Annotation, table_of, utcnow
 
 
 @dataclass(frozen=True)
@@ -55,7 +55,7 @@ class StaleAnswer(Exception):
 _COMPARED = tuple(name for name in ANSWER_FIELDS if name not in ("seconds", "submitted_at"))
 
 
-_ANNOTATION = Annotation.__table__
+_ANNOTATION = table_of(Annotation)
 
 
 def _check_loaded(
@@ -64,7 +64,7 @@ def _check_loaded(
     study_id: int,
     annotator_id: int,
     pair_id: int,
-    values: dict,
+    values: dict[str, Any],
     loaded: Loaded,
 ) -> None:
     """Refuse (StaleAnswer) an answer whose form was loaded before another one was stored:
@@ -90,7 +90,7 @@ def _check_loaded(
 
 
 def _store_answer(
-    conn: Connection, *, annotator_id: int, pair_id: int, values: dict, loaded: Loaded | None
+    conn: Connection, *, annotator_id: int, pair_id: int, values: dict[str, Any], loaded: Loaded | None
 ) -> StudyRules:
     """Inside the caller's write transaction: upsert the answer and close the annotator's
     assignment for the pair (repairing it when there was none open); the study's rules.
@@ -204,7 +204,7 @@ def submit_and_next(
 
 
 def _submit_function(
-    engine: Engine, driver: Any, *, annotator_id: int, pair_id: int, values: dict
+    engine: Engine, driver: Any, *, annotator_id: int, pair_id: int, values: dict[str, Any]
 ) -> tuple[bool, AssignmentRow | None]:
     """PostgreSQL's common Submit in one round trip (the generated submit function), on
     db.write_driver's autocommit connection: (True, the pair reserved or None) once committed,
@@ -219,7 +219,7 @@ def _submit_function(
 
 
 def _submit_common_sqlite(
-    engine: Engine, driver: Any, *, annotator_id: int, pair_id: int, values: dict
+    engine: Engine, driver: Any, *, annotator_id: int, pair_id: int, values: dict[str, Any]
 ) -> tuple[bool, AssignmentRow | None]:
     """SQLite's common Submit inside db.write_driver's transaction on the driver's connection:
     the answer stored and rules.choose_next applied to the driver's Cursor, whose
@@ -261,14 +261,18 @@ def submit(
     if item.annotation is not None and item.annotation.seconds is not None and seconds is not None:
         seconds += item.annotation.seconds  # time spent on an earlier visit still counts
     answer = to_answer(form, chosen_position=item.assignment.chosen_position, seconds=seconds)
-    keys = {"annotator_id": item.assignment.annotator_id, "pair_id": item.pair.id}
-    # what this form showed: an answer stored since (another tab) is not replaced (StaleAnswer)
-    loaded = Loaded(submitted_at=item.annotation.submitted_at if item.editing else None)
-    if item.editing:
-        submit_answer(engine, **keys, answer=answer, loaded=loaded)
+    annotator_id, pair_id = item.assignment.annotator_id, item.assignment.pair_id
+    if item.annotation is not None:  # an edit
+        # what this form showed: an answer stored since (another tab) is not replaced (StaleAnswer)
+        loaded = Loaded(submitted_at=item.annotation.submitted_at)
+        submit_answer(
+            engine, annotator_id=annotator_id, pair_id=pair_id, answer=answer, loaded=loaded
+        )
         return None
     try:
-        return submit_and_next(engine, **keys, answer=answer, loaded=loaded)
+        return submit_and_next(
+            engine, annotator_id=annotator_id, pair_id=pair_id, answer=answer, loaded=Loaded(None)
+        )
     except GivenAway:
         # released while the page was away and filled by others: the answer stays the draft
         # of the released reservation (it is shown again if the pair comes back)

@@ -28,7 +28,7 @@ def invite(
     if email is not None and "@" not in email:
         raise UserError(f"{email!r} is not an email address")
 
-    def work(s) -> tuple[Annotator, str]:
+    def work(s: Session) -> tuple[Annotator, str]:
         annotator, token = create_annotator(
             s, name=name, study_id=study_id, is_admin=admin, email=email
         )
@@ -40,7 +40,7 @@ def invite(
 def new_link(engine: Engine, *, annotator_id: int, base_url: str = DEFAULT_BASE_URL) -> str:
     """A new personal link; the previous one stops working."""
     return db.write(
-        engine, lambda s: login_link(reissue_token(s, s.get(Annotator, annotator_id)), base_url)
+        engine, lambda s: login_link(reissue_token(s, s.get_one(Annotator, annotator_id)), base_url)
     )
 
 

@@ -28,18 +28,19 @@ import re
 import threading
 import time
 from collections import OrderedDict, deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from urllib.parse import quote
 
 from sqlalchemy import delete, exists
-from sqlmodel import Session, select
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, col, select
 
 from annotate.errors import UserError
 from annotate.people.auth import create_annotator
 from annotate.store import db
-from annotate.store.models import Annotation, Annotator, Assignment, Study, utcnow
+from annotate.store.models import Annotation, Annotator, Assignment, Study, id_of, utcnow
 
 PARAMS = ("PROLIFIC_PID", "STUDY_ID", "SESSION_ID")
 COMPLETE_URL = "https://app.prolific.com/submissions/complete?cc={code}"
@@ -91,11 +92,12 @@ class Entry:
     created: bool
 
 
-def entry_params(params) -> tuple[str, str, str] | None:
+def entry_params(params: Mapping[str, str]) -> tuple[str, str, str] | None:
     """(PID, STUDY_ID, SESSION_ID) when the address carries a Prolific entry, else None."""
     if "PROLIFIC_PID" not in params:
         return None
-    return tuple(str(params.get(name) or "").strip() for name in PARAMS)  # type: ignore[return-value]
+    pid, study_id, session_id = (str(params.get(name) or "").strip() for name in PARAMS)
+    return pid, study_id, session_id
 
 
 def _check_id(value: str, name: str) -> None:
@@ -130,18 +132,18 @@ def remove_abandoned(s: Session, *, study_id: int, now: datetime | None = None) 
     stale = s.exec(
         select(Annotator.id).where(
             Annotator.study_id == study_id,
-            Annotator.external_id.is_not(None),
+            col(Annotator.external_id).is_not(None),
             Annotator.created_at < now - timedelta(seconds=ABANDONED_AFTER),
-            ~exists().where(Annotation.annotator_id == Annotator.id),
+            ~exists().where(col(Annotation.annotator_id) == Annotator.id),
             ~exists().where(
-                (Assignment.annotator_id == Annotator.id) & (Assignment.status == "done")
+                (col(Assignment.annotator_id) == Annotator.id) & (col(Assignment.status) == "done")
             ),
         )
     ).all()
-    for annotator_id in sorted(stale):
+    for annotator_id in sorted(i for i in stale if i is not None):
         release_reservations(s, annotator_id=annotator_id, now=now)
-        s.execute(delete(Assignment).where(Assignment.annotator_id == annotator_id))
-        s.execute(delete(Annotator).where(Annotator.id == annotator_id))
+        s.execute(delete(Assignment).where(col(Assignment.annotator_id) == annotator_id))
+        s.execute(delete(Annotator).where(col(Annotator.id) == annotator_id))
     return len(stale)
 
 
@@ -165,7 +167,7 @@ def returning(s: Session, *, pid: str, study_id: str, session_id: str) -> Annota
 
 
 def enter(
-    engine,
+    engine: Engine,
     *,
     pid: str,
     study_id: str,
@@ -220,16 +222,16 @@ def _enter(
         if not existing.external_session:
             existing.external_session = session_id
             s.add(existing)
-        return Entry(existing.id, None, created=False)
+        return Entry(id_of(existing), None, created=False)
     take()
-    remove_abandoned(s, study_id=study.id, now=now)
+    remove_abandoned(s, study_id=id_of(study), now=now)
     annotator, token = create_annotator(
         s, name=_free_name(s, pid, study), study_id=study.id, external_id=pid
     )
     annotator.external_session = session_id
     s.add(annotator)
     s.flush()
-    return Entry(annotator.id, token, created=True)
+    return Entry(id_of(annotator), token, created=True)
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,14 @@ def table_of(model: type[SQLModel]) -> Table:
     return table
 
 
+def id_of(row: Study | Pair | Annotator | Annotation | Assignment) -> int:
+    """A stored row's primary key. The tables declare `id: int | None` (None until the row is
+    first flushed); a row read from the database, or flushed, always has one."""
+    if row.id is None:
+        raise ValueError(f"this {type(row).__name__} has no id: it was never flushed")
+    return row.id
+
+
 class Study(SQLModel, table=True):
     id: int | None = Field(default=None, primary_key=True)
     name: str = Field(index=True, unique=True)

@@ -5,6 +5,8 @@ through `create_study`, `save_study_options` and `configure_study` here."""
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
+from typing import Any
 
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
@@ -89,7 +91,7 @@ def check_study_name(name: str | None) -> str:
     return name
 
 
-def clean_options(options: dict) -> dict:
+def clean_options(options: Mapping[str, Any]) -> dict[str, Any]:
     """Options as entered (a form, the command line) in the form they are stored."""
     out = dict(options)
     for key in ("prolific_completion_code", "prolific_screened_out_code", "prolific_study_id"):
@@ -102,7 +104,7 @@ def clean_options(options: dict) -> dict:
     return out
 
 
-def _check_values(study: Study, changed: dict) -> None:
+def _check_values(study: Study, changed: Mapping[str, Any]) -> None:
     """One readable sentence for the first option value that cannot be used."""
     scale_min = changed.get("scale_min", study.scale_min)
     scale_max = changed.get("scale_max", study.scale_max)
@@ -151,7 +153,7 @@ def _check_values(study: Study, changed: dict) -> None:
         raise UserError("the screened-out code must differ from the completion code")
 
 
-def update_study_options(session: Session, study: Study, **options) -> Study:
+def update_study_options(session: Session, study: Study, **options: Any) -> Study:
     """Change options; refuses those that would alter existing annotations' meaning."""
     unknown = [k for k in options if not hasattr(study, k) or k in {"id", "name", "created_at"}]
     if unknown:
@@ -177,7 +179,7 @@ def studies(engine: Engine) -> list[Study]:
     return db.read(engine, lambda s: list(s.exec(select(Study).order_by(Study.name)).all()))
 
 
-def create_study(engine: Engine, name: str, **options) -> Study:
+def create_study(engine: Engine, name: str, **options: Any) -> Study:
     """A new study with these options (the defaults otherwise)."""
     name = check_study_name(name)
     options = clean_options(options)
@@ -193,13 +195,24 @@ def create_study(engine: Engine, name: str, **options) -> Study:
     return db.write(engine, work)
 
 
-def save_study_options(engine: Engine, study_id: int, **options) -> Study:
-    """Change options; the locked ones are refused once the study has annotations."""
+def save_study_options(engine: Engine, study_id: int, **options: Any) -> Study:
+    """Change options; the locked ones are refused once the study has annotations. A study
+    that is not in the database (a console page left open while the database was replaced,
+    for example by a restored backup) is refused in one sentence."""
     options = clean_options(options)
-    return db.write(engine, lambda s: update_study_options(s, s.get(Study, study_id), **options))
+
+    def work(s: Session) -> Study:
+        study = s.get(Study, study_id)
+        if study is None:
+            raise UserError(
+                "this study is no longer in the database (was it replaced?): reload the page"
+            )
+        return update_study_options(s, study, **options)
+
+    return db.write(engine, work)
 
 
-def configure_study(engine: Engine, name: str, **options) -> tuple[Study, bool]:
+def configure_study(engine: Engine, name: str, **options: Any) -> tuple[Study, bool]:
     """Set these options of the study `name`, creating it if missing, with the same rules as
     the console. Returns (study, created)."""
     name = check_study_name(name)
@@ -208,7 +221,7 @@ def configure_study(engine: Engine, name: str, **options) -> tuple[Study, bool]:
     def work(s: Session) -> tuple[Study, bool]:
         study = s.exec(select(Study).where(Study.name == name)).first()
         created = study is None
-        if created:
+        if study is None:
             study = Study(name=name)
             s.add(study)
             s.flush()

@@ -6,9 +6,10 @@ import json
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from sqlalchemy.engine import Engine
-from sqlmodel import select
+from sqlmodel import Session, select
 
 from annotate.errors import UserError
 from annotate.people.auth import create_annotator, reissue_token
@@ -68,7 +69,7 @@ class Demo:
     reissued: bool  # some accounts existed: their earlier links stopped working
 
 
-def aspect_pair_records() -> list[dict]:
+def aspect_pair_records() -> list[dict[str, Any]]:
     """The sample pairs of the aspect-check demo study, in their file order."""
     with sample_pairs_path().open(encoding="utf-8") as handle:
         records = [json.loads(line) for line in handle if line.strip()]
@@ -91,7 +92,7 @@ def build_demo(engine: Engine) -> Demo:
     import_pairs(engine, sample_pairs_path(), study_name=DEMO_STUDY)
     _import_aspect_pairs(engine)
 
-    def work(s) -> Demo:
+    def work(s: Session) -> Demo:
         accounts = []
         reissued = False
         study = get_or_create_study(s, DEMO_STUDY)

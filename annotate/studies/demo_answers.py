@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -28,12 +29,12 @@ BROKEN_PAIR = "demo-soc-02"
 ANNOTATORS = ("sim-annotator-1", "sim-annotator-2", "sim-annotator-3")
 
 
-def _draw(rng, probabilities: dict[int, float]) -> int:
+def _draw(rng: np.random.Generator, probabilities: dict[int, float]) -> int:
     values = list(probabilities)
     return int(rng.choice(values, p=list(probabilities.values())))
 
 
-def simulated_annotations(records: list[dict], *, seed: int = 0) -> list[dict]:
+def simulated_annotations(records: list[dict[str, Any]], *, seed: int = 0) -> list[dict[str, Any]]:
     """Annotation rows (contract section 3), one per pair and simulated annotator."""
     rng = np.random.Generator(np.random.PCG64(seed))
     rows = []
@@ -63,7 +64,7 @@ def simulated_annotations(records: list[dict], *, seed: int = 0) -> list[dict]:
     return rows
 
 
-def simulated_scorer(records: list[dict], *, seed: int = 0) -> list[dict]:
+def simulated_scorer(records: list[dict[str, Any]], *, seed: int = 0) -> list[dict[str, Any]]:
     """Scorer rows (contract section 7): id, response, scores in the pair's aspect order."""
     rng = np.random.Generator(np.random.PCG64(seed + 1))
     rows = []

@@ -5,16 +5,18 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from sqlalchemy import JSON, bindparam, func, insert, type_coerce, update
+from sqlalchemy import select as select_columns
 from sqlalchemy.engine import Dialect, Engine
 from sqlalchemy.types import TypeDecorator
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
 
 from annotate.errors import InputError
 from annotate.queue.targets import refresh_targets
 from annotate.store import db
-from annotate.store.models import Assignment, Pair, utcnow
+from annotate.store.models import Assignment, Pair, id_of, table_of, utcnow
 from annotate.store.sqlite_engine import use_large_cache
 from annotate.store.text import nul_problem
 from annotate.studies.catalog import get_or_create_study
@@ -68,7 +70,7 @@ def _is_sampled(s: Session, *, study_id: int) -> bool:
     return (
         s.exec(
             select(Pair.id)
-            .where(Pair.study_id == study_id, Pair.inclusion_probability.is_not(None))
+            .where(Pair.study_id == study_id, col(Pair.inclusion_probability).is_not(None))
             .limit(1)
         ).first()
         is not None
@@ -81,10 +83,16 @@ def _apply_sample(s: Session, *, study_id: int, request: SampleRequest) -> Sampl
     change the sample of a study whose labelling has begun."""
     from analysis.population.sampling import draw_sample
 
-    rows = s.exec(
-        select(Pair.id, Pair.pair_key, Pair.queued, Pair.inclusion_probability, Pair.stratum)
-        .where(Pair.study_id == study_id, Pair.is_gold == False)  # noqa: E712
-        .order_by(Pair.position)
+    rows = s.execute(
+        select_columns(
+            _PAIR.c.id,
+            _PAIR.c.pair_key,
+            _PAIR.c.queued,
+            _PAIR.c.inclusion_probability,
+            _PAIR.c.stratum,
+        )
+        .where(_PAIR.c.study_id == study_id, _PAIR.c.is_gold == False)  # noqa: E712
+        .order_by(_PAIR.c.position)
     ).all()
     ids = [key for _, key, *_ in rows]
     if request.size > len(ids):
@@ -111,8 +119,8 @@ def _apply_sample(s: Session, *, study_id: int, request: SampleRequest) -> Sampl
         )
     if changed:
         s.connection().execute(
-            update(Pair.__table__)
-            .where(Pair.__table__.c.id == bindparam("b_id"))
+            update(_PAIR)
+            .where(_PAIR.c.id == bindparam("b_id"))
             .values(
                 queued=bindparam("b_queued"),
                 inclusion_probability=bindparam("b_p"),
@@ -135,7 +143,10 @@ def _apply_sample(s: Session, *, study_id: int, request: SampleRequest) -> Sampl
     return SampleResult(size=request.size, population=len(ids), strata=strata)
 
 
-class _EncodedJSON(TypeDecorator):
+_PAIR = table_of(Pair)
+
+
+class _EncodedJSON(TypeDecorator[Any]):
     """A JSON column's value given as JSON text already: bound as it is, not encoded again.
 
     `validate_record` gives the profile and rubric as written in the file (Parquet: encoded
@@ -168,7 +179,7 @@ _INSERT_COLUMNS = (
     "imported_at",
 )
 # a Core executemany: the ORM's bulk insert costs more per row and would encode the JSON again
-_INSERT = insert(Pair.__table__).values(
+_INSERT = insert(_PAIR).values(
     {
         name: type_coerce(bindparam(f"v_{name}"), _EncodedJSON())
         if name in _JSON_COLUMNS
@@ -178,7 +189,7 @@ _INSERT = insert(Pair.__table__).values(
 )
 
 
-def _row(pair: ValidPair) -> dict:
+def _row(pair: ValidPair) -> dict[str, Any]:
     """The content columns, the JSON ones as pre-encoded text (typed to skip encoding)."""
     encoded = pair.encoded
     assert encoded is not None  # always set by validate_record
@@ -220,7 +231,7 @@ def _same_content(s: Session, pair_id: int, stored: str, item: ValidPair) -> boo
     canonical = item.canonical_hash()
     if canonical == stored:
         return True
-    return record_hash(s.get(Pair, pair_id).record()) == canonical  # the stored row's
+    return record_hash(s.get_one(Pair, pair_id).record()) == canonical  # the stored row's
 
 
 def import_pairs(
@@ -242,17 +253,19 @@ def import_pairs(
         # the WAL early (6,000 records of 100 KB: 34 s -> 25 s); memory stays bounded
         use_large_cache(s)
         study = get_or_create_study(s, study_name)
+        study_id = id_of(study)
         existing = {
-            key: (pair_id, digest)
-            for pair_id, key, digest in s.exec(
-                select(Pair.id, Pair.pair_key, Pair.record_hash).where(Pair.study_id == study.id)
+            key: (id_of_pair, digest)
+            for id_of_pair, key, digest in s.exec(
+                select(Pair.id, Pair.pair_key, Pair.record_hash).where(Pair.study_id == study_id)
             )
+            if id_of_pair is not None  # a primary key
         }
         position = s.exec(
-            select(func.coalesce(func.max(Pair.position), 0)).where(Pair.study_id == study.id)
+            select(func.coalesce(func.max(Pair.position), 0)).where(Pair.study_id == study_id)
         ).one()
         conn = s.connection()
-        batch: list[dict] = []
+        batch: list[dict[str, Any]] = []
         seen = 0
         for where, item in iter_valid_pairs(path):
             seen += 1
@@ -274,7 +287,7 @@ def import_pairs(
             if known is None:
                 position += 1
                 row = _row(item)
-                row.update(study_id=study.id, position=position, imported_at=utcnow())
+                row.update(study_id=study_id, position=position, imported_at=utcnow())
                 batch.append({f"v_{name}": value for name, value in row.items()})
                 added += 1
                 if len(batch) >= BATCH:
@@ -287,7 +300,7 @@ def import_pairs(
                     name: type_coerce(value, _EncodedJSON()) if name in _JSON_COLUMNS else value
                     for name, value in _row(item).items()
                 }
-                s.execute(update(Pair).where(Pair.id == known[0]).values(**values))
+                s.execute(update(Pair).where(col(Pair.id) == known[0]).values(**values))
                 updated += 1
             else:
                 problems.append(
@@ -301,7 +314,7 @@ def import_pairs(
             raise InputError(str(path), problems)
         if batch:
             conn.execute(_INSERT, batch)
-        if sample is None and added and _is_sampled(s, study_id=study.id):
+        if sample is None and added and _is_sampled(s, study_id=study_id):
             s.rollback()
             raise InputError(
                 str(path),
@@ -311,9 +324,9 @@ def import_pairs(
                     "design (import them with --sample to draw again, or into another study)"
                 ],
             )
-        drawn = None if sample is None else _apply_sample(s, study_id=study.id, request=sample)
+        drawn = None if sample is None else _apply_sample(s, study_id=study_id, request=sample)
         if added and study.adaptive_min is not None:
-            refresh_targets(conn, study_id=study.id)  # new pairs of an adaptive study
+            refresh_targets(conn, study_id=study_id)  # new pairs of an adaptive study
         if progress is not None:
             progress(seen)
         return ImportResult(

@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from itertools import repeat
 from pathlib import Path
@@ -25,6 +25,7 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+from pydantic_core import ErrorDetails
 
 from analysis.files import strict_input
 from annotate.errors import InputError, UserError
@@ -203,9 +204,20 @@ class Source:
     data: bytes
 
 
-_scan_value = strict_input.DECODER.scan_once  # the C scanner json.loads itself uses
-_scan_string = json.decoder.scanstring  # strict, as in json.loads
-_space = re.compile(r"[ \t\n\r]*").match  # JSON whitespace, as json.decoder skips it
+# The C scanner json.loads itself uses, and its string scanner (strict, as in json.loads):
+# CPython's own, which typeshed does not declare (pyproject.toml's [tool.mypy] lists the ignores).
+_scan_value: Callable[[str, int], tuple[Any, int]] = strict_input.DECODER.scan_once  # type: ignore[attr-defined]
+_scan_string: Callable[[str, int], tuple[str, int]] = json.decoder.scanstring  # type: ignore[attr-defined]
+_SPACE = re.compile(r"[ \t\n\r]*")  # JSON whitespace, as json.decoder skips it
+
+
+def _skip_space(text: str, index: int) -> int:
+    """Where the JSON whitespace at text[index:] ends."""
+    match = _SPACE.match(text, index)
+    assert match is not None  # the pattern matches the empty string anywhere
+    return match.end()
+
+
 _surrogate_escape = re.compile(r"\\u[dD][89a-fA-F]").search
 
 
@@ -219,15 +231,17 @@ def _sourced(text: str, spans: dict[str, tuple[int, int]], data: bytes, end: int
     return Source(text, spans, data)
 
 
-def _loads_object(text: str, start: int = 0) -> tuple[dict, dict[str, tuple[int, int]], int] | None:
+def _loads_object(
+    text: str, start: int = 0
+) -> tuple[dict[str, Any], dict[str, tuple[int, int]], int] | None:
     """`json.loads` of the JSON object at text[start:] (returns the object and where it ends),
     with the span of each top-level value: the same C scanner parses every value, only the
     object's few keys are walked here. None for anything else (not an object, broken JSON):
     the caller falls back to `json`, which gives its usual result or message."""
-    index = _space(text, start).end()
+    index = _skip_space(text, start)
     if text[index : index + 1] != "{":
         return None
-    index = _space(text, index + 1).end()
+    index = _skip_space(text, index + 1)
     values: dict[str, Any] = {}
     spans: dict[str, tuple[int, int]] = {}
     if text[index : index + 1] == "}":
@@ -237,22 +251,22 @@ def _loads_object(text: str, start: int = 0) -> tuple[dict, dict[str, tuple[int,
             if text[index : index + 1] != '"':
                 return None
             key, index = _scan_string(text, index + 1)
-            index = _space(text, index).end()
+            index = _skip_space(text, index)
             if text[index : index + 1] != ":":
                 return None
-            index = _space(text, index + 1).end()
+            index = _skip_space(text, index + 1)
             if key in values:
                 return None  # a repeated key: the strict decoder says so, with the key
             value, end = _scan_value(text, index)
             values[key] = value
             spans[key] = (index, end)
-            index = _space(text, end).end()
+            index = _skip_space(text, end)
             after = text[index : index + 1]
             if after == "}":
                 return values, spans, index + 1
             if after != ",":
                 return None
-            index = _space(text, index + 1).end()
+            index = _skip_space(text, index + 1)
     except (ValueError, StopIteration):  # JSONDecodeError is a ValueError
         return None  # the caller parses again with the strict decoder, for its message
 
@@ -319,7 +333,7 @@ def _hash_and_encode(
     return digest, EncodedJSON(profile=profile, rubric_aspects=rubric, extra=extra_text)
 
 
-def _describe(error: dict[str, Any]) -> str:
+def _describe(error: ErrorDetails) -> str:
     field = ".".join(str(p) for p in error["loc"])
     message = error["msg"]
     if not field:
@@ -355,7 +369,7 @@ def _profile_is_valid(profile: Any) -> bool:
         return True
     if set(map(type, profile)) != {dict}:
         return False
-    texts = list(map(dict.get, profile, repeat("text")))
+    texts: list[Any] = list(map(dict.get, profile, repeat("text")))
     if set(map(type, texts)) != {str} or max(map(len, texts)) > MAX_TEXT_CHARS:
         return False
     if not set(map(type, map(dict.get, profile, repeat("id")))) <= _POST_ID_TYPES:
@@ -439,7 +453,7 @@ def validate_record(raw: Any, source: Source | None = None, *, to_store: bool = 
             extra=_canonical_short(extra),
         )
     return ValidPair(
-        key=model.id,
+        key=str(model.id),  # text already (PairRecord's validator)
         question=model.question,
         profile=profile,
         rubric_aspects=rubric,
@@ -480,7 +494,7 @@ def _iter_jsonl(path: Path, *, sources: bool = True) -> Iterator[tuple[str, Any,
             # the text of each value (for storing it as written) costs a walk in Python
             try:
                 parsed = _loads_object(text) if sources else None
-                if parsed is not None and _space(text, parsed[2]).end() == len(text):
+                if parsed is not None and _skip_space(text, parsed[2]) == len(text):
                     yield where, parsed[0], _sourced(text, parsed[1], line, len(text))
                     continue
                 # not a JSON object, or broken: the strict decoder says what is wrong

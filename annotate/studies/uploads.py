@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import io
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sqlalchemy.engine import Engine
 
 from annotate.errors import InputError, UserError
+
+if TYPE_CHECKING:
+    from annotate.studies.pair_import import ImportResult
 
 
 def upload_suffix(file_name: str) -> str:
@@ -19,8 +24,14 @@ def upload_suffix(file_name: str) -> str:
 
 
 def import_upload(
-    engine: Engine, *, data: bytes, file_name: str, study: str, update: bool = False, progress=None
-):
+    engine: Engine,
+    *,
+    data: bytes,
+    file_name: str,
+    study: str,
+    update: bool = False,
+    progress: Callable[[int], None] | None = None,
+) -> ImportResult:
     """Import uploaded pairs bytes with the command line's all-or-nothing rules."""
     from annotate.studies.pair_import import import_pairs
 
