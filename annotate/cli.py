@@ -11,6 +11,8 @@ import importlib
 import os
 import pkgutil
 import sys
+from types import ModuleType
+from typing import Any
 
 import annotate.commands
 from annotate.errors import UserError
@@ -31,10 +33,18 @@ class _VersionAction(argparse.Action):
     """--version, with the installed version looked up only when asked (importlib.metadata
     took a fifth of `annotate --help`'s start-up)."""
 
-    def __init__(self, option_strings: list[str], dest: str = argparse.SUPPRESS, **kwargs) -> None:
+    def __init__(
+        self, option_strings: list[str], dest: str = argparse.SUPPRESS, **kwargs: Any
+    ) -> None:
         super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
 
-    def __call__(self, parser, namespace, values, option_string=None) -> None:
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: object,
+        option_string: str | None = None,
+    ) -> None:
         print(f"annotate {version()}")
         parser.exit()
 
@@ -47,7 +57,7 @@ def _module_names() -> list[str]:
     ]
 
 
-def command_modules(argv: list[str] | None = None) -> list:
+def command_modules(argv: list[str] | None = None) -> list[ModuleType]:
     """Every command module, or only the one `argv` names: a command imports what it needs
     (SQLAlchemy, pandas, ...), and `annotate report --annotations ...` needs no database
     library, so starting only the named command saves most of the start-up time. A command

@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
+
+
+class Arguments(Protocol):
+    """Where options are added: a parser or one of its argument groups."""
+
+    def add_argument(self, *names: str, **options: Any) -> argparse.Action: ...
 
 
 def engine_from(args: argparse.Namespace) -> Engine:

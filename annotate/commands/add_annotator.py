@@ -31,11 +31,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from annotate.people.accounts import invite
     from annotate.store.db import read
+    from annotate.store.models import id_of
     from annotate.studies.catalog import get_study
     from annotate.web.paths import configured_prefix
 
     engine = engine_from(args)
-    study_id = read(engine, lambda s: get_study(s, args.study).id)  # never a study from a typo
+    study_id = read(engine, lambda s: id_of(get_study(s, args.study)))  # never from a typo
     # never a guess at a running server's port: the address is given, configured or the default
     given = args.url or configured_base_url()
     # else the local server's address, under the path prefix it would be started with

@@ -8,6 +8,7 @@ check) are refused once the study has answers. Options not given stay as they ar
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 NAME = "configure-study"
 ORDER = 15
@@ -149,7 +150,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def options_from(args: argparse.Namespace) -> dict:
+def options_from(args: argparse.Namespace) -> dict[str, Any]:
     """The Study columns the command line sets (those given)."""
     options = {
         column: getattr(args, option)

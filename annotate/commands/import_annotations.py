@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from annotate.commands._common import add_study_option
 from annotate.store.clock import as_utc
@@ -24,26 +24,27 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add_study_option(parser)
 
 
-def contract_rows(frame: pd.DataFrame) -> list[dict]:
+def contract_rows(frame: pd.DataFrame) -> list[dict[str, Any]]:
     """Validated table -> plain dicts for annotate.studies.annotation_import.import_annotation_rows."""
     plain = frame.astype(object).where(frame.notna(), None)
-    rows = plain.to_dict(orient="records")
+    columns = [str(column) for column in plain.columns]
+    rows = [dict(zip(columns, values, strict=True)) for values in plain.itertuples(index=False)]
     for row in rows:
         row["submitted_at"] = as_utc(row["submitted_at"])  # no offset: UTC, as the app writes
     return rows
 
 
 def run(args: argparse.Namespace) -> int:
-    from sqlmodel import select
+    from sqlmodel import Session, select
 
     from analysis.files.annotations_table import load_annotations
     from annotate.engine import get_engine
     from annotate.store.db import read
-    from annotate.store.models import Pair
+    from annotate.store.models import Pair, id_of
     from annotate.studies.annotation_import import import_annotation_rows
     from annotate.studies.catalog import get_study
 
-    def study_and_pairs(s):
+    def study_and_pairs(s: Session) -> tuple[int, tuple[int, int], dict[str, int]]:
         study = get_study(s, args.study)
         aspect_counts = {
             key: len(aspects or [])
@@ -51,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
                 select(Pair.pair_key, Pair.rubric_aspects).where(Pair.study_id == study.id)
             ).all()
         }
-        return study.id, (study.scale_min, study.scale_max), aspect_counts
+        return id_of(study), (study.scale_min, study.scale_max), aspect_counts
 
     engine = get_engine(args.db)
     study_id, scale, aspect_counts = read(engine, study_and_pairs)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 
 from analysis.population.sampling import FLAGGED_SHARE
 from annotate.commands._common import add_study_option, engine_from
@@ -66,7 +67,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _judge_flags(name: str, path: str):
+def _judge_flags(name: str, path: str) -> Callable[[list[str]], list[bool]]:
     """ids -> flags: the judge's file read and checked against the study's pairs."""
     from analysis.judges.files import CHOSEN, ModelFileError, read_model_file
     from annotate.errors import InputError

@@ -30,10 +30,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from annotate.queue.gold import set_gold
     from annotate.store.db import read
+    from annotate.store.models import id_of
     from annotate.studies.catalog import get_study
 
     engine = engine_from(args)
-    study_id = read(engine, lambda s: get_study(s, args.study).id)
+    study_id = read(engine, lambda s: id_of(get_study(s, args.study)))
     answer = None if args.unmark else args.answer
     changed = set_gold(engine, study_id=study_id, pair_keys=args.pair_ids, answer=answer)
     if answer is None:

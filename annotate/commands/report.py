@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from analysis.verdicts.conclusion import LABEL_THRESHOLD, MIN_RATED_PAIRS, MIN_REASONS
 from analysis.vocabulary import DIMENSIONS
-from annotate.commands._common import add_study_option, non_negative_int
+from annotate.commands._common import Arguments, add_study_option, non_negative_int
 from annotate.errors import UserError
 
 if TYPE_CHECKING:
     import pandas as pd
 
+    from analysis.design.stopping import OverlapDesign
     from analysis.judges.files import ModelJudgements
     from analysis.report.build import ReportOptions
     from analysis.report.shape import Report
@@ -54,7 +55,7 @@ def _dimensions(text: str) -> tuple[str, ...]:
 # added to a parser or an argument group
 
 
-def add_min_annotations(group) -> None:
+def add_min_annotations(group: Arguments) -> None:
     group.add_argument(
         "--min-annotations",
         type=non_negative_int,
@@ -64,7 +65,7 @@ def add_min_annotations(group) -> None:
     )
 
 
-def add_equivalence_margin(group) -> None:
+def add_equivalence_margin(group: Arguments) -> None:
     group.add_argument(
         "--equivalence-margin",
         type=_positive_float,
@@ -75,7 +76,7 @@ def add_equivalence_margin(group) -> None:
     )
 
 
-def add_conclusion_checks(group) -> None:
+def add_conclusion_checks(group: Arguments) -> None:
     """The conclusion checks' thresholds."""
     group.add_argument(
         "--label-threshold",
@@ -103,7 +104,7 @@ def add_conclusion_checks(group) -> None:
     )
 
 
-def add_no_ties(group) -> None:
+def add_no_ties(group: Arguments) -> None:
     group.add_argument(
         "--no-ties",
         action="store_true",
@@ -111,7 +112,7 @@ def add_no_ties(group) -> None:
     )
 
 
-def add_dimensions(group) -> None:
+def add_dimensions(group: Arguments) -> None:
     group.add_argument(
         "--dimensions",
         type=_dimensions,
@@ -254,7 +255,7 @@ def _model_spec(text: str) -> tuple[str, str]:
     return name.strip(), path.strip()
 
 
-def _read_models(specs: list[tuple[str, str]], pairs: pd.DataFrame) -> list:
+def _read_models(specs: list[tuple[str, str]], pairs: pd.DataFrame) -> list[ModelJudgements]:
     """Every --model file validated against the report's pairs before anything is written;
     the problems of all files are listed together."""
     from analysis.judges.files import ModelFileError, read_model_file
@@ -281,12 +282,15 @@ def _read_models(specs: list[tuple[str, str]], pairs: pd.DataFrame) -> list:
     return models
 
 
-def _from_files(args) -> tuple[pd.DataFrame, pd.DataFrame, tuple[int, int], dict]:
+def _from_files(
+    args: argparse.Namespace,
+) -> tuple[pd.DataFrame, pd.DataFrame, tuple[int, int], dict[str, Any]]:
     import pandas as pd
     import pyarrow as pa
 
     from analysis.aspects.scorer import aspect_counts
-    from analysis.files.annotations_table import DEFAULT_SCALE, read_table, validate_annotations
+    from analysis.files.annotations_table import read_table, validate_annotations
+    from analysis.vocabulary import DEFAULT_SCALE
     from annotate.studies.pairs_files import read_pairs
 
     pairs = read_pairs(args.pairs)
@@ -324,7 +328,9 @@ def _from_files(args) -> tuple[pd.DataFrame, pd.DataFrame, tuple[int, int], dict
     return annotations, frame, DEFAULT_SCALE, design
 
 
-def _from_database(args) -> tuple[pd.DataFrame, pd.DataFrame, tuple[int, int], dict, object]:
+def _from_database(
+    args: argparse.Namespace,
+) -> tuple[pd.DataFrame, pd.DataFrame, tuple[int, int], dict[str, Any], OverlapDesign | None]:
     from annotate.engine import get_engine
     from annotate.results.study_report import study_tables
 

@@ -7,8 +7,8 @@ from typing import Any
 
 from sqlalchemy import case, func, update
 from sqlalchemy.engine import Engine
-from sqlalchemy.sql.elements import ColumnElement
 from sqlalchemy.orm import defer
+from sqlalchemy.sql.elements import ColumnElement
 from sqlmodel import Session, col, select
 
 from annotate.labelling.answers import FormState

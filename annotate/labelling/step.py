@@ -90,7 +90,12 @@ def _check_loaded(
 
 
 def _store_answer(
-    conn: Connection, *, annotator_id: int, pair_id: int, values: dict[str, Any], loaded: Loaded | None
+    conn: Connection,
+    *,
+    annotator_id: int,
+    pair_id: int,
+    values: dict[str, Any],
+    loaded: Loaded | None,
 ) -> StudyRules:
     """Inside the caller's write transaction: upsert the answer and close the annotator's
     assignment for the pair (repairing it when there was none open); the study's rules.

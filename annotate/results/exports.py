@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from sqlalchemy.engine import Engine
 
@@ -31,7 +32,7 @@ def export_annotations(engine: Engine, *, study: str, fmt: str) -> bytes:
         return path.read_bytes()
 
 
-def export_pairs(engine: Engine, *, study: str, valid_only: bool = False, **options) -> bytes:
+def export_pairs(engine: Engine, *, study: str, valid_only: bool = False, **options: Any) -> bytes:
     """The study's pairs as JSON Lines in the import format (section 2), every original field
     kept; with valid_only, only the non-gold pairs whose report verdict is `valid`."""
     from annotate.results.frames import pairs_frame

@@ -6,7 +6,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, TypeVar
 
 from sqlalchemy.engine import Engine
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
 
 from analysis.vocabulary import ANSWER_COLUMNS, COLUMNS, RATING_COLUMNS
 from annotate.store import db
@@ -34,10 +34,10 @@ def annotations_frame(source: Engine | Session, *, study: str) -> pd.DataFrame:
         study_row = get_study(s, study)
         return s.exec(
             select(Pair.pair_key, Annotator.name, Annotation)
-            .join(Pair, Pair.id == Annotation.pair_id)
-            .join(Annotator, Annotator.id == Annotation.annotator_id)
+            .join(Pair, col(Pair.id) == Annotation.pair_id)
+            .join(Annotator, col(Annotator.id) == Annotation.annotator_id)
             .where(Annotation.study_id == study_row.id)
-            .order_by(Pair.position, Annotator.name)
+            .order_by(col(Pair.position), col(Annotator.name))
         ).all()
 
     rows = _in_read(source, query)
@@ -76,7 +76,7 @@ def pairs_frame(source: Engine | Session, *, study: str, content: bool = True) -
                 *(getattr(Pair, name) for name in SAMPLE_COLUMNS),
             )
             .where(Pair.study_id == study_row.id)
-            .order_by(Pair.position)
+            .order_by(col(Pair.position))
         ).all()
         frame = pd.DataFrame(
             light, columns=["pair_id", "category", "is_gold", "n_aspects", *SAMPLE_COLUMNS]
@@ -84,7 +84,9 @@ def pairs_frame(source: Engine | Session, *, study: str, content: bool = True) -
         frame["is_gold"] = frame["is_gold"].astype(bool)
         frame["n_aspects"] = [len(aspects or []) for aspects in frame["n_aspects"]]
         return _sample_design(frame)
-    pairs = s.exec(select(Pair).where(Pair.study_id == study_row.id).order_by(Pair.position)).all()
+    pairs = s.exec(
+        select(Pair).where(Pair.study_id == study_row.id).order_by(col(Pair.position))
+    ).all()
     frame = pd.DataFrame.from_records(
         [
             {

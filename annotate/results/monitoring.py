@@ -8,19 +8,32 @@ part of the study's coverage (see annotate/queue/gold.py).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
 import numpy as np
 import pandas as pd
 from sqlalchemy import func
-from sqlalchemy.engine import Engine
-from sqlmodel import select
+from sqlalchemy import select as select_columns
+from sqlalchemy.engine import Engine, Row
+from sqlalchemy.sql.elements import ColumnElement
+from sqlmodel import Session, col, select
 
 from annotate.queue import gold
 from annotate.store import db
 from annotate.store.clock import as_utc
-from annotate.store.models import Annotation, Annotator, Assignment, Pair, Study, utcnow
+from annotate.store.models import (
+    Annotation,
+    Annotator,
+    Assignment,
+    Pair,
+    Study,
+    id_of,
+    table_of,
+    utcnow,
+)
 
 # The rate and the estimated time to finish look at the annotations of this many last hours
 # (a day: a crowd study's burst and a lab's working day alike, night included).
@@ -39,6 +52,22 @@ TERMS = {
     "the time since the first annotation, at least an hour, in a younger study).",
 }
 
+_PAIR, _ANNOTATION = table_of(Pair), table_of(Annotation)
+Rows = Sequence[Row[Any]]
+# What study_progress reads in one snapshot: the study, (is_gold, annotations) per pair,
+# (day, annotations) per day, real annotations lately and the first one, annotators, the
+# first annotation, and for an adaptive study each pair's key with its answers per preference.
+_ProgressRead = tuple[
+    Study,
+    Sequence[tuple[bool, int]],
+    Sequence[tuple[Any, int]],
+    int,
+    datetime | None,
+    int,
+    datetime | None,
+    tuple[list[str], Sequence[tuple[str, str, int]]] | None,
+]
+
 # Outlier rules for annotators (each needs enough items to mean something).
 MIN_ITEMS = 5
 LOW_GOLD_ACCURACY = 0.7
@@ -54,33 +83,33 @@ def annotator_activity(engine: Engine, *, study_id: int) -> pd.DataFrame:
     """One row per annotator of the study: account, progress and speed (gold included in
     `done`; `real_done` counts real pairs only)."""
 
-    def read(s):
+    def read(s: Session) -> tuple[Sequence[Annotator], dict[int, int], dict[int, int], Rows]:
         people = s.exec(
-            select(Annotator).where(Annotator.study_id == study_id).order_by(Annotator.name)
+            select(Annotator).where(Annotator.study_id == study_id).order_by(col(Annotator.name))
         ).all()
         done = dict(
             s.exec(
                 select(Assignment.annotator_id, func.count())
                 .where(Assignment.study_id == study_id, Assignment.status == "done")
-                .group_by(Assignment.annotator_id)
+                .group_by(col(Assignment.annotator_id))
             ).all()
         )
         open_ = dict(
             s.exec(
                 select(Assignment.annotator_id, func.count())
                 .where(Assignment.study_id == study_id, Assignment.status == "active")
-                .group_by(Assignment.annotator_id)
+                .group_by(col(Assignment.annotator_id))
             ).all()
         )
-        rows = s.exec(
-            select(
-                Annotation.annotator_id,
-                Pair.is_gold,
-                Annotation.seconds,
-                Annotation.submitted_at,
+        rows = s.execute(
+            select_columns(
+                _ANNOTATION.c.annotator_id,
+                _PAIR.c.is_gold,
+                _ANNOTATION.c.seconds,
+                _ANNOTATION.c.submitted_at,
             )
-            .join(Pair, Pair.id == Annotation.pair_id)
-            .where(Annotation.study_id == study_id)
+            .join(_PAIR, _PAIR.c.id == _ANNOTATION.c.pair_id)
+            .where(_ANNOTATION.c.study_id == study_id)
         ).all()
         return people, done, open_, rows
 
@@ -94,21 +123,20 @@ def annotator_activity(engine: Engine, *, study_id: int) -> pd.DataFrame:
     last_answer = per_person["submitted_at"].max().dropna()
     out = []
     for person in people:
+        aid = id_of(person)
         out.append(
             {
-                "id": person.id,
+                "id": aid,
                 "annotator": person.name,
                 "role": "maintainer" if person.is_admin else "annotator",
                 "source": "Prolific" if person.external_id else "link",
                 "email": person.email or "",
                 "active": person.active,
-                "done": int(done.get(person.id, 0)),
-                "real_done": int(real_done.get(person.id, 0)),
-                "open": int(open_.get(person.id, 0)),
-                "median_seconds": (
-                    float(median_seconds[person.id]) if person.id in median_seconds else None
-                ),
-                "last_answer": last_answer.get(person.id),
+                "done": int(done.get(aid, 0)),
+                "real_done": int(real_done.get(aid, 0)),
+                "open": int(open_.get(aid, 0)),
+                "median_seconds": (float(median_seconds[aid]) if aid in median_seconds else None),
+                "last_answer": last_answer.get(aid),
             }
         )
     return pd.DataFrame(
@@ -130,7 +158,7 @@ def annotator_activity(engine: Engine, *, study_id: int) -> pd.DataFrame:
 
 
 def annotator_quality(
-    activity: pd.DataFrame, report_annotators: list[dict], gold_table: pd.DataFrame
+    activity: pd.DataFrame, report_annotators: list[dict[str, Any]], gold_table: pd.DataFrame
 ) -> pd.DataFrame:
     """Activity joined with the report's per-annotator figures and gold accuracy, with flags."""
     figures = pd.DataFrame(report_annotators)
@@ -157,7 +185,7 @@ def annotator_quality(
     return table
 
 
-def _num(value) -> float | None:
+def _num(value: Any) -> float | None:
     try:
         value = float(value)
     except (TypeError, ValueError):
@@ -292,7 +320,7 @@ def recent_rate(
     return n_recent / max((now - span_start).total_seconds() / 3600, 1.0)
 
 
-def _day(column, dialect: str):
+def _day(column: ColumnElement[Any], dialect: str) -> ColumnElement[Any]:
     """The UTC calendar day of a timestamp column, in SQL."""
     if dialect == "postgresql":
         return func.date(func.timezone("UTC", column))
@@ -304,30 +332,30 @@ def study_progress(engine: Engine, *, study_id: int, now: datetime | None = None
     now = now or utcnow()
     start = now - timedelta(hours=RECENT_HOURS)
 
-    def read(s):
+    def read(s: Session) -> _ProgressRead:
         dialect = s.get_bind().dialect.name
-        study = s.get(Study, study_id)
+        study = s.get_one(Study, study_id)
         counts = s.exec(
-            select(Pair.is_gold, func.count(Annotation.id))
-            .join(Annotation, Annotation.pair_id == Pair.id, isouter=True)
+            select(Pair.is_gold, func.count(col(Annotation.id)))
+            .join(Annotation, col(Annotation.pair_id) == Pair.id, isouter=True)
             # a sampled study's progress is its sample's (import-pairs --sample)
             .where(Pair.study_id == study_id, Pair.queued == True)  # noqa: E712
-            .group_by(Pair.id, Pair.is_gold)
+            .group_by(col(Pair.id), col(Pair.is_gold))
         ).all()
-        day = _day(Annotation.submitted_at, dialect)
+        day = _day(_ANNOTATION.c.submitted_at, dialect)
         days = s.exec(
-            select(day, func.count(Annotation.id))
-            .where(Annotation.study_id == study_id, Annotation.submitted_at.is_not(None))
+            select(day, func.count(col(Annotation.id)))
+            .where(Annotation.study_id == study_id, col(Annotation.submitted_at).is_not(None))
             .group_by(day)
             .order_by(day)
         ).all()
-        real = (Annotation.study_id == study_id) & (Pair.is_gold == False)  # noqa: E712
+        real = (col(Annotation.study_id) == study_id) & (col(Pair.is_gold) == False)  # noqa: E712
         n_recent, first_real = s.exec(
             select(
-                func.count(Annotation.id).filter(Annotation.submitted_at >= start),
+                func.count(col(Annotation.id)).filter(col(Annotation.submitted_at) >= start),
                 func.min(Annotation.submitted_at),
             )
-            .join(Pair, Pair.id == Annotation.pair_id)
+            .join(Pair, col(Pair.id) == Annotation.pair_id)
             .where(real)
         ).one()
         annotators, started = s.exec(
@@ -338,16 +366,16 @@ def study_progress(engine: Engine, *, study_id: int, now: datetime | None = None
         ).one()
         answers = None
         if study.adaptive_min is not None:  # each pair's answers: its expected final count
-            answers = s.exec(
-                select(Pair.pair_key, Annotation.preference, func.count(Annotation.id))
-                .join(Annotation, Annotation.pair_id == Pair.id)
+            rows = s.exec(
+                select(Pair.pair_key, Annotation.preference, func.count(col(Annotation.id)))
+                .join(Annotation, col(Annotation.pair_id) == Pair.id)
                 .where(Pair.study_id == study_id, Pair.is_gold == False)  # noqa: E712
-                .group_by(Pair.pair_key, Annotation.preference)
+                .group_by(col(Pair.pair_key), col(Annotation.preference))
             ).all()
             keys = s.exec(
                 select(Pair.pair_key).where(Pair.study_id == study_id, Pair.is_gold == False)  # noqa: E712
             ).all()
-            answers = (list(keys), answers)
+            answers = (list(keys), rows)
         return study, counts, days, n_recent, first_real, annotators, started, answers
 
     study, counts, days, n_recent, first_real, annotators, started, answers = db.read(engine, read)
@@ -389,11 +417,13 @@ def study_progress(engine: Engine, *, study_id: int, now: datetime | None = None
     )
 
 
-def _adaptive_progress(study: Study, keys: list[str], rows) -> tuple[int, int, int, int]:
+def _adaptive_progress(
+    study: Study, keys: list[str], rows: Sequence[tuple[str, str, int]]
+) -> tuple[int, int, int, int]:
     """(collected, needed, complete, typical target) of an adaptive study: each pair's expected
     final count from analysis.design.stopping (annotate/queue/targets.py's design)."""
     from analysis.design.stopping import expected_annotations
-    from analysis.files.annotations_table import PREFERENCES
+    from analysis.vocabulary import PREFERENCES
     from annotate.queue.targets import Design
 
     index = {key: i for i, key in enumerate(keys)}
@@ -409,40 +439,39 @@ def _adaptive_progress(study: Study, keys: list[str], rows) -> tuple[int, int, i
     needed = int(np.ceil(expected.sum()))
     collected = int(np.minimum(have, expected).sum())
     complete = int((have >= expected).sum())
-    typical = round(float(expected.mean())) if len(expected) else design.adaptive_min
+    typical = round(float(expected.mean())) if len(expected) else design.bounds[0]
     return collected, needed, complete, typical
 
 
 def pair_coverage(engine: Engine, *, study_id: int) -> pd.DataFrame:
     """One row per pair: id, category, gold (and expected answer), annotations vs target."""
 
-    def read(s):
-        study = s.get(Study, study_id)
-        rows = s.exec(
-            select(
-                Pair.pair_key,
-                Pair.category,
-                Pair.is_gold,
-                Pair.gold_answer,
-                Pair.n_assigned,
-                func.coalesce(Pair.target, study.overlap_target),
-                func.count(Annotation.id),
+    def read(s: Session) -> Rows:
+        study = s.get_one(Study, study_id)
+        return s.execute(
+            select_columns(
+                _PAIR.c.pair_key,
+                _PAIR.c.category,
+                _PAIR.c.is_gold,
+                _PAIR.c.gold_answer,
+                _PAIR.c.n_assigned,
+                func.coalesce(_PAIR.c.target, study.overlap_target),
+                func.count(_ANNOTATION.c.id),
             )
-            .join(Annotation, Annotation.pair_id == Pair.id, isouter=True)
-            .where(Pair.study_id == study_id)
-            .group_by(Pair.id)
-            .order_by(Pair.position)
+            .join(_ANNOTATION, _ANNOTATION.c.pair_id == _PAIR.c.id, isouter=True)
+            .where(_PAIR.c.study_id == study_id)
+            .group_by(_PAIR.c.id)
+            .order_by(_PAIR.c.position)
         ).all()
-        return study, rows
 
-    _, rows = db.read(engine, read)
+    rows = db.read(engine, read)
     frame = pd.DataFrame(
         rows,
         columns=["pair_id", "category", "gold", "expected", "reserved", "target", "annotations"],
     )
     frame["gold"] = frame["gold"].astype(bool)
     # a pair's own target in an adaptive study (annotate/queue/targets.py), else the study's
-    frame["target"] = np.where(frame["gold"], None, frame["target"])
+    frame["target"] = frame["target"].astype(object).where(~frame["gold"], None)
     frame["open"] = (frame["reserved"] - frame["annotations"]).clip(lower=0)
     target = frame["target"].fillna(0).astype(int)
     frame["status"] = np.select(
@@ -456,7 +485,7 @@ def pair_coverage(engine: Engine, *, study_id: int) -> pd.DataFrame:
 
 
 def pair_record(engine: Engine, *, study_id: int, pair_key: str) -> Pair | None:
-    def read(s):
+    def read(s: Session) -> Pair | None:
         return s.exec(
             select(Pair).where(Pair.study_id == study_id, Pair.pair_key == pair_key)
         ).first()

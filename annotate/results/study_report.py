@@ -8,21 +8,26 @@ from __future__ import annotations
 
 import hashlib
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 from sqlalchemy import func
-from sqlalchemy.engine import Engine
-from sqlmodel import select
+from sqlalchemy import select as select_columns
+from sqlalchemy.engine import Engine, Row
+from sqlmodel import Session, col, select
 
 from analysis.design.stopping import OverlapDesign
 from analysis.report.shape import Report
 from annotate.queue.targets import Design
 from annotate.results import frames
 from annotate.store import db
-from annotate.store.models import Annotation, Pair, Study
+from annotate.store.models import Annotation, Pair, Study, table_of
 from annotate.studies.catalog import get_study
+
+_PAIR, _ANNOTATION = table_of(Pair), table_of(Annotation)
 
 REPORT_FILES = {
     "report.json": "application/json",
@@ -42,7 +47,7 @@ class StudyData:
     scale: tuple[int, int]
     # The study's settings that shape the statistics (ReportOptions.allow_ties, .dimensions):
     # whether it offered a tie, and which quality dimensions it asked.
-    design: dict
+    design: dict[str, Any]
     # How many annotations each pair got: fixed or adaptive, with the agreement sample.
     overlap: OverlapDesign | None = None
 
@@ -60,9 +65,12 @@ def study_tables(
     one snapshot, so a pair imported and answered meanwhile is in all of them or in none.
     `content` adds each pair's original record (for --export-valid); without it a pair is a
     few bytes."""
-    from analysis.files.annotations_table import DIMENSIONS, validate_annotations
+    from analysis.files.annotations_table import validate_annotations
+    from analysis.vocabulary import DIMENSIONS
 
-    def read(s) -> tuple[pd.DataFrame, pd.DataFrame, tuple[int, int], dict, OverlapDesign]:
+    def read(
+        s: Session,
+    ) -> tuple[pd.DataFrame, pd.DataFrame, tuple[int, int], dict[str, Any], OverlapDesign]:
         row = get_study(s, study)
         pairs = frames.pairs_frame(s, study=study, content=content)
         raw = frames.annotations_frame(s, study=study)
@@ -100,7 +108,7 @@ def build_study_report(
     categories: list[str] | None = None,
     annotators: list[str] | None = None,
     content: bool = False,
-    **options,
+    **options: Any,
 ) -> tuple[Report, pd.DataFrame, pd.DataFrame]:
     """(report, annotations, pairs) for the study or the filtered part of it."""
     from analysis.report.build import build_report, report_options
@@ -144,15 +152,17 @@ def scorer_report(
     return with_aspect_scores(report, annotations, pairs, scorer[selected].reset_index(drop=True))
 
 
-def valid_pair_records(engine: Engine, *, study: str, report: Report) -> list[dict]:
+def valid_pair_records(engine: Engine, *, study: str, report: Report) -> list[dict[str, Any]]:
     """The original records of the report's `valid` non-gold pairs, in the study's order."""
     from analysis.report.files import valid_pair_ids
 
     valid = valid_pair_ids(report)
 
-    def read(s) -> list[dict]:
+    def read(s: Session) -> list[dict[str, Any]]:
         row = get_study(s, study)
-        pairs = s.exec(select(Pair).where(Pair.study_id == row.id).order_by(Pair.position)).all()
+        pairs = s.exec(
+            select(Pair).where(Pair.study_id == row.id).order_by(col(Pair.position))
+        ).all()
         return [p.record() for p in pairs if p.pair_key in valid]
 
     return db.read(engine, read) if valid else []
@@ -176,26 +186,26 @@ def report_files(
         return files
 
 
-def data_version(engine: Engine, *, study_id: int) -> tuple:
+def data_version(engine: Engine, *, study_id: int) -> tuple[object, ...]:
     """Changes whenever the study's annotations, pairs or gold marks change (a cache key)."""
 
-    def read(s) -> tuple:
-        annotations = s.exec(
-            select(
-                func.count(Annotation.id),
-                func.max(Annotation.id),
-                func.max(Annotation.submitted_at),
-            ).where(Annotation.study_id == study_id)
-        ).one()
-        pairs = s.exec(
-            select(func.count(Pair.id), func.max(Pair.id)).where(Pair.study_id == study_id)
-        ).one()
-        gold_marks = s.exec(
-            select(Pair.id, Pair.gold_answer)
-            .where(Pair.study_id == study_id, Pair.is_gold == True)  # noqa: E712
-            .order_by(Pair.id)
+    def read(
+        s: Session,
+    ) -> tuple[tuple[Any, ...], tuple[Any, ...], Sequence[Row[Any]], tuple[int, int]]:
+        counted = select_columns(
+            func.count(_ANNOTATION.c.id),
+            func.max(_ANNOTATION.c.id),
+            func.max(_ANNOTATION.c.submitted_at),
+        )
+        annotations = tuple(s.execute(counted.where(_ANNOTATION.c.study_id == study_id)).one())
+        counted_pairs = select_columns(func.count(_PAIR.c.id), func.max(_PAIR.c.id))
+        pairs = tuple(s.execute(counted_pairs.where(_PAIR.c.study_id == study_id)).one())
+        gold_marks = s.execute(
+            select_columns(_PAIR.c.id, _PAIR.c.gold_answer)
+            .where(_PAIR.c.study_id == study_id, _PAIR.c.is_gold == True)  # noqa: E712
+            .order_by(_PAIR.c.id)
         ).all()
-        study = s.get(Study, study_id)
+        study = s.get_one(Study, study_id)
         return annotations, pairs, gold_marks, (study.scale_min, study.scale_max)
 
     annotations, pairs, gold_marks, scale = db.read(engine, read)
