@@ -32,7 +32,6 @@ from sqlmodel import Session, col, select
 
 from analysis.vocabulary import PREFERENCES
 from annotate.errors import UserError
-from annotate.queue.rules import GOLD_EVERY  # noqa: F401  (the console shows the rate)
 from annotate.store.db import read_session, retrying, session
 from annotate.store.models import Annotation, Annotator, Assignment, Pair, Study
 

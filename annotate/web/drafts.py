@@ -32,9 +32,10 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from sqlalchemy.engine import Engine
-from sqlmodel import select
+from sqlmodel import col, select
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -83,9 +84,9 @@ _swept = 0.0  # when entries older than FACTS_SECONDS were last dropped
 
 _FACTS = (
     select(Assignment.annotator_id, Annotator.token_hash, Study, Pair.rubric_aspects)
-    .join(Annotator, Annotator.id == Assignment.annotator_id)
-    .join(Study, Study.id == Assignment.study_id)
-    .join(Pair, Pair.id == Assignment.pair_id)
+    .join(Annotator, col(Annotator.id) == Assignment.annotator_id)
+    .join(Study, col(Study.id) == Assignment.study_id)
+    .join(Pair, col(Pair.id) == Assignment.pair_id)
 )
 
 
@@ -134,7 +135,7 @@ def _sweep(now: float) -> None:
 
 
 _STATE = select(Assignment.status, Annotator.active).join(
-    Annotator, Annotator.id == Assignment.annotator_id
+    Annotator, col(Annotator.id) == Assignment.annotator_id
 )
 
 
@@ -143,7 +144,7 @@ def _state(engine: Engine, assignment_id: int) -> tuple[str, bool]:
     return db.read(engine, lambda s: s.exec(_STATE.where(Assignment.id == assignment_id)).one())
 
 
-def store_draft(engine: Engine, body: dict) -> int:
+def store_draft(engine: Engine, body: dict[str, Any]) -> int:
     """Check and store one draft request's body; the HTTP status. The common draft is one
     write (labelling.save_draft); the rest reads the assignment's state first."""
     assignment_id, key = body.get("assignment"), body.get("key")

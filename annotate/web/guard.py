@@ -46,10 +46,12 @@ import hashlib
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from sqlalchemy.engine import Engine
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import PlainTextResponse
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from annotate.web.paths import is_under, route_path, url_prefix
 from annotate.web.proofs import COOKIE as LOGIN_COOKIE
@@ -60,6 +62,9 @@ from annotate.web.proofs import (
     request_cookies,
 )
 from annotate.web.socket_frames import hide_server_details, refuse_deep_values
+
+if TYPE_CHECKING:
+    from streamlit.runtime import Runtime
 
 # A pairs file for the console: 200 MB holds about 2,000 records of 100 KB. Bigger files go
 # through `annotate import-pairs`, which streams them. The server lowers any larger
@@ -153,7 +158,7 @@ def _prune() -> None:
         del _sessions[session_id]
 
 
-def _runtime():
+def _runtime() -> Runtime | None:
     from streamlit.runtime import Runtime
 
     return Runtime.instance() if Runtime.exists() else None
@@ -178,12 +183,14 @@ def _is_active_maintainer(engine: Engine, *, annotator_id: int | None, token: st
 class StreamlitEndpointGuard:
     """ASGI middleware: see the module docstring."""
 
-    def __init__(self, app, *, get_engine: Callable[[], Engine], base_path: Callable[[], str]):
+    def __init__(
+        self, app: ASGIApp, *, get_engine: Callable[[], Engine], base_path: Callable[[], str]
+    ) -> None:
         self.app = app
         self.get_engine = get_engine
         self.base_path = base_path
 
-    async def __call__(self, scope, receive, send):
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "websocket":
             await self._socket(scope, receive, send)
             return
@@ -208,7 +215,7 @@ class StreamlitEndpointGuard:
                 return
         await self.app(scope, receive, send)
 
-    async def _socket(self, scope, receive, send) -> None:
+    async def _socket(self, scope: Scope, receive: Receive, send: Send) -> None:
         client = (scope.get("client") or ("unknown",))[0]
         with _lock:
             if _sockets.get(client, 0) >= MAX_SOCKETS_PER_CLIENT:
@@ -228,7 +235,7 @@ class StreamlitEndpointGuard:
                 if not _sockets[client]:
                     del _sockets[client]
 
-    def _relative_path(self, scope) -> str:
+    def _relative_path(self, scope: Scope) -> str:
         """The path as Streamlit routes it: without the ASGI root_path (a server or parent app
         that mounts this one puts it in front of `path`) and without server.baseUrlPath."""
         path = route_path(scope)
@@ -237,7 +244,7 @@ class StreamlitEndpointGuard:
             path = path[len(base) :] or "/"
         return path
 
-    async def _maintainer_request(self, scope) -> bool:
+    async def _maintainer_request(self, scope: Scope) -> bool:
         cookies = request_cookies(scope)
         prints = _cookie_prints(cookies)
         if prints:
@@ -258,7 +265,7 @@ class StreamlitEndpointGuard:
             _is_active_maintainer, self.get_engine(), annotator_id=None, token=token
         )
 
-    async def _upload(self, scope, receive, send, rest: str) -> None:
+    async def _upload(self, scope: Scope, receive: Receive, send: Send, rest: str) -> None:
         method = scope.get("method")
         if method == "OPTIONS":  # CORS preflight: no body, no state
             await self.app(scope, receive, send)
@@ -319,7 +326,7 @@ class StreamlitEndpointGuard:
         await self.app(scope, receive, send)
 
 
-def _content_length(scope) -> int | None:
+def _content_length(scope: Scope) -> int | None:
     for key, value in scope.get("headers", []):
         if key == b"content-length":
             try:
@@ -335,7 +342,7 @@ def _files_held(session_id: str) -> tuple[int, int]:
     return _held_in(runtime.uploaded_file_mgr, session_id) if runtime else (0, 0)
 
 
-def _held_in(manager, session_id: str) -> tuple[int, int]:
+def _held_in(manager: object, session_id: str) -> tuple[int, int]:
     # Streamlit has no public call for "what does this session hold"; its memory store keeps
     # the files in `file_storage`. Missing, that would silently turn the quota off: refuse.
     storage = getattr(manager, "file_storage", None)
@@ -364,7 +371,9 @@ def check_upload_store() -> None:
         )
 
 
-async def _refuse(scope, receive, send, status: int, text: str, *, drain_up_to: int = 0) -> None:
+async def _refuse(
+    scope: Scope, receive: Receive, send: Send, status: int, text: str, *, drain_up_to: int = 0
+) -> None:
     """Answer `status` and close. A body of at most `drain_up_to` bytes is read and thrown away
     first: closing a connection with unread bytes, or with bytes still on their way, makes the
     kernel reset it, and the client then loses the answer (a browser shows a network error
@@ -380,17 +389,17 @@ async def _refuse(scope, receive, send, status: int, text: str, *, drain_up_to: 
     await response(scope, receive, send)
 
 
-async def _discard_body(receive) -> None:
+async def _discard_body(receive: Receive) -> None:
     while True:
         message = await receive()
         if message["type"] != "http.request" or not message.get("more_body", False):
             return
 
 
-def _checked_messages(receive, *, client: str):
+def _checked_messages(receive: Receive, *, client: str) -> Receive:
     """Wrap a socket's `receive`: component values nested too deep are dropped (socket_frames)."""
 
-    async def checked():
+    async def checked() -> Message:
         message = await receive()
         data = message.get("bytes") if message["type"] == "websocket.receive" else None
         if data:
@@ -400,10 +409,10 @@ def _checked_messages(receive, *, client: str):
     return checked
 
 
-def _plain_frames(send):
+def _plain_frames(send: Send) -> Send:
     """Wrap a socket's `send`: no script path or Python version in a page run's first frame."""
 
-    async def plain(message):
+    async def plain(message: Message) -> None:
         data = message.get("bytes") if message["type"] == "websocket.send" else None
         if data:
             message = {**message, "bytes": hide_server_details(data)}
@@ -412,11 +421,11 @@ def _plain_frames(send):
     return plain
 
 
-def _no_size_in_range_errors(send):
+def _no_size_in_range_errors(send: Send) -> Send:
     """Wrap `send` so that a refused Range (416) does not tell the file's size
     (`Content-Range: bytes */SIZE`): a 416 without the header, as RFC 9110 allows."""
 
-    async def sizeless(message):
+    async def sizeless(message: Message) -> None:
         if message["type"] == "http.response.start" and message.get("status") == 416:
             headers = [(k, v) for k, v in message.get("headers", []) if k != b"content-range"]
             message = {**message, "headers": headers}
@@ -425,12 +434,12 @@ def _no_size_in_range_errors(send):
     return sizeless
 
 
-def _no_downloads(send):
+def _no_downloads(send: Send) -> Send:
     """Wrap `send` so that a download (a response with `Content-Disposition: attachment`,
     which is how Streamlit serves download-button files) becomes a 404; inline media pass."""
     blocked = False
 
-    async def guarded(message):
+    async def guarded(message: Message) -> None:
         nonlocal blocked
         if message["type"] == "http.response.start":
             headers = dict(message.get("headers", []))

@@ -32,7 +32,7 @@ from annotate.engine import get_engine
 from annotate.errors import UserError
 from annotate.people import prolific
 from annotate.store.db import read, resolve_url
-from annotate.store.models import Annotator
+from annotate.store.models import Annotator, id_of
 from annotate.web import guard
 from annotate.web.proofs import (
     COOKIE,
@@ -84,7 +84,8 @@ def still_signed_in(annotator_id: int) -> bool:
 
 
 def ended_message() -> str | None:
-    return st.session_state.pop(ENDED_KEY, None)
+    message: str | None = st.session_state.pop(ENDED_KEY, None)
+    return message
 
 
 def _run_marker() -> object | None:
@@ -98,7 +99,8 @@ def _this_run() -> Identity | None:
     marker = _run_marker()
     cached = st.session_state.get(_RUN_KEY)
     if marker is not None and cached is not None and cached[0] is marker:
-        return cached[1]
+        resolved: Identity | None = cached[1]
+        return resolved
     identity = _resolve()
     if marker is not None:
         st.session_state[_RUN_KEY] = (marker, identity)
@@ -121,7 +123,7 @@ def _resolve() -> Identity | None:
             return None
         st.session_state[PROLIFIC_KEY] = params
         return Identity(user, "prolific")
-    candidates = []
+    candidates: list[object] = []  # tokens, or what a cookie or the address holds instead
     if "token" in st.query_params:
         candidates.append(st.query_params["token"])
         del st.query_params["token"]
@@ -281,7 +283,7 @@ def require_admin() -> Annotator:
             if (name == COOKIE and value == token)
             or (token is None and name.startswith(OIDC_COOKIE_PREFIX))
         }
-        guard.register_maintainer_session(session_id, annotator_id=user.id, cookies=proof)
+        guard.register_maintainer_session(session_id, annotator_id=id_of(user), cookies=proof)
     return user
 
 

@@ -15,13 +15,17 @@ import hashlib
 import hmac
 import secrets
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
+from typing import Any
 
 import streamlit as st
 
 from analysis.vocabulary import SLOTS, TIE
 from annotate.labelling.answers import FormState, Question, form_questions
 from annotate.labelling.drafts import draft_key
+from annotate.labelling.earlier import EarlierAnswer
+from annotate.labelling.page import Item
 from annotate.store.models import Study
 from annotate.web.render import safe_html
 from annotate.wording import DIMENSION_HELP, PREFERENCE_QUESTION, REASON_LABELS, REASON_QUESTION
@@ -41,7 +45,7 @@ _component = st.components.v2.component(
 )
 
 
-def page_token(item, study) -> str:
+def page_token(item: Item, study: Study) -> str:
     """The opaque name of one pair's visit on the page (the component's key and `data.token`):
     keyed with the study's secret, the same on a reload, but no assignment id or count reaches
     the page (a gold pair used to show as a gap in the ids)."""
@@ -50,8 +54,8 @@ def page_token(item, study) -> str:
     return hmac.new(key, message.encode(), hashlib.sha256).hexdigest()[:20]
 
 
-def _cell(question: Question, study) -> dict:
-    cell = {
+def _cell(question: Question, study: Study) -> dict[str, Any]:
+    cell: dict[str, Any] = {
         "kind": question.kind,
         "field": question.field,
         "name_field": f"{question.kind}:{question.field}",
@@ -85,13 +89,13 @@ def guidelines_html(study: Study) -> str:
 
 def form_data(
     *,
-    item,
-    study,
+    item: Item,
+    study: Study,
     form: FormState,
     progress: tuple[int, int],
     seconds_before: float,
     can_go_back: bool,
-    history: list | None,
+    history: list[EarlierAnswer] | None,
     refused: list[Question] | None,
     flash: str | None,
     sign_out_url: str,
@@ -101,7 +105,7 @@ def form_data(
     with_posts: bool = False,
     draft_url: str | None = None,
     sign_in: str | None = None,
-) -> dict:
+) -> dict[str, Any]:
     """Everything the component shows for one pair (JSON). `answered` is the number of the last
     event the server acted on (the browser leaves its sending state on it); `reset` tells the
     browser to drop what it holds for this pair and show the stored answer; `flash_tone` is
@@ -198,16 +202,18 @@ def session_mark() -> str:
     """A random name for this Streamlit session (this tab on this replica), made on its first
     run. The form compares it across runs: a new one means the page reconnected to another
     session, which never received an event the form still waits for, so it sends it again."""
-    mark = st.session_state.get(SESSION_KEY)
+    mark: str | None = st.session_state.get(SESSION_KEY)
     if mark is None:
         mark = st.session_state[SESSION_KEY] = secrets.token_hex(8)
     return mark
 
 
-def label_form(*, key: str, data: dict, on_event: Callable[[str], None]) -> None:
+def label_form(*, key: str, data: dict[str, Any], on_event: Callable[[str], None]) -> None:
     """Mount the form; `on_event(name)` runs (as a callback, before the next script run) when
     the browser sends one of EVENTS; `event_value(key, name)` reads what it sent."""
-    callbacks = {f"on_{name}_change": (lambda name=name: on_event(name)) for name in EVENTS}
+    # Any: each value goes to the component's **on_callbacks, but mypy checks a dict spread
+    # into a call against its named parameters (key, data, ...) too
+    callbacks: dict[str, Any] = {f"on_{name}_change": partial(on_event, name) for name in EVENTS}
     _component(key=key, data={**data, "session": session_mark()}, **callbacks)
 
 

@@ -37,10 +37,12 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from annotate.people.auth import annotator_for_token, reissue_token
 from annotate.people.prolific import PARAMS
 from annotate.store import db
+from annotate.store.models import id_of
 from annotate.web.paths import full_path, is_under, root_path
 from annotate.web.proofs import COOKIE, account_for_token, same_origin
 
@@ -85,10 +87,10 @@ def app_path(path: str, *, prefix: str) -> str:
 
 def _account(engine: Engine, token: str | None) -> tuple[int, str] | None:
     user = account_for_token(engine, token)
-    return (user.id, user.name) if user is not None else None
+    return (id_of(user), user.name) if user is not None else None
 
 
-def _secure(scope) -> bool:
+def _secure(scope: Scope) -> bool:
     return scope.get("scheme") in ("https", "wss")
 
 
@@ -161,30 +163,29 @@ class LoginLinkMiddleware:
     """`prefix`: where the app's routes are, "/annotate" for `server.baseUrlPath = "annotate"`
     (annotate.web.paths.url_prefix), "" at the root."""
 
-    def __init__(self, app, *, get_engine: Callable[[], Engine], prefix: str = ""):
+    def __init__(self, app: ASGIApp, *, get_engine: Callable[[], Engine], prefix: str = "") -> None:
         self.app = app
         self.get_engine = get_engine
         self.prefix = prefix
 
-    async def __call__(self, scope, receive, send):
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and scope.get("method") == "GET":
             params = parse_qsl(
                 scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True
             )
             token = next((value for key, value in params if key == "token"), None)
             if token is not None:
-                response = await self._login_link(scope, params, token)
-                await response(scope, receive, send)
+                await (await self._login_link(scope, params, token))(scope, receive, send)
                 return
             pid = next((value for key, value in params if key == PROLIFIC_PID), None)
             if pid is not None:
-                response = await self._crowd_link(scope, pid)
-                if response is not None:
-                    await response(scope, receive, send)
+                switch = await self._crowd_link(scope, pid)
+                if switch is not None:
+                    await switch(scope, receive, send)
                     return
         await self.app(scope, receive, send)
 
-    async def _crowd_link(self, scope, pid: str) -> Response | None:
+    async def _crowd_link(self, scope: Scope, pid: str) -> Response | None:
         """A Prolific entry link (`?PROLIFIC_PID=...`) in a browser signed in with a login
         link: like another account's link, it switches nobody by itself. None: let it through
         (nobody signed in here, or this very participant)."""
@@ -198,7 +199,9 @@ class LoginLinkMiddleware:
         target = app_path(full_path(scope), prefix=prefix) + (f"?{query}" if query else "")
         return _switch_page(current=user.name, token="", target=target, prefix=prefix)
 
-    async def _login_link(self, scope, params, token: str) -> Response:
+    async def _login_link(
+        self, scope: Scope, params: list[tuple[str, str]], token: str
+    ) -> Response:
         rest = urlencode([(k, v) for k, v in params if k != "token"])
         prefix = root_path(scope) + self.prefix
         target = app_path(full_path(scope), prefix=prefix) + (f"?{rest}" if rest else "")

@@ -11,8 +11,12 @@ when it prints a link.
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 from annotate.errors import UserError
+
+if TYPE_CHECKING:
+    from starlette.types import Scope
 
 _SEGMENT = re.compile(r"[A-Za-z0-9._~-]+")
 
@@ -30,19 +34,20 @@ def is_under(path: str, prefix: str) -> bool:
     return path == prefix or path.startswith(prefix + "/")
 
 
-def root_path(scope) -> str:
+def root_path(scope: Scope) -> str:
     """Where a server or a parent app mounted this ASGI app (`root_path`), "" at the root."""
-    return scope.get("root_path", "").rstrip("/")
+    root: str = scope.get("root_path", "")
+    return root.rstrip("/")
 
 
-def full_path(scope) -> str:
+def full_path(scope: Scope) -> str:
     """The request's path from the host's root. ASGI servers put the `root_path` in front of
     `path` (uvicorn does); older ones left it out, and it is added then."""
-    root, path = root_path(scope), scope.get("path", "")
+    root, path = root_path(scope), str(scope.get("path", ""))
     return path if not root or is_under(path, root) else root + path
 
 
-def route_path(scope) -> str:
+def route_path(scope: Scope) -> str:
     """The request's path inside this app: `full_path` without the `root_path` ("/" at least)."""
     root, path = root_path(scope), full_path(scope)
     return path[len(root) :] or "/"

@@ -17,8 +17,10 @@ import html
 import re
 import threading
 from collections import OrderedDict
+from collections.abc import Sequence
 
 from markdown_it import MarkdownIt
+from markdown_it.token import Token
 
 from annotate.web.inert import break_autolinks
 
@@ -158,7 +160,7 @@ def _escape(text: str) -> str:
     return html.escape(text, quote=True)
 
 
-def _inline(children, *, task_item: bool, soft_break: str) -> str:
+def _inline(children: Sequence[Token] | None, *, task_item: bool, soft_break: str) -> str:
     out = []
     for i, token in enumerate(children or ()):
         if token.type == "text":
@@ -177,7 +179,7 @@ def _inline(children, *, task_item: bool, soft_break: str) -> str:
     return "".join(out)
 
 
-def _html(tokens, *, soft_break: str) -> str:
+def _html(tokens: Sequence[Token], *, soft_break: str) -> str:
     out = []
     item_start = False
     for token in tokens:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
+from types import FrameType
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 # Streamlit polls its config.toml files (and secrets) every 0.2 s whatever
@@ -22,7 +23,7 @@ STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 CONFIG_POLL_SECONDS = 5.0
 
 
-def _stopped(signum, _frame) -> None:
+def _stopped(signum: int, _frame: FrameType | None) -> None:
     # Called when the server has stopped (uvicorn raises the signal again after its
     # shutdown), or for a signal before it started: nothing is left to clean up, and
     # Streamlit's runtime threads would otherwise keep the process alive.
@@ -40,7 +41,8 @@ def main() -> None:
 
     if not hasattr(polling_path_watcher, "_POLLING_PERIOD_SECS"):  # moved: say so loudly
         raise SystemExit("streamlit's polling_path_watcher changed; see CONFIG_POLL_SECONDS")
-    polling_path_watcher._POLLING_PERIOD_SECS = CONFIG_POLL_SECONDS
+    # Streamlit declares the period Final; this process sets it once, before Streamlit starts
+    vars(polling_path_watcher)["_POLLING_PERIOD_SECS"] = CONFIG_POLL_SECONDS
 
     sys.argv = ["streamlit", *sys.argv[1:]]
     streamlit_main()

@@ -38,7 +38,8 @@ def hide_server_details(frame: bytes) -> bytes:
     info = msg.new_session.initialize.environment_info
     info.python_version = ""
     info.server_os = ""
-    return msg.SerializeToString()
+    shown: bytes = msg.SerializeToString()
+    return shown
 
 
 def json_depth_exceeds(text: str, limit: int = MAX_JSON_DEPTH) -> bool:
@@ -92,4 +93,5 @@ def refuse_deep_values(message: bytes, *, client: str) -> bytes:
         client,
         MAX_JSON_DEPTH,
     )
-    return msg.SerializeToString()
+    kept: bytes = msg.SerializeToString()
+    return kept

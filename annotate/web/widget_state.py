@@ -19,10 +19,18 @@ refuses to start, tests/test_session_memory_app.py fails) when an upgrade moves 
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Any
+
 from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
 
+if TYPE_CHECKING:
+    from streamlit.runtime.state import SafeSessionState
 
-def _parts(session_state):
+
+def _parts(
+    session_state: SafeSessionState,
+) -> tuple[AbstractContextManager[Any], dict[str, Any], dict[str, Any], dict[str, Any], Any]:
     """(lock, widget values, their metadata, previous values, user key -> widget id) of a
     SafeSessionState, or a RuntimeError naming what moved."""
     try:

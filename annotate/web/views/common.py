@@ -6,7 +6,7 @@ import html
 
 import streamlit as st
 
-from annotate.store.models import Annotator, Study
+from annotate.store.models import Annotator, Study, id_of
 from annotate.web.paths import url_prefix
 from annotate.web.render import safe_markdown
 
@@ -60,7 +60,7 @@ def finished_extras(user: Annotator, study: Study) -> None:
     from annotate.queue.gold import FAILED, qualification_of
     from annotate.web.identity import engine
 
-    failed = qualification_of(engine(), annotator_id=user.id).state == FAILED
+    failed = qualification_of(engine(), annotator_id=id_of(user)).state == FAILED
     if failed:
         st.info(
             "Your answers did not match what this study needs, so no further pairs will "

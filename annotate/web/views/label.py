@@ -14,7 +14,7 @@ from annotate.labelling.page import Item, label_page, mark_guidelines_seen
 from annotate.labelling.step import StaleAnswer, submit
 from annotate.queue.assignment import next_assignment, queue_status, skip
 from annotate.queue.rules import AccountClosed, GivenAway
-from annotate.store.models import Annotator, Study
+from annotate.store.models import Annotator, Study, id_of
 from annotate.web.identity import ended_message, engine, require_user, still_signed_in
 from annotate.web.label_form import event_seq, event_value, form_data, label_form, page_token
 from annotate.web.views.common import (
@@ -91,7 +91,8 @@ def _say(text: str, tone: str = "info") -> None:
 
 
 def _on_event(name: str, *, key: str, item: Item, study: Study, user: Annotator) -> None:
-    if not still_signed_in(user.id):
+    annotator_id = id_of(user)
+    if not still_signed_in(annotator_id):
         return  # signed out, a newer link, deactivated: nothing stored, nothing reserved
     payload = event_value(key, name)
     seq = event_seq(payload)
@@ -146,14 +147,14 @@ def _on_event(name: str, *, key: str, item: Item, study: Study, user: Annotator)
         )
     elif name == "skip" and not item.editing:
         _leave(item, study, None)
-        skip(engine(), annotator_id=user.id, pair_id=item.pair.id)
+        skip(engine(), annotator_id=annotator_id, pair_id=item.assignment.pair_id)
         st.session_state[SKIPPED_KEY] = item.pair.id
     elif name == "cancel":
         _leave(item, study, None)
         st.session_state.pop(EDIT_KEY, None)
     elif name == "back":
         before = item.pair.id if item.editing else None
-        target = previous_pair(engine(), annotator_id=user.id, before=before)
+        target = previous_pair(engine(), annotator_id=annotator_id, before=before)
         if target is None:
             _say("There is no earlier pair.")
             return
@@ -161,7 +162,7 @@ def _on_event(name: str, *, key: str, item: Item, study: Study, user: Annotator)
         st.session_state[EDIT_KEY] = target
     elif name == "open":
         wanted = payload.get("pair_id") if isinstance(payload, dict) else payload
-        known = {a.pair_id for a in earlier_answers(engine(), annotator_id=user.id)}
+        known = {a.pair_id for a in earlier_answers(engine(), annotator_id=annotator_id)}
         # a pair id is a number or text; anything else (a forged list or dict) names no pair
         if isinstance(wanted, int | str) and not isinstance(wanted, bool) and wanted in known:
             _leave(item, study, None)
@@ -175,7 +176,7 @@ def _on_event(name: str, *, key: str, item: Item, study: Study, user: Annotator)
 
 
 def _finished(user: Annotator, study: Study) -> None:
-    status = queue_status(engine(), annotator_id=user.id)
+    status = queue_status(engine(), annotator_id=id_of(user))
     if status.busy_until is not None:  # no completion code while pairs may come back
         st.info(
             "Every pair left is being labelled by someone else right now. Pairs nobody answers "
@@ -190,7 +191,7 @@ def _finished(user: Annotator, study: Study) -> None:
     else:
         st.success("You have labelled every pair available to you. Thank you!")
         finished_extras(user, study)
-    done = earlier_answers(engine(), annotator_id=user.id)
+    done = earlier_answers(engine(), annotator_id=id_of(user))
     if done:
         _earlier_answers_picker(done)
     sign_out_link()
@@ -200,7 +201,7 @@ def _finished(user: Annotator, study: Study) -> None:
 def _recheck(user: Annotator) -> None:
     """While every pair left is held by others: look again now and then (a pair whose page
     went away comes back within AWAY_HOLD, annotate/queue/rules.py), and show it."""
-    if next_assignment(engine(), annotator_id=user.id) is not None:
+    if next_assignment(engine(), annotator_id=id_of(user)) is not None:
         st.rerun()
 
 
@@ -210,7 +211,7 @@ def _earlier_answers_picker(done: list[EarlierAnswer]) -> None:
         choice = st.selectbox(
             "Pair to revisit",
             options=list(labels),
-            format_func=labels.get,
+            format_func=lambda pair_id: labels.get(pair_id, ""),
             index=None,
             placeholder="Choose a pair you answered",
             key="history_choice",
@@ -224,7 +225,7 @@ def _earlier_answers_picker(done: list[EarlierAnswer]) -> None:
 def _guidelines(study: Study, user: Annotator) -> None:
     show_guidelines(study)
     if st.button("Start labelling", type="primary", key="start_labelling"):
-        mark_guidelines_seen(engine(), annotator_id=user.id)
+        mark_guidelines_seen(engine(), annotator_id=id_of(user))
         st.rerun()
     focus_button("start_labelling")  # Enter starts, no Tab first
     sign_out_link()
@@ -232,9 +233,13 @@ def _guidelines(study: Study, user: Annotator) -> None:
 
 def main() -> None:
     user = require_user()
+    if user.study_id is None:  # a maintainer's account made for no study
+        st.info("This account labels in no study: ask the study's maintainer for your link.")
+        sign_out_link()
+        return
     page = label_page(
         engine(),
-        annotator_id=user.id,
+        annotator_id=id_of(user),
         study_id=user.study_id,
         pair_id=st.session_state.get(EDIT_KEY),
         posts_for=st.session_state.get(POSTS_KEY),
@@ -259,16 +264,18 @@ def main() -> None:
         return
     if skipped is not None and skipped == item.pair.id and not item.editing:
         flash, tone = LAST_PAIR_LEFT, "info"
+    progress = page.progress
+    assert progress is not None  # read with every pair (None only with the guidelines first)
     key = _form_key(item, study)
     show_history = st.session_state.get(HISTORY_KEY)
     data = form_data(
         item=item,
         study=study,
         form=item.initial_form(),
-        progress=(page.progress.done, page.progress.total),
+        progress=(progress.done, progress.total),
         seconds_before=0.0 if item.editing else draft_seconds(item.assignment.draft),
         can_go_back=page.can_go_back,
-        history=earlier_answers(engine(), annotator_id=user.id) if show_history else None,
+        history=earlier_answers(engine(), annotator_id=id_of(user)) if show_history else None,
         refused=st.session_state.get(REFUSED_KEY),
         flash=flash,
         flash_tone=tone,

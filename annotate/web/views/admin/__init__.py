@@ -4,6 +4,7 @@ before anything else: a page script is reachable by its URL whatever the navigat
 from pathlib import Path
 
 import streamlit as st
+from streamlit.navigation.page import StreamlitPage
 
 HERE = Path(__file__).parent
 
@@ -19,7 +20,7 @@ PAGES = [
 ]
 
 
-def admin_pages() -> list:
+def admin_pages() -> list[StreamlitPage]:
     return [
         st.Page(str(HERE / script), title=title, icon=icon, url_path=url_path)
         for script, title, icon, url_path in PAGES

@@ -1,5 +1,8 @@
 """Console: the agreement and pair-validation report, live, for the study or a part of it."""
 
+from functools import partial
+from typing import Any
+
 import pandas as pd
 import streamlit as st
 
@@ -10,19 +13,17 @@ from annotate.web.views.admin.aspect_section import show_aspects
 from annotate.web.views.admin.model_upload import model_comparison, show_models
 from annotate.web.views.admin.shared import (
     download_when_clicked,
-    page,
     show_problems,
+    study_page,
     study_report_data,
     study_report_files,
     study_scorer_report,
 )
 
-user, study = page("Agreement")
-if study is None:
-    st.stop()
+user, study, study_id = study_page("Agreement")
 
-coverage = monitoring.pair_coverage(engine(), study_id=study.id)
-activity = monitoring.annotator_activity(engine(), study_id=study.id)
+coverage = monitoring.pair_coverage(engine(), study_id=study_id)
+activity = monitoring.annotator_activity(engine(), study_id=study_id)
 cols = st.columns([3, 3, 1])
 categories = cols[0].multiselect(
     "Categories (none = all)",
@@ -58,7 +59,7 @@ PAIR_COLUMNS = {
 HEADLINE_WIDTHS = (330, 70, 150, 150, 400)
 
 
-def headline_columns(table: pd.DataFrame) -> dict:
+def headline_columns(table: pd.DataFrame) -> dict[str, Any]:
     return {
         name: st.column_config.Column(name, width=width)
         for name, width in zip(table.columns, HEADLINE_WIDTHS, strict=True)
@@ -104,8 +105,8 @@ def show_report() -> None:
         st.markdown(paragraph.replace("$", r"\$"))
 
     st.header("Headline numbers")
-    headline = study_report.headline_table(report)
-    st.dataframe(headline, hide_index=True, column_config=headline_columns(headline))
+    numbers = study_report.headline_table(report)
+    st.dataframe(numbers, hide_index=True, column_config=headline_columns(numbers))
 
     st.header("Charts")
     for title, figure in study_report.report_figures(report):  # each chart carries its own title
@@ -139,12 +140,16 @@ def show_report() -> None:
         )
 
     st.header("Report files for this selection")
+
+    def selection_file(name: str) -> bytes:
+        return study_report_files(study, **selection, bootstrap=bootstrap)[name]
+
     with st.container(horizontal=True):
         files = {**study_report.REPORT_FILES, "valid_pairs.jsonl": "application/jsonl"}
         for name, mime in files.items():
             download_when_clicked(
                 name,
-                lambda name=name: study_report_files(study, **selection, bootstrap=bootstrap)[name],
+                partial(selection_file, name),
                 file_name=name,
                 mime=mime,
                 key=f"agreement_download_{name}",
@@ -177,7 +182,7 @@ if uploads:
     compared, problems = model_comparison(
         report, uploads, study_pair_ids=coverage["pair_id"].astype(str).tolist()
     )
-    if problems:
+    if compared is None:
         show_problems(problems[0], problems[1:])
     else:
         show_models(compared)

@@ -8,13 +8,11 @@ from annotate.queue import gold
 from annotate.results import monitoring
 from annotate.web.identity import engine
 from annotate.web.inert import md_literal
-from annotate.web.views.admin.shared import base_url, page, show_error, study_report_data
+from annotate.web.views.admin.shared import base_url, show_error, study_page, study_report_data
 
 QUALITY_BOOTSTRAP = 0  # annotator figures need no confidence intervals
 
-user, study = page("Annotators")
-if study is None:
-    st.stop()
+user, study, study_id = study_page("Annotators")
 
 with (
     st.expander("Invite an annotator", expanded=False),
@@ -31,7 +29,7 @@ with (
         try:
             created, link = accounts.invite(
                 engine(),
-                study_id=study.id,
+                study_id=study_id,
                 name=name,
                 email=email,
                 admin=admin,
@@ -50,14 +48,14 @@ if result:
     )
     st.code(result[1], language=None)
 
-activity = monitoring.annotator_activity(engine(), study_id=study.id)
+activity = monitoring.annotator_activity(engine(), study_id=study_id)
 if activity.empty:
     st.info("No annotators yet: invite one above.")
     st.stop()
 
 report, _, _ = study_report_data(study, bootstrap=QUALITY_BOOTSTRAP)
 table = monitoring.annotator_quality(
-    activity, report["annotators"], gold.gold_accuracy(engine(), study_id=study.id)
+    activity, report["annotators"], gold.gold_accuracy(engine(), study_id=study_id)
 )
 flagged = table[(table["flags"] != "") & (table["role"] == "annotator")]
 if len(flagged):
@@ -123,13 +121,13 @@ chosen = st.selectbox(
 if chosen is not None:
     row = table[table["annotator"] == chosen].iloc[0]
     target_id = int(row["id"])
-    cols = st.columns(3)
-    if cols[0].button("New link", key="manage_new_link", help="the old link stops working"):
+    buttons = st.columns(3)
+    if buttons[0].button("New link", key="manage_new_link", help="the old link stops working"):
         link = accounts.new_link(engine(), annotator_id=target_id, base_url=base_url())
         st.session_state["invite_result"] = (chosen, link)
         st.rerun()
     if row["active"]:
-        if cols[1].button(
+        if buttons[1].button(
             "Deactivate",
             key="manage_deactivate",
             disabled=target_id == user.id,
@@ -140,7 +138,7 @@ if chosen is not None:
                 f"{md_literal(chosen)} deactivated; their answers are kept."
             )
             st.rerun()
-    elif cols[1].button("Reactivate", key="manage_reactivate"):
+    elif buttons[1].button("Reactivate", key="manage_reactivate"):
         accounts.set_active(engine(), annotator_id=target_id, active=True)
         st.session_state["console_flash"] = f"{md_literal(chosen)} reactivated."
         st.rerun()

@@ -4,7 +4,8 @@ report.html, and an uploaded automatic scorer's file compared with the annotator
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import pandas as pd
 import streamlit as st
@@ -37,7 +38,7 @@ _COLUMNS = {
 }
 
 
-def _table(rows: list[tuple], header: tuple, **options) -> None:
+def _table(rows: Sequence[Sequence[object]], header: Sequence[str], **options: Any) -> None:
     st.dataframe(pd.DataFrame(rows, columns=list(header)), hide_index=True, **options)
 
 

@@ -2,15 +2,15 @@
 the page merely shows), in the formats of the command line (`annotate export`, `annotate
 report`)."""
 
+from functools import partial
+
 import streamlit as st
 
 from annotate.results import exports, study_report
 from annotate.web.identity import engine
-from annotate.web.views.admin.shared import download_when_clicked, page, study_report_files
+from annotate.web.views.admin.shared import download_when_clicked, study_page, study_report_files
 
-user, study = page("Exports")
-if study is None:
-    st.stop()
+user, study, study_id = study_page("Exports")
 
 db = engine()
 name = study.name
@@ -24,7 +24,7 @@ with st.container(horizontal=True):
     for fmt, mime in exports.EXPORT_FORMATS.items():
         download_when_clicked(
             fmt.upper(),
-            lambda fmt=fmt: exports.export_annotations(db, study=name, fmt=fmt),
+            partial(exports.export_annotations, db, study=name, fmt=fmt),
             file_name=f"{name}-annotations.{fmt}",
             mime=mime,
             key=f"export_annotations_{fmt}",
@@ -46,7 +46,7 @@ with st.container(horizontal=True):
     for file_name, mime in study_report.REPORT_FILES.items():
         download_when_clicked(
             file_name,
-            lambda file_name=file_name: _report_file(file_name),
+            partial(_report_file, file_name),
             file_name=f"{name}-{file_name}",
             mime=mime,
             key=f"export_report_{file_name}",

@@ -3,10 +3,12 @@ study's pairs, then the same tables and chart as report.html."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
 import streamlit as st
+from streamlit.runtime.uploaded_file_manager import UploadedFile
 
 from analysis.judges.accuracy import with_models
 from analysis.judges.files import ModelFileError, read_model_file
@@ -28,7 +30,7 @@ from annotate.web.inert import md_literal
 
 
 def model_comparison(
-    report: Report, uploads, *, study_pair_ids: list[str]
+    report: Report, uploads: Sequence[UploadedFile], *, study_pair_ids: list[str]
 ) -> tuple[Report | None, list[str]]:
     """(the report with its models section, []) or (None, problems). A file may judge pairs
     of the study outside the selection (they are left out); every selected pair needs one."""

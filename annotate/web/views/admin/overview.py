@@ -4,15 +4,14 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from annotate.results import monitoring
+from annotate.store.models import id_of
 from annotate.studies import catalog
 from annotate.web.identity import engine
-from annotate.web.views.admin.shared import page
+from annotate.web.views.admin.shared import study_page
 
-user, study = page("Progress")
-if study is None:
-    st.stop()
+user, study, study_id = study_page("Progress")
 
-progress = monitoring.study_progress(engine(), study_id=study.id)
+progress = monitoring.study_progress(engine(), study_id=study_id)
 TERMS = monitoring.TERMS
 cells = st.columns(5)
 cells[0].metric(
@@ -72,7 +71,9 @@ st.header("All studies")
 rows = []
 for other in catalog.studies(engine()):
     numbers = (
-        progress if other.id == study.id else monitoring.study_progress(engine(), study_id=other.id)
+        progress
+        if id_of(other) == study_id
+        else monitoring.study_progress(engine(), study_id=id_of(other))
     )
     rows.append(
         {

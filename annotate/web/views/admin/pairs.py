@@ -7,11 +7,9 @@ from annotate.results import monitoring
 from annotate.studies import uploads
 from annotate.web.identity import engine
 from annotate.web.render import safe_markdown
-from annotate.web.views.admin.shared import page, show_error
+from annotate.web.views.admin.shared import show_error, study_page
 
-user, study = page("Pairs")
-if study is None:
-    st.stop()
+user, study, study_id = study_page("Pairs")
 
 with st.expander("Upload pairs", expanded=False):
     st.caption(
@@ -23,7 +21,8 @@ with st.expander("Upload pairs", expanded=False):
     replace = st.checkbox(
         "Replace pairs whose content changed (same id)", key="pairs_update", value=False
     )
-    if st.button("Import", type="primary", key="pairs_import", disabled=upload is None):
+    clicked = st.button("Import", type="primary", key="pairs_import", disabled=upload is None)
+    if clicked and upload is not None:
         data = upload.getvalue()
         total = uploads.count_records(data, upload.name)
         bar = st.progress(0.0, text="Checking the file…")
@@ -53,7 +52,7 @@ with st.expander("Upload pairs", expanded=False):
                 f"{result.unchanged:,} unchanged."
             )
 
-coverage = monitoring.pair_coverage(engine(), study_id=study.id)
+coverage = monitoring.pair_coverage(engine(), study_id=study_id)
 st.header(f"{len(coverage):,} pairs")
 if coverage.empty:
     st.info("No pairs yet: upload a file above, or use `annotate import-pairs`.")
@@ -88,7 +87,10 @@ pair_id = st.selectbox(
     key="pairs_detail",
 )
 if pair_id is not None:
-    pair = monitoring.pair_record(engine(), study_id=study.id, pair_key=pair_id)
+    pair = monitoring.pair_record(engine(), study_id=study_id, pair_key=pair_id)
+    if pair is None:  # removed since the list was read
+        st.info("This pair is no longer in the study.")
+        st.stop()
     st.markdown(f"**Question** ({safe_markdown(pair.category) or 'no category'})")
     with st.container(border=True):
         st.markdown(safe_markdown(pair.question))

@@ -5,9 +5,10 @@ import streamlit as st
 
 from annotate.errors import UserError
 from annotate.queue import gold
+from annotate.queue.rules import GOLD_EVERY
 from annotate.results import monitoring
 from annotate.web.identity import engine
-from annotate.web.views.admin.shared import page, show_error
+from annotate.web.views.admin.shared import show_error, study_page
 
 ANSWERS = {
     "chosen": "chosen (the rubric-following response)",
@@ -15,13 +16,11 @@ ANSWERS = {
     "tie": "no preference (tie)",
 }
 
-user, study = page("Gold checks")
-if study is None:
-    st.stop()
+user, study, study_id = study_page("Gold checks")
 
 st.caption(
     "A gold check is a pair with a known answer. Every annotator meets each gold pair once, "
-    f"at random positions (about one in {gold.GOLD_EVERY} pairs), without being told; gold "
+    f"at random positions (about one in {GOLD_EVERY} pairs), without being told; gold "
     "pairs do not count towards the overlap target and are left out of the report's "
     "statistics."
 )
@@ -32,7 +31,7 @@ if study.qualification_gold:
         "(change this on the **Studies** page)."
     )
 
-coverage = monitoring.pair_coverage(engine(), study_id=study.id)
+coverage = monitoring.pair_coverage(engine(), study_id=study_id)
 n_gold = int(coverage["gold"].sum())
 if study.qualification_gold > n_gold:
     st.warning(
@@ -64,7 +63,7 @@ with st.form("mark_gold", border=True):
         ]
         try:
             changed = gold.set_gold(
-                engine(), study_id=study.id, pair_keys=keys, answer=answer if mark else None
+                engine(), study_id=study_id, pair_keys=keys, answer=answer if mark else None
             )
         except UserError as exc:
             show_error(exc)
@@ -87,7 +86,7 @@ if flash:
 left, right = st.columns(2)
 with left:
     st.header("Accuracy per annotator")
-    accuracy = gold.gold_accuracy(engine(), study_id=study.id)
+    accuracy = gold.gold_accuracy(engine(), study_id=study_id)
     if accuracy.empty:
         st.info("No annotators yet.")
     else:
@@ -104,7 +103,7 @@ with left:
         )
 with right:
     st.header(f"Gold pairs ({n_gold})")
-    pairs = gold.gold_pairs(engine(), study_id=study.id)
+    pairs = gold.gold_pairs(engine(), study_id=study_id)
     if pairs.empty:
         st.info("No gold checks yet: mark some pairs above.")
     else:

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import streamlit as st
@@ -12,12 +13,17 @@ import streamlit as st
 from annotate.errors import UserError
 from annotate.people.links import DEFAULT_BASE_URL
 from annotate.results import study_report
-from annotate.store.models import Annotator, Study
+from annotate.store.models import Annotator, Study, id_of
 from annotate.studies import catalog
 from annotate.studies.catalog import DEFAULT_STUDY
 from annotate.web.identity import engine, require_admin
 from annotate.web.inert import md_literal
 from annotate.web.views.common import app_prefix
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from analysis.report.shape import Report
 
 STUDY_KEY = "console_study"
 # Streamlit 1.67 draws captions at 60 % opacity (3.9:1 on white, less in a faded theme): a solid
@@ -35,6 +41,15 @@ def page(title: str) -> tuple[Annotator, Study | None]:
     st.html(CONSOLE_CSS)
     st.title(title)
     return user, pick_study()
+
+
+def study_page(title: str) -> tuple[Annotator, Study, int]:
+    """`page` for a page about one study: (user, study, its id); without a study the page
+    stops after the picker's note."""
+    user, study = page(title)
+    if study is None:
+        st.stop()
+    return user, study, id_of(study)
 
 
 def pick_study() -> Study | None:
@@ -79,7 +94,7 @@ def base_url() -> str:
     return (origin or DEFAULT_BASE_URL) + app_prefix()
 
 
-def show_problems(headline: str, problems: list[str] = ()) -> None:
+def show_problems(headline: str, problems: Sequence[str] = ()) -> None:
     """A refusal: its headline (markdown, with any data in it already `md_literal`) in an
     error box, then every problem as plain text."""
     st.error(headline)
@@ -103,7 +118,7 @@ class ReportKey:
 
     db: str
     study: str
-    version: tuple
+    version: tuple[object, ...]
     categories: tuple[str, ...]
     annotators: tuple[str, ...]
     bootstrap: int
@@ -120,7 +135,7 @@ def report_key(
     return ReportKey(
         db=db_key(),
         study=study.name,
-        version=study_report.data_version(engine(), study_id=study.id),
+        version=study_report.data_version(engine(), study_id=id_of(study)),
         categories=tuple(categories),
         annotators=tuple(annotators),
         bootstrap=bootstrap,
@@ -131,7 +146,7 @@ def report_key(
 # and a report's frames are large. Callers only read what they get. The pairs frame holds
 # ids, categories and gold flags, not the pairs' text (read only for the valid pairs' file).
 @st.cache_resource(ttl=REPORT_TTL, max_entries=16, show_spinner=False)
-def cached_report(key: ReportKey):
+def cached_report(key: ReportKey) -> tuple[Report, pd.DataFrame, pd.DataFrame]:
     """(report, annotations, pairs) of the key's study and selection."""
     return study_report.build_study_report(
         engine(),
@@ -142,7 +157,7 @@ def cached_report(key: ReportKey):
     )
 
 
-def study_report_data(study: Study, **selection):
+def study_report_data(study: Study, **selection: Any) -> tuple[Report, pd.DataFrame, pd.DataFrame]:
     """The (possibly cached) report for the study (`selection`: report_key's options),
     computed under a spinner if needed."""
     with st.spinner("Computing the report…", show_time=True):
@@ -155,14 +170,14 @@ def cached_report_files(key: ReportKey) -> dict[str, bytes]:
     return study_report.report_files(report, engine=engine(), study=key.study)
 
 
-def study_report_files(study: Study, **selection) -> dict[str, bytes]:
+def study_report_files(study: Study, **selection: Any) -> dict[str, bytes]:
     """The report files of the study (or of a selection), computed once per data version and
     selection, shared by all download buttons."""
     return cached_report_files(report_key(study, **selection))
 
 
 @st.cache_resource(ttl=REPORT_TTL, max_entries=8, show_spinner=False)
-def cached_scorer_report(key: ReportKey, digest: str, _name: str, _data: bytes) -> dict:
+def cached_scorer_report(key: ReportKey, digest: str, _name: str, _data: bytes) -> Report:
     """The report of the selection with an uploaded scorer file compared (the file is keyed
     by its name and digest, not hashed by Streamlit on every run). A broken file raises (and
     is not cached)."""
@@ -179,7 +194,7 @@ def cached_scorer_report(key: ReportKey, digest: str, _name: str, _data: bytes) 
     )
 
 
-def study_scorer_report(study: Study, *, name: str, data: bytes, **selection) -> dict:
+def study_scorer_report(study: Study, *, name: str, data: bytes, **selection: Any) -> Report:
     """The study's report (or a selection's) with the uploaded automatic aspect scores
     compared with the annotators; raises UserError (InputError for a broken file)."""
     digest = f"{name}:{hashlib.sha256(data).hexdigest()}"
@@ -188,7 +203,13 @@ def study_scorer_report(study: Study, *, name: str, data: bytes, **selection) ->
 
 
 def download_when_clicked(
-    label: str, make: Callable[[], bytes], *, file_name: str, mime: str, key: str, **options
+    label: str,
+    make: Callable[[], bytes],
+    *,
+    file_name: str,
+    mime: str,
+    key: str,
+    **options: Any,
 ) -> None:
     """A download button whose file `make` builds only when it is clicked, without rerunning
     the page: nothing is computed while a page merely shows (Streamlit calls a callable

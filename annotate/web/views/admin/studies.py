@@ -1,10 +1,14 @@
 """Console: create a study and set its options (those that change the meaning of collected
 annotations are locked once the study has any)."""
 
+from collections.abc import Sequence
+from typing import Any
+
 import streamlit as st
+from streamlit.delta_generator import DeltaGenerator
 
 from annotate.errors import UserError
-from annotate.store.models import DEFAULT_DIMENSIONS, DEFAULT_REASONS, Study
+from annotate.store.models import DEFAULT_DIMENSIONS, DEFAULT_REASONS, Study, id_of
 from annotate.studies import catalog
 from annotate.web.identity import engine
 from annotate.web.inert import md_literal
@@ -16,11 +20,11 @@ LOCK_REASON = (
 )
 
 
-def option_widgets(study: Study, *, prefix: str, locked: set[str]) -> dict:
+def option_widgets(study: Study, *, prefix: str, locked: set[str]) -> dict[str, Any]:
     """The options form's widgets; returns the values entered."""
-    out = {}
+    out: dict[str, Any] = {}
 
-    def lockable(option: str, *, help: str | None = None) -> dict:
+    def lockable(option: str, *, help: str | None = None) -> dict[str, Any]:
         """The widget options of a study option that is locked once there are answers:
         greyed out saying why when locked, else with its own help."""
         is_locked = option in locked
@@ -31,7 +35,7 @@ def option_widgets(study: Study, *, prefix: str, locked: set[str]) -> dict:
         }
 
     st.markdown("**Coverage**")
-    cols = st.columns(2)
+    cols: Sequence[DeltaGenerator] = st.columns(2)
     out["overlap_target"] = cols[0].number_input(
         "Overlap target (annotations per pair)",
         min_value=1,
@@ -231,7 +235,8 @@ if saved:
     st.toast(saved)
 
 if study is not None:
-    locked = set(catalog.locked_options(engine(), study.id))
+    study_id = id_of(study)
+    locked = set(catalog.locked_options(engine(), study_id))
     st.header(f"Options of “{md_literal(study.name)}”")
     if locked:
         st.info(
@@ -241,11 +246,11 @@ if study is not None:
             "guidelines, qualification and Prolific settings can still change. To change a "
             "locked option, create a new study."
         )
-    with st.form(f"study_options_{study.id}", border=True):
-        values = option_widgets(study, prefix=f"study{study.id}", locked=locked)
+    with st.form(f"study_options_{study_id}", border=True):
+        values = option_widgets(study, prefix=f"study{study_id}", locked=locked)
         if st.form_submit_button("Save options", type="primary"):
             try:
-                catalog.save_study_options(engine(), study.id, **values)
+                catalog.save_study_options(engine(), study_id, **values)
             except UserError as exc:
                 show_error(exc)
             else:
