@@ -66,6 +66,8 @@ sys.path.insert(0, str(ROOT))
 import websockets  # noqa: E402
 from streamlit.proto.BackMsg_pb2 import BackMsg  # noqa: E402
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg  # noqa: E402
+from websockets.asyncio.client import ClientConnection  # noqa: E402
+from websockets.typing import Origin, Subprotocol  # noqa: E402
 
 KEYS = (
     "annotators",
@@ -134,6 +136,13 @@ class Page:
     texts: list[str] = field(default_factory=list)
 
 
+def shown(page: Page) -> dict:
+    """The form's data of a page that shows a pair."""
+    if page.data is None:
+        raise ProtocolError("the page shows no pair")
+    return page.data
+
+
 @dataclass
 class Stats:
     steps: list[float] = field(default_factory=list)
@@ -169,7 +178,7 @@ class Client:
         self.token = token
         self.name = name
         self.cookie = ""
-        self.ws = None
+        self.ws: ClientConnection | None = None
         self.page_hash = ""
         self.cached: set[str] = set()
         self.forms: dict[str, tuple[str, str, dict | None]] = {}  # hash -> the form it carried
@@ -201,8 +210,8 @@ class Client:
         scheme = "wss" if parts.scheme == "https" else "ws"
         self.ws = await websockets.connect(
             f"{scheme}://{parts.netloc}{parts.path}/_stcore/stream",
-            subprotocols=["streamlit"],
-            origin=f"{parts.scheme}://{parts.netloc}",
+            subprotocols=[Subprotocol("streamlit")],
+            origin=Origin(f"{parts.scheme}://{parts.netloc}"),
             additional_headers={"Cookie": self.cookie, **self.forwarded},
             max_size=None,
             open_timeout=READ_TIMEOUT,
@@ -225,13 +234,19 @@ class Client:
         state.cached_message_hashes.extend(sorted(self.cached))
         for widget in widget_states or ():
             state.widget_states.widgets.append(widget)
-        await self.ws.send(msg.SerializeToString())
+        await self._socket().send(msg.SerializeToString())
         return await self.read_run()
+
+    def _socket(self) -> ClientConnection:
+        if self.ws is None:
+            raise ProtocolError("not connected")
+        return self.ws
 
     async def read_run(self) -> Page:
         page = Page()
+        ws = self._socket()
         while True:
-            raw = await asyncio.wait_for(self.ws.recv(), READ_TIMEOUT)
+            raw = await asyncio.wait_for(ws.recv(), READ_TIMEOUT)
             fwd = ForwardMsg.FromString(raw)
             kind = fwd.WhichOneof("type")
             if kind == "new_session":
@@ -303,6 +318,8 @@ class Client:
 
         # The component's own state (none kept: an empty mapping), which the browser sends
         # with every rerun and into which Streamlit merges the events, and the event itself.
+        if page.component_id is None:
+            raise ProtocolError(f"no form on the page for the {name!r} event")
         state = WidgetState(id=page.component_id, json_value="{}")
         trigger = WidgetState(id=f"{WIDGET_PREFIX}{page.component_id}{EVENTS_SUFFIX}")
         trigger.json_trigger_value = json.dumps([{"event": name, "value": value}])
@@ -372,9 +389,10 @@ async def annotator(
                 if time.monotonic() < stop_at:
                     page = await client.rerun()
                 continue
-            page = await label_one(client, page, pace=pace, rng=rng, stop_at=stop_at, stats=stats)
-            if page is None:
+            after = await label_one(client, page, pace=pace, rng=rng, stop_at=stop_at, stats=stats)
+            if after is None:
                 return
+            page = after
     except Exception as exc:
         stats.errors.append(f"{name}: {type(exc).__name__}: {exc}"[:300])
     finally:
@@ -385,7 +403,7 @@ async def label_one(
     client: Client, page: Page, *, pace: float, rng: random.Random, stop_at: float, stats: Stats
 ) -> Page | None:
     """Think, type the answers with drafts as the page sends them, submit; the next page."""
-    data = page.data
+    data = shown(page)
     think = rng.lognormvariate(math.log(pace), PACE_SIGMA)
     keys = answers_for(data, rng)
     started = time.monotonic()
@@ -580,7 +598,7 @@ def make_accounts(db: str, study_name: str, n: int, prefix: str) -> list[tuple[s
 
 def check_database(db: str, study_name: str, acknowledged: list[tuple[str, int]]) -> dict:
     from sqlalchemy import func
-    from sqlmodel import select
+    from sqlmodel import col, select
 
     from annotate.engine import get_engine
     from annotate.store.db import read_session
@@ -592,7 +610,7 @@ def check_database(db: str, study_name: str, acknowledged: list[tuple[str, int]]
         rows = s.exec(
             select(Annotation.pair_id, Annotation.annotator_id, func.count())
             .where(Annotation.study_id == study.id)
-            .group_by(Annotation.pair_id, Annotation.annotator_id)
+            .group_by(col(Annotation.pair_id), col(Annotation.annotator_id))
         ).all()
         duplicated = sum(n - 1 for _, _, n in rows if n > 1)
         per_pair: dict[int, int] = {}
@@ -628,24 +646,24 @@ async def calibrate(replica: Replica, token: str, n: int, seed: int) -> tuple[fl
     await client.sign_in()
     page = await client.connect()
     for _ in range(3):  # warm the page's code paths first
-        page = await client.draft(page, page.data["initial"], 0.0)
-    form = page.data["initial"]
+        page = await client.draft(page, shown(page)["initial"], 0.0)
+    form = shown(page)["initial"]
     drafts = n * DRAFTS_PER_SUBMIT
     before = replica.cpu()
     for i in range(drafts):
-        apply_key(form, answers_for(page.data, rng)[i % 3])
+        apply_key(form, answers_for(shown(page), rng)[i % 3])
         reply = await client.draft(page, form, float(i))
         if reply.exception:
             raise SystemExit(f"calibration draft failed: {reply.exception}")
     draft_cpu = (replica.cpu() - before) / drafts
     before = replica.cpu()
     for _ in range(n):
-        form = json.loads(json.dumps(page.data["initial"]))
-        for key in answers_for(page.data, rng):
+        form = json.loads(json.dumps(shown(page)["initial"]))
+        for key in answers_for(shown(page), rng):
             apply_key(form, key)
-        shown = page.data["token"]
+        token = shown(page)["token"]
         page = await client.event(page, "submit", {"form": form, "seconds": 5.0})
-        if page.data is None or page.exception or page.data["token"] == shown:
+        if page.data is None or page.exception or page.data["token"] == token:
             raise SystemExit("a calibration Submit failed or the pairs ran out")
     submit_cpu = (replica.cpu() - before) / n
     before = replica.cpu()

@@ -123,7 +123,7 @@ def _peak_rss_mb() -> float:
 def child(mode: str, path: str, db: str | None, page_size: int | None = None) -> None:
     """Runs in its own process; prints one JSON line: seconds and peak RSS."""
     if mode == "floor":
-        elapsed, n = _floor(path, db.removeprefix("sqlite:///"))
+        elapsed, n = _floor(path, str(db).removeprefix("sqlite:///"))
     elif mode == "parse":
         start = time.perf_counter()
         n = 0

@@ -24,6 +24,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -33,7 +34,15 @@ from sqlalchemy import insert  # noqa: E402
 from annotate.engine import get_engine  # noqa: E402
 from annotate.people.auth import create_annotator  # noqa: E402
 from annotate.store.db import ENV_VAR, session  # noqa: E402
-from annotate.store.models import Annotation, Annotator, Assignment, Pair, Study, utcnow  # noqa: E402
+from annotate.store.models import (  # noqa: E402
+    Annotation,
+    Annotator,
+    Assignment,
+    Pair,
+    Study,
+    table_of,
+    utcnow,
+)
 from annotate.studies.pairs_files import record_hash  # noqa: E402
 
 POST = "I usually cook for two on weeknights and batch-cook on Sundays. " * 3
@@ -48,7 +57,7 @@ def build(url: str, *, pairs: int, annotators: int, per_annotator: int, overlap:
         study = Study(name="bench", overlap_target=overlap)
         s.add(study)
         s.flush()
-        rows = []
+        rows: list[dict[str, Any]] = []
         for i in range(pairs):
             record = {
                 "id": f"p{i}",
@@ -142,10 +151,10 @@ def build(url: str, *, pairs: int, annotators: int, per_annotator: int, overlap:
         for p, c in enumerate(counts):
             if c:
                 s.execute(
-                    Pair.__table__.update().where(Pair.__table__.c.id == p + 1).values(n_assigned=c)
+                    table_of(Pair).update().where(table_of(Pair).c.id == p + 1).values(n_assigned=c)
                 )
         _, token = create_annotator(s, name="bench-me", study_id=study_id)
-        s.get(Annotator, annotators + 1).guidelines_seen = True
+        s.get_one(Annotator, annotators + 1).guidelines_seen = True
     return token
 
 
@@ -207,7 +216,7 @@ def main() -> None:
         at = AppTest.from_file(str(ROOT / "annotate" / "web" / "app.py"), default_timeout=60)
         at.query_params["token"] = tokens[name]
         apps[name] = at.run()
-    times = {name: [] for name in sizes}
+    times: dict[str, list[float]] = {name: [] for name in sizes}
     for i in range(args.steps + 3):
         for name in sizes if i % 2 == 0 else reversed(list(sizes)):
             os.environ[ENV_VAR] = urls[name]

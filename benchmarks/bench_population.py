@@ -79,7 +79,7 @@ def simulate(benchmarks: int, *, seed: int = 0) -> list[dict]:
             _estimate(
                 ids,
                 valid,
-                draw_sample(ids, 1056, seed=b, flagged=flags),
+                draw_sample(ids, 1056, seed=b, flagged=flags.tolist()),
                 judge=(~flags).astype(float),
             )
         )

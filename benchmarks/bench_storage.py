@@ -29,6 +29,7 @@ import threading
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 from sqlalchemy import Column, Integer, MetaData, String, Table, Text, insert
 from sqlalchemy.engine import make_url
@@ -40,6 +41,7 @@ from annotate.labelling.step import submit_and_next
 from annotate.people.auth import create_annotator
 from annotate.queue.assignment import next_assignment
 from annotate.store.db import dispose_engines, session
+from annotate.store.models import id_of
 from annotate.studies.catalog import get_or_create_study, update_study_options
 from annotate.studies.pair_import import import_pairs
 
@@ -69,7 +71,8 @@ def _setup(url: str, pairs: int, workdir: Path) -> list[int]:
         # every annotator labels every pair: pairs x 32 annotations, all writers busy to the end
         update_study_options(s, study, overlap_target=WRITERS)
         return [
-            create_annotator(s, name=f"bench-{i}", study_id=study.id)[0].id for i in range(WRITERS)
+            id_of(create_annotator(s, name=f"bench-{i}", study_id=study.id)[0])
+            for i in range(WRITERS)
         ]
 
 
@@ -191,9 +194,10 @@ def bench(backend: str, pairs: int) -> dict | None:
         if backend == "sqlite":
             url = f"sqlite:///{workdir / 'bench.db'}"
         else:
-            url = _pg_database()
-            if url is None:
+            database = _pg_database()
+            if database is None:
                 return None
+            url = database
         try:
             # The baseline just before and just after the storage run; the faster of the two
             # counts (it swings by up to a factor of two between runs on a shared machine, and
@@ -207,7 +211,7 @@ def bench(backend: str, pairs: int) -> dict | None:
             dispose_engines()
             if backend == "postgresql":
                 _drop_pg(url)
-    result = {
+    result: dict[str, Any] = {
         "backend": backend,
         "writers": WRITERS,
         "annotations": n,

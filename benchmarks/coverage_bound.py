@@ -53,7 +53,7 @@ def s_cdf(s: np.ndarray, *, snr: float) -> np.ndarray:
 
 
 def s_quantile(p: float, *, snr: float) -> float:
-    return float(optimize.brentq(lambda s: s_cdf(s, snr=snr) - p, 0.0, 1e4))
+    return float(optimize.brentq(lambda s: float(s_cdf(np.asarray(s), snr=snr)) - p, 0.0, 1e4))
 
 
 @dataclass(frozen=True)

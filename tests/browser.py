@@ -46,18 +46,24 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from tests.components import require_component
 
-try:
+if TYPE_CHECKING:  # the checks see playwright's types
     from playwright.sync_api import Error as PlaywrightError
     from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
     from playwright.sync_api import expect
-except ImportError:  # browser tests skip (or fail), saying why, without playwright
-    PlaywrightError = PlaywrightTimeoutError = TimeoutError
-    expect = None
+else:
+    try:
+        from playwright.sync_api import Error as PlaywrightError
+        from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
+        from playwright.sync_api import expect
+    except ImportError:  # browser tests skip (or fail), saying why, without playwright
+        PlaywrightError = PlaywrightTimeoutError = TimeoutError
+        expect = None
 
 BROWSER_MODE = os.environ.get("ANNOTATE_TEST_BROWSER", "auto").lower()  # auto | require | off
 CHROMIUM = os.environ.get("ANNOTATE_TEST_CHROMIUM", "/usr/bin/chromium")
@@ -224,8 +230,10 @@ class AppServer:
     def _wait_healthy(self) -> None:
         deadline = time.monotonic() + self.start_timeout
         health = f"{self.app_url}/_stcore/health"
+        process = self._process
+        assert process is not None  # started
         while True:
-            code = self._process.poll()
+            code = process.poll()
             if code is not None:
                 raise RuntimeError(
                     f"`annotate serve` exited with code {code} before answering "

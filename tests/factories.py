@@ -9,6 +9,7 @@ from sqlalchemy.engine import Engine
 
 from annotate.people.auth import create_annotator
 from annotate.store.db import session
+from annotate.store.models import id_of
 from annotate.studies.catalog import get_or_create_study, update_study_options
 from annotate.studies.pair_import import import_pairs
 
@@ -57,8 +58,8 @@ def make_study(
             update_study_options(s, study_row, **options)
         for i in range(annotators):
             annotator, token = create_annotator(s, name=f"{study}-ann-{i}", study_id=study_row.id)
-            people.append((annotator.id, token))
-        return study_row.id, people
+            people.append((id_of(annotator), token))
+        return id_of(study_row), people
 
 
 def fast_path_of(engine) -> str:

@@ -128,7 +128,7 @@ class Nginx:
         return path.read_text(errors="replace") if path.exists() else ""
 
     def _command(self, *extra: str) -> list[str]:
-        return [nginx_path(), "-p", str(self.prefix), "-c", str(self.conf), *extra]
+        return [str(nginx_path()), "-p", str(self.prefix), "-c", str(self.conf), *extra]
 
     def start(self) -> Nginx:
         checked = subprocess.run(self._command("-t"), capture_output=True, text=True)

@@ -8,7 +8,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from analysis.files.annotations_table import COLUMNS, DIMENSIONS, write_table
+from analysis.files.annotations_table import write_table
+from analysis.vocabulary import COLUMNS, DIMENSIONS
 
 
 def pair_record(pair_id: str, **extra) -> dict:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from sqlalchemy import func
 from sqlalchemy.engine import Engine
-from sqlmodel import select
+from sqlmodel import col, select
 
 from annotate.engine import get_engine
 from annotate.labelling.answers import Answer
@@ -20,7 +20,7 @@ from annotate.labelling.step import submit_answer
 from annotate.people.auth import create_annotator
 from annotate.queue.assignment import next_assignment, skip
 from annotate.store.db import session
-from annotate.store.models import Annotation, Assignment, Pair
+from annotate.store.models import Annotation, Assignment, Pair, id_of
 from annotate.studies.catalog import get_or_create_study, update_study_options
 from annotate.studies.pair_import import import_pairs
 
@@ -49,10 +49,10 @@ def make_study(
         study = get_or_create_study(s, name)
         update_study_options(s, study, overlap_target=overlap)
         ids = [
-            create_annotator(s, name=f"{name}-annotator-{i}", study_id=study.id)[0].id
+            id_of(create_annotator(s, name=f"{name}-annotator-{i}", study_id=study.id)[0])
             for i in range(n_annotators)
         ]
-        return study.id, ids
+        return id_of(study), ids
 
 
 def make_answer(annotator_id: int, pair_id: int, version: int, chosen_position: str) -> Answer:
@@ -81,13 +81,13 @@ def label_until_done(
     resubmit_rate: float = 0.15,
     twin_rate: float = 0.1,
     on_commit=None,
-) -> dict[int, tuple[str, str]]:
+) -> dict[int, tuple[str, str | None]]:
     """Label until no pair is left for this annotator. Some pairs are skipped once (they come
     back later), some answers are changed by a second submit, some are submitted twice at the
     same moment (a double click). Returns {pair_id: (preference, comment)} of the latest
     answer this annotator got acknowledged for every pair."""
     rng = random.Random(seed)
-    latest: dict[int, tuple[str, str]] = {}
+    latest: dict[int, tuple[str, str | None]] = {}
     skipped: set[int] = set()
     while True:
         assignment = next_assignment(engine, annotator_id=annotator_id)
@@ -127,10 +127,10 @@ def label_until_done(
 
 def run_annotators(
     engine: Engine, annotator_ids: list[int], *, seed: int = 0, **options
-) -> dict[tuple[int, int], tuple[str, str]]:
+) -> dict[tuple[int, int], tuple[str, str | None]]:
     """Every annotator labels in its own thread, all at once; returns the merged acknowledgements
     {(pair_id, annotator_id): (preference, comment)}. A thread's exception is re-raised."""
-    results: dict[tuple[int, int], tuple[str, str]] = {}
+    results: dict[tuple[int, int], tuple[str, str | None]] = {}
     errors: list[BaseException] = []
     start = threading.Barrier(len(annotator_ids))
     lock = threading.Lock()
@@ -167,7 +167,7 @@ def check_complete_study(
     *,
     n_pairs: int,
     overlap: int,
-    acknowledged: dict[tuple[int, int], tuple[str, str]],
+    acknowledged: dict[tuple[int, int], tuple[str, str | None]],
 ) -> None:
     """Exact end state of a study labelled to completion."""
     with session(engine) as s:
@@ -184,7 +184,7 @@ def check_complete_study(
             s.exec(
                 select(Assignment.pair_id, func.count())
                 .where(Assignment.study_id == study_id, Assignment.status == "done")
-                .group_by(Assignment.pair_id)
+                .group_by(col(Assignment.pair_id))
             ).all()
         )
         active = s.exec(
@@ -199,6 +199,7 @@ def check_complete_study(
     per_pair = Counter(p for p, _, _, _ in rows)
     assert len(pairs) == n_pairs
     for pair_id, n_assigned in pairs:
+        assert pair_id is not None
         assert per_pair[pair_id] == overlap, (pair_id, per_pair[pair_id])
         assert n_assigned == overlap, (pair_id, n_assigned)
         assert done.get(pair_id, 0) == overlap, (pair_id, done.get(pair_id))

@@ -64,11 +64,14 @@ def simulate(studies: int = STUDIES, seed: int = 23) -> dict:
             bootstrap=1000,
             seed=index,
         )
+        assert on_sample.ci95 is not None and on_sample.value is not None
         lo, hi = on_sample.ci95
         covered += lo <= truth <= hi
         sample_values.append(on_sample.value)
         everything = _counts(study, kept, np.arange(PAIRS))
-        all_values.append(alpha(everything, level="nominal", domain=["chosen", "rejected"]).value)
+        on_all = alpha(everything, level="nominal", domain=["chosen", "rejected"]).value
+        assert on_all is not None
+        all_values.append(on_all)
         per_pair.append(kept.sum() / PAIRS)
     return {
         "truth": truth,

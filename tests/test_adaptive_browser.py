@@ -9,7 +9,7 @@ import re
 import subprocess
 
 import pytest
-from sqlmodel import select
+from sqlmodel import col, select
 
 from annotate.engine import get_engine
 from annotate.people.auth import create_annotator
@@ -69,7 +69,7 @@ def _open(engine, annotator_id: int) -> tuple[str, str] | None:
     with session(engine) as s:
         row = s.exec(
             select(Pair.pair_key, Assignment.chosen_position)
-            .join(Pair, Pair.id == Assignment.pair_id)
+            .join(Pair, col(Pair.id) == Assignment.pair_id)
             .where(Assignment.annotator_id == annotator_id, Assignment.status == "active")
         ).first()
     return None if row is None else (row[0], row[1])
@@ -88,7 +88,7 @@ def label_in_browser(page, site, who: str, wants) -> list[str]:
     engine, annotator_id = site["engine"], site["ids"][who]
     goto(page, site["server"].login_url(site["tokens"][who]))
     wait_idle(page)
-    served = []
+    served: list[str] = []
     while True:
         current = _open(engine, annotator_id)
         if current is None:

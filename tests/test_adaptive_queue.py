@@ -11,7 +11,7 @@ from datetime import timedelta
 import numpy as np
 import pytest
 from sqlalchemy import update
-from sqlmodel import select
+from sqlmodel import col, select
 
 from analysis.design.stopping import AT_MAX, DECIDED
 from annotate.engine import get_engine
@@ -21,7 +21,7 @@ from annotate.queue.assignment import next_assignment
 from annotate.queue.rules import Coins, GivenAway
 from annotate.queue.targets import Design
 from annotate.store.db import session
-from annotate.store.models import Annotation, Assignment, Pair, Study, utcnow
+from annotate.store.models import Annotation, Assignment, Pair, Study, id_of, utcnow
 from tests.factories import make_study
 from tests.statistics_helpers import stopping_state
 
@@ -32,7 +32,10 @@ def _answer(preference: str) -> Answer:
 
 def _keys(engine, study_id: int) -> dict[int, str]:
     with session(engine) as s:
-        return dict(s.exec(select(Pair.id, Pair.pair_key).where(Pair.study_id == study_id)).all())
+        return {
+            id_of(pair): pair.pair_key
+            for pair in s.exec(select(Pair).where(Pair.study_id == study_id)).all()
+        }
 
 
 def _label_until_done(engine, annotator_id: int, choose) -> list[int]:
@@ -56,7 +59,7 @@ def _answers(engine, study_id: int) -> dict[int, list[str]]:
         rows = s.exec(
             select(Annotation.pair_id, Annotation.preference)
             .where(Annotation.study_id == study_id)
-            .order_by(Annotation.submitted_at, Annotation.id)
+            .order_by(col(Annotation.submitted_at), col(Annotation.id))
         ).all()
     out: dict[int, list[str]] = {}
     for pair_id, preference in rows:

@@ -16,7 +16,7 @@ from annotate.store.db import session
 from annotate.store.models import Pair, Study
 from tests.factories import make_study
 
-RATINGS = {
+RATINGS: dict[str, int | None] = {
     f"{d}_{s}": 4
     for d in ("correctness", "relevance", "helpfulness")
     for s in ("chosen", "rejected")

@@ -9,7 +9,8 @@ import json
 import pytest
 from sqlmodel import select
 
-from analysis.files.annotations_table import COLUMNS, read_table
+from analysis.files.annotations_table import read_table
+from analysis.vocabulary import COLUMNS
 from annotate.cli import main
 from annotate.engine import get_engine
 from annotate.labelling.answers import Answer, FormState, to_answer

@@ -7,7 +7,7 @@ from collections import Counter
 
 import pytest
 from sqlalchemy import func
-from sqlmodel import select
+from sqlmodel import col, select
 
 from annotate.engine import get_engine
 from annotate.labelling.answers import Answer
@@ -47,7 +47,9 @@ def annotation_counts(engine) -> Counter:
     with session(engine) as s:
         return Counter(
             dict(
-                s.exec(select(Annotation.pair_id, func.count()).group_by(Annotation.pair_id)).all()
+                s.exec(
+                    select(Annotation.pair_id, func.count()).group_by(col(Annotation.pair_id))
+                ).all()
             )
         )
 

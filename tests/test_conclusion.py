@@ -12,13 +12,14 @@ import pytest
 
 from analysis.files.annotations_table import validate_annotations
 from analysis.report.build import ReportOptions, build_report
+from analysis.report.shape import Report
 from tests.report_fixtures import frame, row, synthetic
 
 GOOD = (4, 4, 4)
 REASONS = ("personal_fit", "both", "personal_fit", "general_quality")
 
 
-def report_of(rows, **options) -> dict:
+def report_of(rows, **options) -> Report:
     scale = options.pop("scale", (1, 5))
     options.update(scale_min=scale[0], scale_max=scale[1])
     table = validate_annotations(frame(rows), source="test", scale=scale)

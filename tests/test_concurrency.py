@@ -11,7 +11,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from sqlmodel import select
+from sqlmodel import col, select
 
 from annotate.engine import get_engine
 from annotate.store.db import session
@@ -109,7 +109,7 @@ def _storage_rows(rows: list[dict]) -> list[dict]:
     out = []
     for row in rows:
         clean = {k: (None if v == "" else v) for k, v in row.items()}
-        clean["submitted_at"] = datetime.fromisoformat(clean["submitted_at"])
+        clean["submitted_at"] = datetime.fromisoformat(str(clean["submitted_at"]))
         out.append(clean)
     return out
 
@@ -122,8 +122,8 @@ def _check_one_row_per_pair_and_annotator(engine, study_id, files) -> None:
     with session(engine) as s:
         stored = s.exec(
             select(Pair.pair_key, Annotator.name, Annotation.comment, Annotation.source)
-            .join(Pair, Pair.id == Annotation.pair_id)
-            .join(Annotator, Annotator.id == Annotation.annotator_id)
+            .join(Pair, col(Pair.id) == Annotation.pair_id)
+            .join(Annotator, col(Annotator.id) == Annotation.annotator_id)
             .where(Annotation.study_id == study_id)
         ).all()
     keys = [(p, a) for p, a, _, _ in stored]

@@ -13,7 +13,7 @@ from annotate.errors import UserError
 from annotate.labelling.answers import Answer
 from annotate.labelling.step import submit_answer
 from annotate.store.db import session
-from annotate.store.models import Pair, Study
+from annotate.store.models import Pair, Study, id_of
 from annotate.studies.catalog import LOCKED_WHEN_ANNOTATED, configure_study, save_study_options
 from tests.factories import make_study
 
@@ -26,7 +26,7 @@ def _study(engine, name="default") -> Study:
 def _answered(engine, tmp_path) -> int:
     study_id, people = make_study(engine, tmp_path, n_pairs=2, annotators=1)
     with session(engine) as s:
-        pair_id = s.exec(select(Pair.id).where(Pair.study_id == study_id)).first()
+        pair_id = id_of(s.exec(select(Pair).where(Pair.study_id == study_id)).all()[0])
     submit_answer(
         engine,
         annotator_id=people[0][0],

@@ -26,7 +26,7 @@ from annotate.results import exports, monitoring, study_report
 from annotate.results.frames import annotations_frame
 from annotate.store import db
 from annotate.store.db import session
-from annotate.store.models import Annotation, Annotator, Assignment, Pair, Study
+from annotate.store.models import Annotation, Annotator, Assignment, Pair, Study, id_of
 from annotate.studies import catalog, uploads
 from annotate.studies.catalog import update_study_options
 from annotate.web.proofs import maintainer_for_identity
@@ -51,7 +51,8 @@ def answer(engine, annotator_id, pair_id, preference="chosen", **extra):
 
 def keys(engine, study_id) -> dict[str, int]:
     with session(engine) as s:
-        return dict(s.exec(select(Pair.pair_key, Pair.id).where(Pair.study_id == study_id)).all())
+        pairs = s.exec(select(Pair).where(Pair.study_id == study_id)).all()
+        return {pair.pair_key: id_of(pair) for pair in pairs}
 
 
 def work_through(engine, annotator_id, preference="chosen", gold_answers=None) -> list[str]:
@@ -59,7 +60,7 @@ def work_through(engine, annotator_id, preference="chosen", gold_answers=None) -
     served = []
     while (assignment := next_assignment(engine, annotator_id=annotator_id)) is not None:
         with session(engine) as s:
-            pair = s.get(Pair, assignment.pair_id)
+            pair = s.get_one(Pair, assignment.pair_id)
         served.append(pair.pair_key)
         given = (gold_answers or {}).get(pair.pair_key, preference) if pair.is_gold else preference
         answer(engine, annotator_id, assignment.pair_id, given)

@@ -22,7 +22,7 @@ from annotate.people.auth import annotator_for_token, create_annotator
 from annotate.queue import gold
 from annotate.queue.assignment import next_assignment
 from annotate.store.db import ENV_VAR, session
-from annotate.store.models import Annotation, Annotator, Pair, Study
+from annotate.store.models import Annotation, Annotator, Pair, Study, id_of
 from annotate.studies.catalog import update_study_options
 from annotate.studies.pair_import import import_pairs
 from annotate.web.inert import md_literal
@@ -99,7 +99,7 @@ def texts(at: AppTest) -> str:
         for element in at.get(kind):
             parts.append(str(getattr(element, "value", "")))
             if kind == "metric":
-                parts.append(element.label)
+                parts.append(str(getattr(element, "label", "")))
     for frame in at.dataframe:
         parts.append(frame.value.to_csv())
     for form in at.get("bidi_component"):  # the labelling form's data (annotate/web/label_form.py)
@@ -137,7 +137,8 @@ def answer(engine, annotator_id: int, pair_id: int, preference: str, **extra) ->
 
 def pair_ids(engine, study_id: int) -> dict[str, int]:
     with session(engine) as s:
-        return dict(s.exec(select(Pair.pair_key, Pair.id).where(Pair.study_id == study_id)).all())
+        pairs = s.exec(select(Pair).where(Pair.study_id == study_id)).all()
+        return {pair.pair_key: id_of(pair) for pair in pairs}
 
 
 # --- access ------------------------------------------------------------------------------

@@ -17,7 +17,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from playwright.sync_api import expect
-from sqlmodel import select
+from sqlmodel import col, select
 
 from annotate.engine import get_engine
 from annotate.labelling.answers import Answer
@@ -27,7 +27,7 @@ from annotate.queue import gold
 from annotate.queue.assignment import next_assignment
 from annotate.results import study_report
 from annotate.store.db import session
-from annotate.store.models import Annotation, Annotator, Pair, Study
+from annotate.store.models import Annotation, Annotator, Pair, Study, id_of
 from annotate.studies.catalog import get_or_create_study, update_study_options
 from annotate.studies.demo import GUIDELINES, sample_pairs_path
 from annotate.studies.pair_import import import_pairs
@@ -53,20 +53,21 @@ def _build(db_url: str) -> dict[str, str]:
     """The demo pairs, three annotators who have done some work, a maintainer, a gold check."""
     engine = get_engine(db_url)
     import_pairs(engine, sample_pairs_path(), study_name=STUDY)
-    tokens, ids = {}, {}
+    tokens: dict[str, str] = {}
+    ids: dict[str, int] = {}
     with session(engine) as s:
         study = get_or_create_study(s, STUDY)
         update_study_options(s, study, overlap_target=2, guidelines=GUIDELINES)
         for name in ANNOTATORS:
             person, tokens[name] = create_annotator(s, name=name, study_id=study.id)
-            ids[name] = person.id
+            ids[name] = id_of(person)
         _, tokens["maintainer"] = create_annotator(
             s, name="console-boss", study_id=study.id, is_admin=True
         )
-        study_id = study.id
+        study_id = id_of(study)
         first = s.exec(
-            select(Pair.pair_key).where(Pair.study_id == study_id).order_by(Pair.position)
-        ).first()
+            select(Pair.pair_key).where(Pair.study_id == study_id).order_by(col(Pair.position))
+        ).one()
     gold.set_gold(engine, study_id=study_id, pair_keys=[first], answer="chosen")
     now = datetime.now(UTC)
     # Working side by side: alice and bob careful (mostly chosen, a few ties or rejections),
@@ -255,9 +256,9 @@ def stored_answers(db_url: str) -> pd.DataFrame:
     with session(get_engine(db_url)) as s:
         rows = s.exec(
             select(Pair.pair_key, Pair.is_gold, Annotator.name, Annotation)
-            .join(Annotation, Annotation.pair_id == Pair.id)
-            .join(Annotator, Annotator.id == Annotation.annotator_id)
-            .join(Study, Study.id == Pair.study_id)
+            .join(Annotation, col(Annotation.pair_id) == Pair.id)
+            .join(Annotator, col(Annotator.id) == Annotation.annotator_id)
+            .join(Study, col(Study.id) == Pair.study_id)
             .where(Study.name == STUDY)
         ).all()
     return pd.DataFrame(
@@ -281,9 +282,9 @@ def stored_pairs(db_url: str) -> dict[str, bool]:
         return dict(
             s.exec(
                 select(Pair.pair_key, Pair.is_gold)
-                .join(Study, Study.id == Pair.study_id)
+                .join(Study, col(Study.id) == Pair.study_id)
                 .where(Study.name == STUDY)
-                .order_by(Pair.position)
+                .order_by(col(Pair.position))
             ).all()
         )
 
@@ -363,7 +364,8 @@ def assert_verdicts_follow_the_answers(verdicts: dict[str, str], answers: pd.Dat
     (the overlap target) a pair is insufficient_annotations; with two or more and no strict
     majority preference, no_consensus. Both outcomes occur in _build's data."""
     seen = set()
-    for key, group in answers.groupby("pair_id"):
+    for pair_key, group in answers.groupby("pair_id"):
+        key = str(pair_key)
         counts = group["preference"].value_counts()
         if len(group) < 2:
             expected = "insufficient_annotations"

@@ -40,7 +40,7 @@ def site(db_url, tmp_path):
 def _key(engine, secret, item) -> str:
     """The key the page gives the form: the account's sign-in (token hash) as it is now."""
     with read_session(engine) as s:
-        sign_in = s.get(Annotator, item.assignment.annotator_id).token_hash
+        sign_in = s.get_one(Annotator, item.assignment.annotator_id).token_hash
     return draft_key(
         secret,
         assignment_id=item.assignment.id,
@@ -51,7 +51,7 @@ def _key(engine, secret, item) -> str:
 
 def _draft(engine, item) -> dict | None:
     with read_session(engine) as s:
-        return s.get(Assignment, item.assignment.id).draft
+        return s.get_one(Assignment, item.assignment.id).draft
 
 
 def test_a_draft_with_its_key_is_stored_as_the_page_would(site):

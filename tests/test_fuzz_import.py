@@ -20,7 +20,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import func
-from sqlmodel import select
+from sqlmodel import col, select
 
 from annotate import cli
 from annotate.engine import get_engine
@@ -234,18 +234,18 @@ def _check_pairs_import(
     with session(engine) as s:
         stored = s.exec(
             select(Pair.pair_key)
-            .join(Study, Study.id == Pair.study_id)
+            .join(Study, col(Study.id) == Pair.study_id)
             .where(Study.name == study)
-            .order_by(Pair.position)
+            .order_by(col(Pair.position))
         ).all()
     assert stored == expected
     if records is not None:  # the stored values read back equal to the file's (as written)
         with session(engine) as s:
             rows = s.exec(
                 select(Pair)
-                .join(Study, Study.id == Pair.study_id)
+                .join(Study, col(Study.id) == Pair.study_id)
                 .where(Study.name == study)
-                .order_by(Pair.position)
+                .order_by(col(Pair.position))
             ).all()
             got = [{k: getattr(row, k) for k in _stored_as_read(records[0])} for row in rows]
         assert got == [_stored_as_read(r) for r in records]

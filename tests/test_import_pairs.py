@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from sqlalchemy import func
-from sqlmodel import select
+from sqlmodel import col, select
 
 from analysis.files import strict_input
 from annotate.cli import main
@@ -225,7 +225,7 @@ def _stored(engine, study: str = "default") -> dict[str, dict]:
 
     with session(engine) as s:
         rows = s.exec(
-            select(Pair).join(Study, Study.id == Pair.study_id).where(Study.name == study)
+            select(Pair).join(Study, col(Study.id) == Pair.study_id).where(Study.name == study)
         ).all()
         return {p.pair_key: p.model_dump() for p in rows}
 

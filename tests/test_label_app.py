@@ -12,7 +12,7 @@ import json
 
 import pytest
 import streamlit as st
-from sqlmodel import select
+from sqlmodel import col, select
 from streamlit.proto.WidgetStates_pb2 import WidgetStates
 from streamlit.testing.v1 import AppTest
 
@@ -86,7 +86,7 @@ def question(at: AppTest) -> str:
 
 def stored(engine) -> list[Annotation]:
     with session(engine) as s:
-        return s.exec(select(Annotation).order_by(Annotation.id)).all()
+        return list(s.exec(select(Annotation).order_by(col(Annotation.id))).all())
 
 
 def chosen_position(engine, pair_id: int, annotator_id: int) -> str:

@@ -12,6 +12,7 @@ import json
 import random
 import re
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,7 +24,7 @@ from annotate.labelling.slots import other_slot
 from annotate.people.auth import create_annotator
 from annotate.results.frames import annotations_frame
 from annotate.store.db import session
-from annotate.store.models import Annotation, Assignment, Pair
+from annotate.store.models import Annotation, Assignment, Pair, id_of
 from annotate.studies.catalog import get_or_create_study
 from annotate.studies.demo import GUIDELINES, sample_pairs_path
 from annotate.studies.pair_import import import_pairs
@@ -117,7 +118,7 @@ def write_jsonl(path: Path, records: list[dict]) -> Path:
 
 
 @pytest.fixture(scope="module")
-def site(tmp_path_factory, browser) -> Site:  # `browser` first: skip before starting a server
+def site(tmp_path_factory, browser) -> Iterator[Site]:  # `browser` first: skip before a server
     folder = tmp_path_factory.mktemp("label_browser")
     db_url = f"sqlite:///{folder / 'app.sqlite'}"
     engine = get_engine(db_url)
@@ -190,7 +191,7 @@ def site(tmp_path_factory, browser) -> Site:  # `browser` first: skip before sta
                     s, name=f"browser-{name}", study_id=study.id, is_admin=name == "maintainer"
                 )
                 annotator.guidelines_seen = name != "flow"
-                tokens[name], ids[name] = token, annotator.id
+                tokens[name], ids[name] = token, id_of(annotator)
         with AppServer(db_url) as server:
             yield Site(db_url, server, recorder, tokens, ids)
 
@@ -349,7 +350,7 @@ def current_assignment(site: Site, who: str) -> tuple[Assignment, Pair]:
                 Assignment.annotator_id == site.annotator_ids[who], Assignment.status == "active"
             )
         ).one()
-        return assignment, s.get(Pair, assignment.pair_id)
+        return assignment, s.get_one(Pair, assignment.pair_id)
 
 
 def snippet(text: str) -> str:
@@ -364,12 +365,12 @@ def mine(site: Site, study: str, who: str):
 
 def stored_draft(site: Site, assignment_id: int) -> dict:
     with session(site.engine()) as s:
-        return s.get(Assignment, assignment_id).draft or {}
+        return s.get_one(Assignment, assignment_id).draft or {}
 
 
 def away_since(site: Site, assignment_id: int):
     with session(site.engine()) as s:
-        return s.get(Assignment, assignment_id).away_since
+        return s.get_one(Assignment, assignment_id).away_since
 
 
 def draft_once(page, site: Site, assignment_id: int, ready, *, timeout_s: float = 60) -> dict:

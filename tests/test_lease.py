@@ -73,7 +73,7 @@ def _clock_forward(engine, seconds: float) -> None:
 
 def _row(engine, assignment_id: int) -> Assignment:
     with read_session(engine) as s:
-        return s.get(Assignment, assignment_id)
+        return s.get_one(Assignment, assignment_id)
 
 
 def _answers(engine) -> int:

@@ -16,7 +16,8 @@ from annotate.engine import get_engine
 from annotate.people.auth import annotator_for_token, create_annotator
 from annotate.store.db import read_session, session
 from annotate.studies.catalog import get_or_create_study
-from annotate.web.login import COOKIE, LoginLinkMiddleware, local_path, login_routes
+from annotate.web.login import LoginLinkMiddleware, local_path, login_routes
+from annotate.web.proofs import COOKIE
 
 SAME_SITE = {"Sec-Fetch-Site": "same-origin"}
 OTHER_SITE = {"Sec-Fetch-Site": "cross-site"}

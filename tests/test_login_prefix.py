@@ -21,8 +21,9 @@ from annotate.people.auth import annotator_for_token, create_annotator
 from annotate.store.db import read_session, session
 from annotate.studies.catalog import get_or_create_study
 from annotate.web.health import health_routes
-from annotate.web.login import COOKIE, LoginLinkMiddleware, app_path, login_routes
+from annotate.web.login import LoginLinkMiddleware, app_path, login_routes
 from annotate.web.paths import url_prefix
+from annotate.web.proofs import COOKIE
 
 SAME_SITE = {"Sec-Fetch-Site": "same-origin"}
 

@@ -52,7 +52,7 @@ def reservations(engine, annotator_id: int) -> list[tuple[int, str]]:
 def sign_out(engine, annotator_id: int) -> None:
     """What `POST /logout` and the console's "New link" do: the account gets a new token."""
     with session(engine) as s:
-        reissue_token(s, s.get(Annotator, annotator_id))
+        reissue_token(s, s.get_one(Annotator, annotator_id))
 
 
 def warnings(at: AppTest) -> str:

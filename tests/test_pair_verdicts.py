@@ -4,17 +4,19 @@ given the pair's own rating noise, and one pair's verdict by the same rules as t
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.files.annotations_table import COLUMNS, DIMENSIONS, validate_annotations
+from analysis.files.annotations_table import validate_annotations
 from analysis.frames import code
 from analysis.verdicts.pairs import gap_noise, pair_table, pair_verdict
+from analysis.vocabulary import COLUMNS, DIMENSIONS
 from tests.report_fixtures import frame, row
 
-RULES = {"min_annotations": 2, "quality_threshold": 3.0, "pair_gap": 1.0}
+RULES: dict[str, Any] = {"min_annotations": 2, "quality_threshold": 3.0, "pair_gap": 1.0}
 
 
 def clean_benchmark(n_pairs: int, *, seed: int, true_gap: float = 0.0) -> pd.DataFrame:

@@ -28,6 +28,7 @@ def _terminate_all(url: str) -> int:
             "FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()",
             (name,),
         ).fetchone()
+    assert row is not None  # an aggregate: one row
     return int(row[0])
 
 

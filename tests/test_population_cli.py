@@ -54,7 +54,7 @@ def _label_everything(engine, annotator_id: int) -> list[str]:
     row = next_assignment(engine, annotator_id=annotator_id)
     while row is not None:
         with read_session(engine) as s:
-            key = s.get(Pair, row.pair_id).pair_key
+            key = s.get_one(Pair, row.pair_id).pair_key
         served.append(key)
         answer = Answer(
             preference="rejected" if key in FLIPS else "chosen",

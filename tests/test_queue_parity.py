@@ -25,7 +25,7 @@ from annotate.queue import gold
 from annotate.queue.assignment import next_assignment, skip
 from annotate.queue.rules import AWAY_HOLD, AccountClosed, Coins, GivenAway
 from annotate.store.db import session
-from annotate.store.models import Annotation, Assignment, Pair, Study, utcnow
+from annotate.store.models import Annotation, Assignment, Pair, Study, id_of, utcnow
 from tests.db_backends import require_postgres
 from tests.factories import make_study
 
@@ -68,7 +68,7 @@ def _setup(engine, tmp_path) -> dict[str, int]:
     gold.set_gold(engine, study_id=qual_id, pair_keys=["p4"], answer="chosen")
     with session(engine) as s:
         for study_id in (main_id, qual_id):
-            s.get(Study, study_id).coin_secret = _secret()
+            s.get_one(Study, study_id).coin_secret = _secret()
     names = [f"m{i}" for i in range(4)] + ["q0", "q1"]
     ids = [a for a, _ in main_people + qual_people]
     assert ids == [1, 2, 3, 4, 5, 6]  # the coin's key: the same ids on every database
@@ -93,7 +93,7 @@ def _setup_adaptive(engine, tmp_path) -> dict[str, int]:
         agreement_overlap=3,
     )
     with session(engine) as s:
-        s.get(Study, study_id).coin_secret = _secret()
+        s.get_one(Study, study_id).coin_secret = _secret()
     with session(engine) as s:
         from annotate.queue.targets import refresh_targets
 
@@ -118,7 +118,7 @@ class Script:
             self.current.pop(who, None)
             return
         with session(self.engine) as s:
-            key = s.get(Pair, row.pair_id).pair_key
+            key = s.get_one(Pair, row.pair_id).pair_key
         self.log.append((action, who, key, row.chosen_position))
         self.current[who] = row.pair_id
 
@@ -127,9 +127,11 @@ class Script:
 
     def pair_id(self, key: str, study: str) -> int:
         with session(self.engine) as s:
-            return s.exec(
-                select(Pair.id).join(Study).where(Pair.pair_key == key, Study.name == study)
-            ).one()
+            return id_of(
+                s.exec(
+                    select(Pair).join(Study).where(Pair.pair_key == key, Study.name == study)
+                ).one()
+            )
 
     def submit(self, who: str, *, pair: int | None = None, preference="chosen") -> None:
         pair_id = pair if pair is not None else self.current[who]
@@ -215,7 +217,7 @@ def run_scenario(engine, tmp_path, *, fast: bool) -> tuple[list[tuple], list[str
         run.serve(who)
         while who in run.current:
             with session(engine) as s:
-                key = s.get(Pair, run.current[who]).pair_key
+                key = s.get_one(Pair, run.current[who]).pair_key
             run.submit(who, preference="chosen" if (index + int(key[1:])) % 2 else "rejected")
             assert len(run.log) < 400
     with session(engine) as s:

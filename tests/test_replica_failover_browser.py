@@ -11,6 +11,8 @@ import os
 import secrets
 import signal
 from collections import Counter
+from collections.abc import Mapping
+from typing import Any
 
 import pytest
 from sqlalchemy import func
@@ -60,11 +62,12 @@ def _established(port: int) -> int:
 def _kill(server: AppServer) -> None:
     """SIGKILL the replica's whole process group: no goodbye to the pages."""
     process = server._process
+    assert process is not None  # started
     os.killpg(process.pid, signal.SIGKILL)
     process.wait(timeout=15)
 
 
-def _draft(engine, *, annotator_id: int) -> dict | None:
+def _draft(engine, *, annotator_id: int) -> Mapping[str, Any] | None:
     with session(engine) as s:
         return s.exec(
             select(Assignment.draft).where(

@@ -12,12 +12,13 @@ from scipy import stats
 
 from analysis.files.annotations_table import validate_annotations
 from analysis.report.build import ReportOptions, build_report
+from analysis.report.shape import Report
 from tests.report_fixtures import frame, row, synthetic
 
 GOOD = (4, 4, 4)
 
 
-def report_of(rows, pairs=None, **options) -> dict:
+def report_of(rows, pairs=None, **options) -> Report:
     table = validate_annotations(frame(rows), source="test")
     options.setdefault("bootstrap", 0)
     report = build_report(table, pairs, options=ReportOptions(**options))

@@ -7,7 +7,8 @@ import json
 
 import pandas as pd
 
-from analysis.files.annotations_table import RATING_COLUMNS, write_table
+from analysis.files.annotations_table import write_table
+from analysis.vocabulary import RATING_COLUMNS
 from tests.report_fixtures import frame, synthetic, write_pairs_file
 from tests.test_report_cli import run_cli
 

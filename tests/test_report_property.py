@@ -9,9 +9,10 @@ import pandas as pd
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from analysis.files.annotations_table import RATING_COLUMNS, validate_annotations
+from analysis.files.annotations_table import validate_annotations
 from analysis.report.build import ReportOptions, build_report
 from analysis.report.files import write_report
+from analysis.vocabulary import RATING_COLUMNS
 from tests.report_fixtures import frame, row
 
 ratings = st.one_of(st.none(), st.integers(1, 5))

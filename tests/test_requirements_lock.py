@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def locked() -> dict[str, str]:
-    pins = {}
+    pins: dict[str, str] = {}
     for line in (ROOT / "requirements.lock").read_text(encoding="utf-8").splitlines():
         line = line.split("#", 1)[0].strip()
         if line:

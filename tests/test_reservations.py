@@ -14,7 +14,7 @@ from itertools import pairwise
 
 import pytest
 from sqlalchemy import func
-from sqlmodel import select
+from sqlmodel import col, select
 
 from annotate.engine import get_engine
 from annotate.errors import UserError
@@ -25,7 +25,7 @@ from annotate.queue import gold
 from annotate.queue.assignment import next_assignment, progress, skip
 from annotate.queue.rules import GivenAway
 from annotate.store.db import session
-from annotate.store.models import Annotation, Assignment, Pair, Study, utcnow
+from annotate.store.models import Annotation, Assignment, Pair, Study, id_of, utcnow
 from tests.factories import make_study
 
 
@@ -44,15 +44,15 @@ def counters_match_reservations(engine) -> list[tuple[str, int, int]]:
         held = dict(
             s.exec(
                 select(Assignment.pair_id, func.count())
-                .where(Assignment.status.in_(["active", "done"]))
-                .group_by(Assignment.pair_id)
+                .where(col(Assignment.status).in_(["active", "done"]))
+                .group_by(col(Assignment.pair_id))
             ).all()
         )
         pairs = s.exec(select(Pair)).all()
     return [
-        (p.pair_key, p.n_assigned, held.get(p.id, 0))
+        (p.pair_key, p.n_assigned, held.get(id_of(p), 0))
         for p in pairs
-        if p.n_assigned != held.get(p.id, 0)
+        if p.n_assigned != held.get(id_of(p), 0)
     ]
 
 
@@ -68,7 +68,7 @@ def hold(engine, *, annotator_id: int, study_id: int, pair_ids) -> None:
                     chosen_position="A",
                 )
             )
-            s.get(Pair, pair_id).n_assigned += 1
+            s.get_one(Pair, pair_id).n_assigned += 1
 
 
 # --- deactivation: an atomic release --------------------------------------------------------

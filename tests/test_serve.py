@@ -53,7 +53,7 @@ def _start(args: list[str], cwd: Path) -> subprocess.Popen:
 def _wait_healthy(process: subprocess.Popen, port: int) -> None:
     deadline = time.monotonic() + START_SECONDS
     while time.monotonic() < deadline:
-        assert process.poll() is None, process.stdout.read()
+        assert process.poll() is None, process.stdout.read() if process.stdout else ""
         try:
             with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2) as r:
                 if r.read().strip() == b"ok":

@@ -16,6 +16,7 @@ from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 from streamlit.proto.WidgetStates_pb2 import WidgetStates
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.sync.client import connect
+from websockets.typing import Origin, Subprotocol
 
 from annotate.commands.serve import STREAMLIT_FLAGS
 from annotate.engine import get_engine
@@ -44,8 +45,8 @@ def socket_url(server: AppServer) -> str:
 def open_socket(server: AppServer):
     return connect(
         socket_url(server),
-        subprotocols=["streamlit"],
-        origin=server.url,
+        subprotocols=[Subprotocol("streamlit")],
+        origin=Origin(server.url),
         max_size=None,
         open_timeout=30,
     )

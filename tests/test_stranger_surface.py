@@ -20,6 +20,7 @@ from streamlit.proto.ClientState_pb2 import ClientState
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 from streamlit.proto.WidgetStates_pb2 import WidgetStates
 from websockets.sync.client import connect
+from websockets.typing import Origin, Subprotocol
 
 from annotate.engine import get_engine
 from annotate.people.auth import create_annotator
@@ -52,15 +53,17 @@ def server(tmp_path_factory):
         yield running, {"annotator": annotator, "maintainer": boss}
 
 
-def page_run(server: AppServer, *, token: str | None = None, widgets=None) -> list[ForwardMsg]:
+def page_run(
+    server: AppServer, *, token: str | None = None, widgets=None
+) -> list[tuple[bytes, ForwardMsg]]:
     """One page run on a new socket (with the login cookie of `token`), every frame of it;
     with `widgets`, a second run that sends them (a component's event) and its frames."""
     headers = {"Cookie": f"annotate_token={token}"} if token else {}
     url = server.app_url.replace("http://", "ws://") + "/_stcore/stream"
     with connect(
         url,
-        subprotocols=["streamlit"],
-        origin=server.url,
+        subprotocols=[Subprotocol("streamlit")],
+        origin=Origin(server.url),
         additional_headers=headers,
         max_size=None,
         open_timeout=60,
@@ -71,7 +74,7 @@ def page_run(server: AppServer, *, token: str | None = None, widgets=None) -> li
         return frames
 
 
-def _run(ws, states: WidgetStates) -> list[ForwardMsg]:
+def _run(ws, states: WidgetStates) -> list[tuple[bytes, ForwardMsg]]:
     ws.send(BackMsg(rerun_script=ClientState(widget_states=states)).SerializeToString())
     frames = []
     while True:

@@ -6,7 +6,8 @@ import pytest
 from sqlalchemy import func
 from sqlmodel import select
 
-from analysis.files.annotations_table import COLUMNS, RATING_COLUMNS, validate_annotations
+from analysis.files.annotations_table import validate_annotations
+from analysis.vocabulary import COLUMNS, RATING_COLUMNS
 from annotate.engine import get_engine
 from annotate.labelling.answers import Answer, FormState, to_answer
 from annotate.labelling.slots import preference_from_slot

@@ -8,14 +8,13 @@ import pandas as pd
 import pytest
 
 from analysis.files.annotations_table import (
-    COLUMNS,
-    RATING_COLUMNS,
     SUFFIXES,
     load_annotations,
     read_table,
     validate_annotations,
     write_table,
 )
+from analysis.vocabulary import COLUMNS, RATING_COLUMNS
 from annotate.errors import InputError, UserError
 from tests.report_fixtures import frame, row
 
@@ -37,7 +36,9 @@ def sample() -> pd.DataFrame:
             row("p1", "bob", "tie", reason=None, seconds=None),
             row("p2", "ann", "rejected", position="B", chosen=(None, 3, None), reason="unsure"),
         ]
-    ).assign(submitted_at=["2026-01-02T03:04:05+00:00", None, "2026-01-02T03:04:06+00:00"])
+    ).assign(
+        submitted_at=pd.Series(["2026-01-02T03:04:05+00:00", None, "2026-01-02T03:04:06+00:00"])
+    )
 
 
 @pytest.mark.parametrize("suffix", SUFFIXES)

@@ -56,6 +56,7 @@ def site(tmp_path_factory):
 def streamlit_pid(server: AppServer) -> int:
     """The process that holds the sessions: `annotate serve` itself, which runs Streamlit in
     its own process (annotate/web/serve_process.py)."""
+    assert server._process is not None  # started
     return server._process.pid
 
 

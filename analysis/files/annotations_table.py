@@ -23,15 +23,12 @@ from analysis.errors import InputError, UserError
 from analysis.files import parquet_limits, strict_input
 from analysis.files.csv_cells import neutralise_frame, restore_frame
 from analysis.report.shape import Section
-from analysis.vocabulary import (  # noqa: F401  (DIMENSIONS, SIDES, COLUMNS: also read from here)
-    ANSWER_COLUMNS,
+from analysis.vocabulary import (
     COLUMNS,
     DEFAULT_SCALE,
-    DIMENSIONS,
     PREFERENCES,
     RATING_COLUMNS,
     REASONS,
-    SIDES,
 )
 from analysis.vocabulary import SLOTS as POSITIONS
 

@@ -13,15 +13,15 @@ from sqlalchemy.engine import Engine
 
 from annotate.labelling.answers import FormState
 from annotate.store import db
-from annotate.store.models import Annotator, Assignment, utcnow
+from annotate.store.models import Annotator, Assignment, table_of, utcnow
 
 DRAFT_SECONDS = "seconds"
 
 
-_ASSIGNMENT = Assignment.__table__  # type: ignore[attr-defined]
+_ASSIGNMENT = table_of(Assignment)
 
 
-_ANNOTATOR = Annotator.__table__  # type: ignore[attr-defined]
+_ANNOTATOR = table_of(Annotator)
 
 
 # Built once (SQLAlchemy compiles it once per dialect): drafts are most of what the server hears.
