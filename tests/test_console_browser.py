@@ -67,7 +67,7 @@ def _build(db_url: str) -> dict[str, str]:
         study_id = id_of(study)
         first = s.exec(
             select(Pair.pair_key).where(Pair.study_id == study_id).order_by(col(Pair.position))
-        ).one()
+        ).all()[0]
     gold.set_gold(engine, study_id=study_id, pair_keys=[first], answer="chosen")
     now = datetime.now(UTC)
     # Working side by side: alice and bob careful (mostly chosen, a few ties or rejections),

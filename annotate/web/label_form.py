@@ -27,6 +27,7 @@ from annotate.labelling.drafts import draft_key
 from annotate.labelling.earlier import EarlierAnswer
 from annotate.labelling.page import Item
 from annotate.store.models import Study
+from annotate.web import streamlit_dom
 from annotate.web.render import safe_html
 from annotate.wording import DIMENSION_HELP, PREFERENCE_QUESTION, REASON_LABELS, REASON_QUESTION
 
@@ -195,6 +196,7 @@ def form_data(
         if history is None
         else [{"pair_id": h.pair_id, "question": h.question, "answer": h.answer} for h in history],
         "refused": [f"{q.kind}:{q.field}" for q in refused or []],
+        "dom": streamlit_dom.for_form(),
     }
 
 

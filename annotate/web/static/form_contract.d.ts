@@ -48,6 +48,18 @@ export interface Form {
   aspects: Record<string, number>;
 }
 
+/** Where the form finds Streamlit's own page structure: sent by the server from
+ * annotate/web/streamlit_dom.py, the one place the app names it (a browser test checks each
+ * against the running Streamlit). */
+export interface StreamlitDom {
+  /** A selector of Streamlit's app element. */
+  app: string;
+  /** The app element's attribute that says whether the page is connected to the server. */
+  connection_state: string;
+  /** That attribute's value while connected. */
+  connected: string;
+}
+
 export interface FormData {
   /** One pair and visit: the assignment and whether it is an edit. */
   token: string;
@@ -94,6 +106,7 @@ export interface FormData {
   history: EarlierAnswer[] | null;
   /** Missing questions as `name_field`s, from the server's own check of a Submit. */
   refused: string[];
+  dom: StreamlitDom;
 }
 
 /** What each event sends (`setTriggerValue(name, value)`). */

@@ -7,6 +7,7 @@ import html
 import streamlit as st
 
 from annotate.store.models import Annotator, Study, id_of
+from annotate.web import streamlit_dom
 from annotate.web.paths import url_prefix
 from annotate.web.render import safe_markdown
 
@@ -15,14 +16,14 @@ from annotate.web.render import safe_markdown
 _FOCUS_JS = """export default function ({ data }) {
   let tries = 0;
   const focus = () => {
-    const button = document.querySelector(`.st-key-${data.key} button`);
+    const button = document.querySelector(`.KEY_CLASS_PREFIX${data.key} button`);
     if (button) {
       const active = document.activeElement;
       if (!active || active === document.body) button.focus();
     } else if (++tries < 40) setTimeout(focus, 50);
   };
   focus();
-}"""
+}""".replace("KEY_CLASS_PREFIX", streamlit_dom.KEY_CLASS_PREFIX)
 _focus = st.components.v2.component("annotate_focus_button", html="<span></span>", js=_FOCUS_JS)
 
 

@@ -15,6 +15,7 @@ from annotate.labelling.step import StaleAnswer, submit
 from annotate.queue.assignment import next_assignment, queue_status, skip
 from annotate.queue.rules import AccountClosed, GivenAway
 from annotate.store.models import Annotator, Study, id_of
+from annotate.web import streamlit_dom
 from annotate.web.identity import ended_message, engine, require_user, still_signed_in
 from annotate.web.label_form import event_seq, event_value, form_data, label_form, page_token
 from annotate.web.views.common import (
@@ -43,8 +44,9 @@ RECHECK_SECONDS = 20  # how often a page waiting for pairs held by others looks 
 # the previous pair's form, which Streamlit retains until the run that replaced it is over, is
 # not shown next to the new one.
 PAGE_CSS = (
-    "<style>.stMainBlockContainer { padding-top: 3.6rem; padding-bottom: 1rem; }"
-    ' [class*="st-key-label_form_"][data-retained] { display: none; }</style>'
+    f"<style>{streamlit_dom.MAIN_BLOCK} {{ padding-top: 3.6rem; padding-bottom: 1rem; }}"
+    f' [class*="{streamlit_dom.KEY_CLASS_PREFIX}label_form_"][{streamlit_dom.RETAINED}]'
+    " { display: none; }</style>"
 )
 
 

@@ -16,6 +16,7 @@ from annotate.results import study_report
 from annotate.store.models import Annotator, Study, id_of
 from annotate.studies import catalog
 from annotate.studies.catalog import DEFAULT_STUDY
+from annotate.web import streamlit_dom
 from annotate.web.identity import engine, require_admin
 from annotate.web.inert import md_literal
 from annotate.web.views.common import app_prefix
@@ -29,8 +30,8 @@ STUDY_KEY = "console_study"
 # Streamlit 1.67 draws captions at 60 % opacity (3.9:1 on white, less in a faded theme): a solid
 # grey instead, 6.4:1 (WCAG 1.4.3 asks 4.5:1). Our own fixed rule, no data in it.
 CONSOLE_CSS = (
-    "<style>[data-testid='stCaptionContainer'] { opacity: 1; color: #5c5e68; }"
-    " [data-testid='stCaptionContainer'] * { color: #5c5e68; }</style>"
+    f"<style>{streamlit_dom.CAPTION} {{ opacity: 1; color: #5c5e68; }}"
+    f" {streamlit_dom.CAPTION} * {{ color: #5c5e68; }}</style>"
 )
 REPORT_TTL = 120  # seconds; the key also holds the data version, so new answers show at once
 
