@@ -25,3 +25,11 @@ def test_ci_runs_the_readme_test_command_word_for_word():
 def test_the_test_command_type_checks_with_the_configuration():
     steps = [step.strip() for step in readme_test_command().split("&&")]
     assert "mypy" in steps  # no paths or flags: [tool.mypy] says what and how strictly
+
+
+def test_the_test_command_installs_the_lock_then_the_project_without_dependencies():
+    """CI tests the versions users deploy (requirements.lock), not the newest allowed."""
+    steps = [step.strip() for step in readme_test_command().split("&&")]
+    lock = steps.index("pip install -q -r requirements.lock")
+    assert steps[lock + 1] == "pip install -q --no-deps -e ."
+    assert not [step for step in steps if "[test]" in step]
