@@ -128,6 +128,11 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # an unexpected failure still gets one readable line
         if args.debug:
             raise
+        if isinstance(exc, OSError) and exc.filename and exc.strerror:
+            # a file that could not be read or written after the commands' checks (a full
+            # disk, a folder removed meanwhile): the system's words, naming the file
+            print(f"annotate {args.command}: {exc.filename}: {exc.strerror}", file=sys.stderr)
+            return 1
         print(
             f"annotate {args.command}: unexpected error: {type(exc).__name__}: {exc} "
             "(run again with --debug for the traceback)",
