@@ -17,6 +17,7 @@ from annotate.errors import UserError
 
 NAME = "plan"
 ORDER = 65
+DATABASE = False  # simulations only: no --db
 HELP = (
     "Size a study before recruiting: simulate studies at stated effect sizes through the "
     "report's own conclusion and print how often its checks pass for each design."
