@@ -225,7 +225,11 @@ def test_studies_page_sets_adaptive_overlap_as_configure_study_does(db):
     at.text_input(key="new_study_name").input("bad")
     at.number_input(key="new_adaptive_min").set_value(5)
     button(at, "Create study").click().run()
-    assert "adaptive overlap MIN" in at.error[0].value  # (shown markdown-escaped)
+    assert "out of bounds" in at.error[0].value  # (shown markdown-escaped)
+    # the fields offer only what the bounds allow, and say them
+    low, high = at.number_input(key="new_adaptive_min"), at.number_input(key="new_adaptive_max")
+    assert (low.min, low.max, high.min, high.max) == (2, 9, 3, 10)
+    assert "at most 10" in high.help
 
 
 def test_options_lock_once_the_study_has_annotations(db):

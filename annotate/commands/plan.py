@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from analysis.design.adaptive_bounds import ADAPTIVE_BOUNDS
 from annotate.commands.configure_study import min_max
 from annotate.commands.report import (
     _non_negative_int,
@@ -102,7 +103,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         metavar="MIN-MAX",
         help="also an adaptive design: at least MIN and at most MAX annotations a pair, more "
         "while its answers leave it undecided (the labelling step's own stopping rule); "
-        "repeatable",
+        f"repeatable; {ADAPTIVE_BOUNDS}",
     )
     design.add_argument(
         "--agreement-sample",

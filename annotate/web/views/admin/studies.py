@@ -3,6 +3,11 @@ annotations are locked once the study has any)."""
 
 import streamlit as st
 
+from analysis.design.adaptive_bounds import (
+    ADAPTIVE_BOUNDS,
+    ADAPTIVE_MAX_HIGHEST,
+    ADAPTIVE_MIN_LOWEST,
+)
 from annotate.errors import UserError
 from annotate.store.models import DEFAULT_DIMENSIONS, DEFAULT_REASONS, Study
 from annotate.studies import catalog
@@ -56,21 +61,25 @@ def option_widgets(study: Study, *, prefix: str, locked: set[str]) -> dict:
     )
     # shown always: a checkbox in a form changes nothing on the page until it is submitted
     cols = st.columns(4)
+    lowest, highest = ADAPTIVE_MIN_LOWEST, ADAPTIVE_MAX_HIGHEST
     low = int(
         cols[0].number_input(
             "MIN",
-            min_value=1,
-            max_value=50,
-            value=study.adaptive_min or 2,
+            min_value=lowest,
+            max_value=highest - 1,
+            # a study set before the bounds keeps its values until saved
+            value=min(max(study.adaptive_min or 2, lowest), highest - 1),
+            help=ADAPTIVE_BOUNDS,
             key=f"{prefix}_adaptive_min",
         )
     )
     high = int(
         cols[1].number_input(
             "MAX",
-            min_value=1,
-            max_value=50,
-            value=study.adaptive_max or 5,
+            min_value=lowest + 1,
+            max_value=highest,
+            value=min(max(study.adaptive_max or 5, lowest + 1), highest),
+            help=ADAPTIVE_BOUNDS,
             key=f"{prefix}_adaptive_max",
         )
     )
