@@ -84,7 +84,13 @@ def test_meaning_options_lock_once_there_are_answers_in_both_homes(db_url, tmp_p
     engine = get_engine(db_url)
     study_id = _answered(engine, tmp_path)
     assert "aspect_check" in LOCKED_WHEN_ANNOTATED
-    for option, value in [("allow_ties", False), ("aspect_check", True), ("scale_max", 7)]:
+    for option, value in [
+        ("allow_ties", False),
+        ("aspect_check", True),
+        ("scale_max", 7),
+        ("scale_min_label", "awful"),  # what the scale's ends mean locks with the scale
+        ("scale_max_label", "superb"),
+    ]:
         with pytest.raises(UserError, match=f"locked because the study already has .*{option}"):
             configure_study(engine, "default", **{option: value})
         with pytest.raises(UserError, match=f"locked because the study already has .*{option}"):

@@ -246,8 +246,15 @@ def test_options_lock_once_the_study_has_annotations(db):
     answer(engine, annotator_id, pair_ids(engine, study_id)["p0"], "chosen")
     at = maintainer(db, "admin-studies")
     assert "options that define what an answer means are locked" in texts(at)
-    for name in ("allow_ties", "dimensions", "reasons", "scale_min", "scale_max", "aspect_check"):
-        widget = at.get("checkbox") + at.get("multiselect") + at.get("number_input")
+    # the scale's words ("1 = very poor") too: the answers were given against them
+    locked = ("allow_ties", "dimensions", "reasons", "scale_min", "scale_max", "aspect_check")
+    for name in (*locked, "scale_min_label", "scale_max_label"):
+        widget = (
+            at.get("checkbox")
+            + at.get("multiselect")
+            + at.get("number_input")
+            + at.get("text_input")
+        )
         match = [w for w in widget if w.key == f"{prefix}_{name}"]
         assert match and match[0].disabled, name
     # what does not change the meaning of answers can still change

@@ -27,6 +27,9 @@ LOCKED_WHEN_ANNOTATED = (
     "allow_ties",
     "scale_min",
     "scale_max",
+    # what the scale's ends mean ("1 = very poor"): the annotators rated against these words
+    "scale_min_label",
+    "scale_max_label",
     "dimensions",
     "reasons",
     "aspect_check",

@@ -153,7 +153,7 @@ def option_widgets(study: Study, *, prefix: str, locked: set[str]) -> dict:
         **lockable("scale_min"),
     )
     out["scale_min_label"] = cols[1].text_input(
-        "meaning", value=study.scale_min_label, key=f"{prefix}_scale_min_label"
+        "meaning", value=study.scale_min_label, **lockable("scale_min_label")
     )
     out["scale_max"] = cols[2].number_input(
         "to",
@@ -162,7 +162,7 @@ def option_widgets(study: Study, *, prefix: str, locked: set[str]) -> dict:
         **lockable("scale_max"),
     )
     out["scale_max_label"] = cols[3].text_input(
-        "meaning", value=study.scale_max_label, key=f"{prefix}_scale_max_label"
+        "meaning", value=study.scale_max_label, **lockable("scale_max_label")
     )
 
     st.markdown("**What annotators see**")
@@ -245,10 +245,10 @@ if study is not None:
     if locked:
         st.info(
             "This study already has annotations, so the options that define what an answer "
-            "means are locked: ties, the rating dimensions and scale, the main-reason "
-            "answers and the aspect check. Coverage, reservations, what annotators see, "
-            "guidelines, qualification and Prolific settings can still change. To change a "
-            "locked option, create a new study."
+            "means are locked: ties, the rating dimensions, the scale and what its ends mean, "
+            "the main-reason answers, the aspect check and the agreement sample. Coverage, "
+            "reservations, what annotators see, guidelines, qualification and Prolific "
+            "settings can still change. To change a locked option, create a new study."
         )
     with st.form(f"study_options_{study.id}", border=True):
         values = option_widgets(study, prefix=f"study{study.id}", locked=locked)
