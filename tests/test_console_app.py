@@ -270,6 +270,21 @@ def test_options_lock_once_the_study_has_annotations(db):
         assert study.allow_ties is False  # the locked value stayed
 
 
+def test_the_console_opens_on_the_signed_in_maintainers_own_study(db, tmp_path):
+    """Not the alphabetically first study, nor the default one: the study the maintainer's
+    account belongs to (until they pick another)."""
+    engine = db["engine"]
+    make_study(engine, tmp_path, n_pairs=1, study="aardvark")
+    zeta_id, _ = make_study(engine, tmp_path, n_pairs=1, study="zeta")
+    with session(engine) as s:
+        _, token = create_annotator(s, name="zoe", study_id=zeta_id, is_admin=True)
+    for url_path in ("admin", "admin-agreement", "admin-studies"):
+        at = open_page(as_token(token), url_path)
+        assert at.selectbox(key="study_picker").value == "zeta", url_path
+    # the default study's maintainer still opens on it
+    assert maintainer(db).selectbox(key="study_picker").value == STUDY
+
+
 # --- pairs -------------------------------------------------------------------------------
 
 

@@ -34,10 +34,12 @@ def page(title: str) -> tuple[Annotator, Study | None]:
     user = require_admin()
     st.html(CONSOLE_CSS)
     st.title(title)
-    return user, pick_study()
+    return user, pick_study(user)
 
 
-def pick_study() -> Study | None:
+def pick_study(user: Annotator) -> Study | None:
+    """The study the console shows: the one picked in this session, else the maintainer's own
+    (the study their account belongs to), else the default study, else the first by name."""
     everything = catalog.studies(engine())
     if not everything:
         st.info("There is no study yet. Create one on the **Studies** page.")
@@ -45,7 +47,8 @@ def pick_study() -> Study | None:
     names = [study.name for study in everything]
     wanted = st.session_state.get(STUDY_KEY)
     if wanted not in names:
-        wanted = DEFAULT_STUDY if DEFAULT_STUDY in names else names[0]
+        own = next((s.name for s in everything if s.id == user.study_id), None)
+        wanted = own or (DEFAULT_STUDY if DEFAULT_STUDY in names else names[0])
         st.session_state[STUDY_KEY] = wanted
 
     def remember() -> None:
