@@ -461,8 +461,13 @@ def test_progress_numbers(db):
     answer(engine, a, ids["p1"], "chosen", submitted_at=now)
     at = maintainer(db, "admin")
     metrics = {m.label: m.value for m in at.metric}
-    assert metrics["Pairs annotated"] == "2 / 4"  # the same words as the Agreement page's
-    assert metrics["Pairs complete"] == "1 / 4"
+    # two words that cannot be read as one ("pairs annotated 4 / 4" beside "pairs complete
+    # 0 / 4" read as a contradiction); the Agreement page says "Pairs started" too
+    assert metrics["Pairs started"] == "2 / 4"
+    assert metrics["Pairs finished"] == "1 / 4"
+    helps = {m.label: m.proto.help for m in at.metric}
+    assert "finished or not" in helps["Pairs started"]
+    assert "all the annotations they are to get" in helps["Pairs finished"]
     assert metrics["Annotations towards the target"] == "3 / 8"
     # 3 annotations since the first one two hours ago: 1.5 an hour, the window in the label
     rate = float(metrics["Rate, last 24 h"].removesuffix(" / hour"))
@@ -471,8 +476,8 @@ def test_progress_numbers(db):
     assert at.get("progress")[0].proto.text == "38% of the target collected"
     assert at.get("plotly_chart")
     studies = at.dataframe[0].value.set_index("study")
-    assert studies.loc[STUDY, "pairs complete"] == 1
-    assert studies.loc[STUDY, "pairs annotated"] == 2
+    assert studies.loc[STUDY, "pairs finished"] == 1
+    assert studies.loc[STUDY, "pairs started"] == 2
 
 
 # --- exports -----------------------------------------------------------------------------
@@ -518,7 +523,7 @@ def test_agreement_page_renders_the_report_with_filters_and_downloads(db):
     at = maintainer(db, "admin-agreement")
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["Annotations"] == "8"
-    assert metrics["Pairs annotated"] == "4 / 4"
+    assert metrics["Pairs started"] == "4 / 4"
     assert metrics["Percent agreement"] == "0.750"
     assert len(at.get("plotly_chart")) >= 3
     verdicts = pair_verdicts(at)
