@@ -694,3 +694,39 @@ def test_the_agreement_headline_tells_too_few_data_from_evidence_against(db):
     assert not at.warning and not at.success
     headline = at.info[0].value
     assert "too few to say" in headline and "not shown" not in headline
+
+
+def test_the_agreement_page_reads_in_tabs_with_whole_notes_and_no_none(db):
+    """The page was one 4,745 px column (the demo's answers) with the headline notes cut by the
+    grid's widths and `None` where a pair has no majority: its parts are tabs, the headline
+    table is a static table (each note read whole, a note several rows share said once
+    under it), and a split pair's majority reads "no majority"."""
+    engine, study_id = db["engine"], db["study_id"]
+    ids = pair_ids(engine, study_id)
+    (a, _), (b, _) = db["people"]
+    for key in ids:
+        answer(engine, a, ids[key], "chosen")
+        answer(engine, b, ids[key], "rejected" if key == "p2" else "chosen")
+    at = maintainer(db, "admin-agreement")
+    assert [t.label for t in at.tabs] == [
+        "Headline numbers",
+        "In words",
+        "Charts",
+        "Pairs",
+        "Report files",
+    ]
+    headline = at.table[0].value
+    assert list(headline.columns)[-1] == "n / note" and len(headline) >= 10
+    # a note several rows share is said once under the table, and the rows name it
+    notes = [c.value for c in at.tabs[0].caption]
+    assert notes and all(note.startswith(f"[{i}] ") for i, note in enumerate(notes, start=1))
+    cells = headline["n / note"].tolist()
+    for i in range(1, len(notes) + 1):
+        assert cells.count(f"[{i}]") >= 2
+    assert not any(note[4:].lower() in " ".join(cells).lower() for note in notes)
+    # the long note that the grid cut is in the table whole
+    assert any(cell.startswith("equivalence test:") and len(cell) > 120 for cell in cells)
+    pairs = next(f.value for f in at.dataframe if "majority" in f.value.columns)
+    majority = dict(zip(pairs["pair_id"], pairs["majority"], strict=True))
+    assert majority["p2"] == "no majority" and majority["p0"] == "chosen"
+    assert None not in set(majority.values())
