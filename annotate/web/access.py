@@ -21,9 +21,14 @@ from annotate.web.identity import (
     auth_configured,
     current_user,
     ended_message,
+    invalid_link_opened,
 )
 
 LABEL_PAGE = "views/label.py"  # relative to the entry script (app.py)
+INVALID_LINK_MESSAGE = (
+    "The link you opened is not valid: it may be cut short or mistyped, or a newer link has "
+    "replaced it. Ask the study's maintainer for your current link."
+)
 
 
 def engine():
@@ -40,6 +45,8 @@ def _engine_for(url: str):
 def sign_in_message(*, admin: bool = False) -> None:
     what = "the maintainer console" if admin else "the labelling page"
     st.title("Please sign in")
+    if invalid_link_opened():
+        st.error(INVALID_LINK_MESSAGE)
     problem = st.session_state.get(ENTRY_ERROR_KEY)
     if problem:
         st.error(f"This link could not sign you in: {problem}.")
@@ -67,6 +74,16 @@ def sign_in_message(*, admin: bool = False) -> None:
                 st.login()
             except StreamlitAPIException as exc:  # e.g. Authlib missing, [auth] incomplete
                 st.error(f"Signing in with your organisation is not set up correctly: {exc}")
+
+
+def signed_in_despite_invalid_link(user: Annotator) -> str | None:
+    """What to tell someone already signed in who opened a link that is not valid."""
+    if not invalid_link_opened():
+        return None
+    return (
+        "The link you opened is not valid, so it changed nothing: you are still signed in as "
+        f"{user.name}."
+    )
 
 
 def annotator_at_console() -> None:

@@ -37,6 +37,10 @@ SESSION_KEY = "annotate_token"  # a page session's proof: the token it signed in
 PROLIFIC_KEY = "annotate_prolific_entry"  # a page session's proof: its Prolific entry
 ENDED_KEY = "annotate_sign_in_ended"  # why this tab's last event was not acted on
 ENTRY_ERROR_KEY = "annotate_entry_error"
+INVALID_LINK_KEY = "annotate_invalid_link"  # the link this tab was opened with is no account's
+# The address parameter by which the login middleware tells the page that the link it was
+# given is no active account's (the token itself leaves the address either way).
+INVALID_LINK = ("link", "invalid")
 _RUN_KEY = "annotate_identity_run"  # (this run's marker, the identity resolved in it)
 
 
@@ -124,6 +128,13 @@ def still_signed_in(annotator_id: int) -> bool:
     return False
 
 
+def invalid_link_opened() -> bool:
+    """True once after this tab was opened with a link that is no active account's."""
+    import streamlit as st
+
+    return bool(st.session_state.pop(INVALID_LINK_KEY, False))
+
+
 def ended_message() -> str | None:
     import streamlit as st
 
@@ -173,17 +184,24 @@ def _resolve() -> Identity | None:
         st.session_state[PROLIFIC_KEY] = params
         return Identity(user, "prolific")
     candidates = []
-    if "token" in st.query_params:
+    key, invalid = INVALID_LINK
+    if st.query_params.get(key) == invalid:
+        del st.query_params[key]
+        st.session_state[INVALID_LINK_KEY] = True
+    linked = "token" in st.query_params
+    if linked:
         candidates.append(st.query_params["token"])
         del st.query_params["token"]
     candidates.append(st.session_state.get(SESSION_KEY))
     with contextlib.suppress(Exception):  # no request context in a bare script run
         candidates.append(st.context.cookies.get(COOKIE))
-    for token in candidates:
+    for i, token in enumerate(candidates):
         user = account_for_token(_engine(), token)
         if user is not None:
             st.session_state[SESSION_KEY] = token
             return Identity(user, "link")
+        if i == 0 and linked:  # a link that reached the script (no login middleware in front)
+            st.session_state[INVALID_LINK_KEY] = True
     st.session_state.pop(SESSION_KEY, None)
     user = _organisation_maintainer()
     return Identity(user, "organisation") if user is not None else None

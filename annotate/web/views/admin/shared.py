@@ -15,7 +15,7 @@ from annotate.results import study_report
 from annotate.store.models import Annotator, Study
 from annotate.studies import catalog
 from annotate.studies.catalog import DEFAULT_STUDY
-from annotate.web.access import engine, require_admin
+from annotate.web.access import engine, require_admin, signed_in_despite_invalid_link
 from annotate.web.inert import md_literal
 from annotate.web.views.common import app_prefix
 
@@ -34,6 +34,9 @@ def page(title: str) -> tuple[Annotator, Study | None]:
     user = require_admin()
     st.html(CONSOLE_CSS)
     st.title(title)
+    said = signed_in_despite_invalid_link(user)
+    if said:
+        st.warning(md_literal(said))
     return user, pick_study(user)
 
 
