@@ -35,3 +35,24 @@ QUALITY_INTRO = (
     "Rate each response's **general quality**, independently of this user's preferences: "
     "would it be a good answer for anyone asking this question?"
 )
+
+
+# Where there is nothing to go back to. An annotator's answers to gold checks are final and
+# never listed (nothing on the page tells a check from a pair), but the progress counts them:
+# these words stay true either way, without saying which answers were checks.
+def no_earlier_pair(*, editing: bool, answered: int) -> str:
+    """What Backspace (Previous pair) says where there is no earlier pair to open."""
+    if editing:
+        return "This is the oldest answer you can change: there is no earlier pair."
+    if answered:
+        return "There is no earlier pair you can go back to."
+    return "There is no earlier pair yet: this is your first."
+
+
+def no_earlier_answers(*, answered: int) -> str:
+    """What the earlier answers' list says when it lists none."""
+    return (
+        "None of your answers so far can be changed here."
+        if answered
+        else "No earlier answers yet."
+    )

@@ -19,11 +19,12 @@ const DONE = "done";
 let lastSent = 0;
 // Streamlit's value of `data-test-connection-state` on its app element while connected.
 const CONNECTED = "CONNECTED";
-// A Submit (or skip, back...) unanswered this long says so: the server may be waiting for its
-// database (a restart), which it retries for up to 30 s.
+// A Submit (or skip, back...) unanswered this long says so (the server may be waiting for its
+// database, which it retries for up to 30 s, or the network may be slow: the page cannot tell,
+// so it says only what it knows).
 const SLOW_MS = 3000;
 const SLOW =
-  "Still saving: the server is taking longer than usual (it may be reconnecting to its database). Your answers are kept; this page carries on by itself.";
+  "Still saving: the server is taking longer than usual to answer. Your answers are kept; this page carries on by itself.";
 const RECONNECTING =
   "Connection to the server lost: reconnecting… Your answers on this page are kept; it carries on by itself.";
 /** @type {{ finish: () => void } | null} */
@@ -701,7 +702,10 @@ function mount(data, root, parentElement, setTriggerValue) {
   /** Skip, cancel, back or open another pair. Leaving an edit drops its unsaved change. */
   function leave(event, extra = {}) {
     if (!acting()) return;
-    if (event === "back" && !state.data.can_go_back) return;
+    if (event === "back" && !state.data.can_go_back) {
+      showMessage(state.data.no_earlier, "info"); // not silently: Backspace was heard
+      return;
+    }
     if (data.editing) forget(data.token);
     const value = event === "cancel" || event === "open" ? extra : { form, seconds: elapsed() };
     sendAndWait(event, value);
@@ -741,7 +745,7 @@ function mount(data, root, parentElement, setTriggerValue) {
     const items = state.data.history;
     if (!items) return;
     historyList.replaceChildren();
-    if (!items.length) historyList.append(el("li", { class: "muted", text: "No earlier answers yet." }));
+    if (!items.length) historyList.append(el("li", { class: "muted", text: state.data.history_empty }));
     for (const h of items) {
       historyList.append(
         el(
@@ -863,7 +867,9 @@ function mount(data, root, parentElement, setTriggerValue) {
   const app = document.querySelector('[data-testid="stApp"]');
   let offline = false;
   function onConnection() {
-    const connected = (app?.getAttribute("data-test-connection-state") || CONNECTED) === CONNECTED;
+    // The browser's own word counts too: gone offline, Streamlit may still call its socket
+    // connected for a while, and a Submit then waits for nothing.
+    const connected = navigator.onLine && (app?.getAttribute("data-test-connection-state") || CONNECTED) === CONNECTED;
     if (!connected && !offline) {
       offline = true;
       showMessage(RECONNECTING, "warning");
@@ -885,6 +891,8 @@ function mount(data, root, parentElement, setTriggerValue) {
     document.addEventListener("keydown", onKey);
     document.addEventListener("visibilitychange", onHidden);
     window.addEventListener("pagehide", onPageHide);
+    window.addEventListener("offline", onConnection);
+    window.addEventListener("online", onConnection);
     if (app) watch.observe(app, { attributes: true, attributeFilter: ["data-test-connection-state"] });
   };
   state.detach = () => {
@@ -893,6 +901,8 @@ function mount(data, root, parentElement, setTriggerValue) {
     document.removeEventListener("keydown", onKey);
     document.removeEventListener("visibilitychange", onHidden);
     window.removeEventListener("pagehide", onPageHide);
+    window.removeEventListener("offline", onConnection);
+    window.removeEventListener("online", onConnection);
     watch.disconnect();
   };
 

@@ -12,11 +12,12 @@ from annotate.labelling.drafts import draft_seconds, save_draft
 from annotate.labelling.earlier import EarlierAnswer, earlier_answers, previous_pair
 from annotate.labelling.page import Item, label_page, mark_guidelines_seen
 from annotate.labelling.step import StaleAnswer, submit
-from annotate.queue.assignment import next_assignment, queue_status, skip
+from annotate.queue.assignment import next_assignment, progress, queue_status, skip
 from annotate.queue.rules import AccountClosed, GivenAway
 from annotate.store.models import Annotator, Study
-from annotate.web.access import engine, require_user
+from annotate.web.access import engine, require_user, signed_in_despite_invalid_link
 from annotate.web.identity import ended_message, still_signed_in
+from annotate.web.inert import md_literal
 from annotate.web.label_form import event_seq, event_value, form_data, label_form, page_token
 from annotate.web.views.common import (
     app_prefix,
@@ -26,6 +27,7 @@ from annotate.web.views.common import (
     sign_out_link,
     sign_out_url,
 )
+from annotate.wording import no_earlier_answers, no_earlier_pair
 
 EDIT_KEY = "edit_pair_id"
 REFUSED_KEY = "refused"
@@ -157,7 +159,8 @@ def _on_event(name: str, *, key: str, item: Item, study: Study, user: Annotator)
         before = item.pair.id if item.editing else None
         target = previous_pair(engine(), annotator_id=user.id, before=before)
         if target is None:
-            _say("There is no earlier pair.")
+            answered = progress(engine(), annotator_id=user.id).done
+            _say(no_earlier_pair(editing=item.editing, answered=answered))
             return
         _leave(item, study, payload)
         st.session_state[EDIT_KEY] = target
@@ -243,13 +246,17 @@ def main() -> None:
         guidelines_seen=user.guidelines_seen,
     )
     study, item = page.study, page.item
+    invalid_link = signed_in_despite_invalid_link(user)
     if page.guidelines_first:
+        if invalid_link:
+            st.warning(md_literal(invalid_link))
         _guidelines(study, user)
         return
     st.html(PAGE_CSS)
     ended = ended_message()  # an event of another account's page, refused (identity.py)
-    if ended:
-        _say(ended, "warning")
+    for said in (ended, invalid_link):
+        if said:
+            _say(said, "warning")
     flash = st.session_state.pop(FLASH_KEY, None)
     tone = st.session_state.pop(TONE_KEY, "info")
     skipped = st.session_state.pop(SKIPPED_KEY, None)
@@ -262,7 +269,11 @@ def main() -> None:
     if skipped is not None and skipped == item.pair.id and not item.editing:
         flash, tone = LAST_PAIR_LEFT, "info"
     key = _form_key(item, study)
-    show_history = st.session_state.get(HISTORY_KEY)
+    history = (
+        earlier_answers(engine(), annotator_id=user.id)
+        if st.session_state.get(HISTORY_KEY)
+        else None
+    )
     data = form_data(
         item=item,
         study=study,
@@ -270,7 +281,9 @@ def main() -> None:
         progress=(page.progress.done, page.progress.total),
         seconds_before=0.0 if item.editing else draft_seconds(item.assignment.draft),
         can_go_back=page.can_go_back,
-        history=earlier_answers(engine(), annotator_id=user.id) if show_history else None,
+        history=history,
+        history_empty=no_earlier_answers(answered=page.progress.done),
+        no_earlier=no_earlier_pair(editing=item.editing, answered=page.progress.done),
         refused=st.session_state.get(REFUSED_KEY),
         flash=flash,
         flash_tone=tone,
