@@ -181,7 +181,10 @@ function mount(data, root, parentElement, setTriggerValue) {
     el("span", { class: "spacer" }),
     toggleButton("history", "Earlier answers ", kbd("H")),
     data.guidelines_html ? toggleButton("guidelines", "Guidelines ", kbd("?")) : null,
-    el("a", { href: data.sign_out_url, target: "_self", text: "Sign out" }),
+    // A button that opens the sign-out page (which asks first), not a link: the page's
+    // first link is then Streamlit's "Skip to main content", which keeps it a skip link for
+    // tools that check landmarks (a link in this shadow root came first in their order).
+    el("button", { class: "link", type: "button", onclick: () => location.assign(data.sign_out_url) }, "Sign out"),
   );
   box.append(bar);
   // The server's word on the last thing sent (saved, refused, nothing earlier, last pair left):
