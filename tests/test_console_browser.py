@@ -211,11 +211,12 @@ def test_screenshots_of_every_console_page(site, new_page):
         goto(page, f"{server.url}/{url_path}")
         expect(page.get_by_role("heading", name=title).first).to_be_visible()
         assert "Please sign in" not in body_text(page)
-        # drawn, not merely present: every chart's plot area and every table's canvas
-        charts = page.locator('[data-testid="stPlotlyChart"] .js-plotly-plot .main-svg')
+        # drawn, not merely present: every chart's plot area and every table's canvas on
+        # screen (the Agreement page's other tabs are not)
+        charts = page.locator('[data-testid="stPlotlyChart"] .js-plotly-plot .main-svg:visible')
         for n in range(charts.count()):
             charts.nth(n).wait_for(state="visible")
-        tables = page.locator('[data-testid="stDataFrame"] canvas')
+        tables = page.locator('[data-testid="stDataFrame"] canvas:visible')
         for n in range(tables.count()):
             tables.nth(n).wait_for(state="visible")
         # Streamlit scrolls inside its main block, so grow the window to the content instead,
