@@ -1,7 +1,8 @@
 """The `annotate` command line: one module per subcommand under `annotate.commands`.
 
 Each command module defines NAME, HELP, ORDER (its place in --help), `configure(parser)` and
-`run(args) -> int`; modules are discovered, so adding a command touches no other file.
+`run(args) -> int` (and DATABASE = False when it reads no database: it then takes no --db);
+modules are discovered, so adding a command touches no other file.
 """
 
 from __future__ import annotations
@@ -81,16 +82,18 @@ def _command_in(argv: list[str], names: list[str]) -> list[str]:
     return []
 
 
-def _common_options(*, defaults: bool) -> argparse.ArgumentParser:
+def _common_options(*, defaults: bool, database: bool = True) -> argparse.ArgumentParser:
     # The same options before and after the subcommand; the subcommand's copy must not
-    # overwrite a value given before it with its default, hence SUPPRESS there.
+    # overwrite a value given before it with its default, hence SUPPRESS there. A command
+    # that reads no database (its module says DATABASE = False) lists no --db.
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument(
-        "--db",
-        metavar="URL",
-        default=None if defaults else argparse.SUPPRESS,
-        help="database URL (default: $ANNOTATE_DATABASE_URL, else sqlite:///annotate.db)",
-    )
+    if database:
+        common.add_argument(
+            "--db",
+            metavar="URL",
+            default=None if defaults else argparse.SUPPRESS,
+            help="database URL (default: $ANNOTATE_DATABASE_URL, else sqlite:///annotate.db)",
+        )
     common.add_argument(
         "--debug",
         action="store_true",
@@ -107,20 +110,26 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
         parents=[_common_options(defaults=True)],
     )
     parser.add_argument("--version", action=_VersionAction, help="show the version and exit")
-    common = _common_options(defaults=False)
+    common = {
+        database: _common_options(defaults=False, database=database) for database in (True, False)
+    }
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for module in command_modules(argv):
+        database = getattr(module, "DATABASE", True)
         command = sub.add_parser(
-            module.NAME, help=module.HELP, description=module.HELP, parents=[common]
+            module.NAME, help=module.HELP, description=module.HELP, parents=[common[database]]
         )
         module.configure(command)
-        command.set_defaults(handler=module.run)
+        command.set_defaults(handler=module.run, uses_database=database)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    args = build_parser(argv).parse_args(argv)
+    parser = build_parser(argv)
+    args = parser.parse_args(argv)
+    if args.db is not None and not args.uses_database:
+        parser.error(f"{args.command} reads no database: leave out --db")
     try:
         return int(args.handler(args) or 0)
     except UserError as exc:
@@ -138,6 +147,11 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # an unexpected failure still gets one readable line
         if args.debug:
             raise
+        if isinstance(exc, OSError) and exc.filename and exc.strerror:
+            # a file that could not be read or written after the commands' checks (a full
+            # disk, a folder removed meanwhile): the system's words, naming the file
+            print(f"annotate {args.command}: {exc.filename}: {exc.strerror}", file=sys.stderr)
+            return 1
         print(
             f"annotate {args.command}: unexpected error: {type(exc).__name__}: {exc} "
             "(run again with --debug for the traceback)",

@@ -31,3 +31,24 @@ REASON_LABELS = dict(
 
 PREFERENCE_QUESTION = "Which response would this user prefer?"
 REASON_QUESTION = "What mainly decided your choice?"
+
+
+# Where there is nothing to go back to. An annotator's answers to gold checks are final and
+# never listed (nothing on the page tells a check from a pair), but the progress counts them:
+# these words stay true either way, without saying which answers were checks.
+def no_earlier_pair(*, editing: bool, answered: int) -> str:
+    """What Backspace (Previous pair) says where there is no earlier pair to open."""
+    if editing:
+        return "This is the oldest answer you can change: there is no earlier pair."
+    if answered:
+        return "There is no earlier pair you can go back to."
+    return "There is no earlier pair yet: this is your first."
+
+
+def no_earlier_answers(*, answered: int) -> str:
+    """What the earlier answers' list says when it lists none."""
+    return (
+        "None of your answers so far can be changed here."
+        if answered
+        else "No earlier answers yet."
+    )

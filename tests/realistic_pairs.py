@@ -18,9 +18,28 @@ def words(rng: random.Random, n: int) -> str:
     return " ".join(rng.choice(WORDS) for _ in range(n)).capitalize() + "."
 
 
+def listed(rng: random.Random, n: int, *, items: int = 10) -> str:
+    """About n words shaped as models often answer: a lead-in, a bulleted list of items with a
+    bold name each, and a closing line (a bullet per line takes more height than prose)."""
+    each = max(3, (n - 12) // items)
+    bullets = "\n".join(
+        f"- **{' '.join(rng.choice(WORDS) for _ in range(2)).title()}:** {words(rng, each - 2)}"
+        for _ in range(items)
+    )
+    return f"Here are a few ideas:\n\n{bullets}\n\n{words(rng, 8)}"
+
+
 def realistic_record(
-    rng: random.Random, i: int, *, posts: int = 300, aspects: int = 4, response_words: int = 90
+    rng: random.Random,
+    i: int,
+    *,
+    posts: int = 300,
+    aspects: int = 4,
+    response_words: int = 90,
+    shape: str = "prose",
 ) -> dict:
+    """One pair; `shape` "list" writes the responses as `listed` instead of one paragraph."""
+    response = listed if shape == "list" else words
     subset = SUBSETS[i % 3]
     pid = f"rl-{i:05d}"
     return {
@@ -40,6 +59,6 @@ def realistic_record(
         ],
         "narrative": words(rng, 70),
         "category": subset,
-        "chosen": words(rng, response_words),
-        "rejected": words(rng, response_words),
+        "chosen": response(rng, response_words),
+        "rejected": response(rng, response_words),
     }

@@ -105,4 +105,4 @@ def test_internal_endpoints_under_the_prefix_stay_guarded(site):
     with urllib.request.urlopen(
         urllib.request.Request(f"{server.url}/?token=x"), timeout=30
     ) as response:
-        assert response.url == f"{base}/"
+        assert response.url == f"{base}/?link=invalid"  # the page says the link is not valid

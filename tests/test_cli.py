@@ -212,3 +212,21 @@ def test_the_command_line_parser_imports_no_heavy_library(argv):
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
+
+
+def test_plan_reads_no_database_so_it_takes_no_db(capsys):
+    """`annotate plan` only simulates: its help lists no --db, and one given is refused
+    (before or after the command name) rather than silently ignored."""
+    with pytest.raises(SystemExit) as exit_:
+        main(["plan", "--help"])
+    assert exit_.value.code == 0
+    assert "--db" not in capsys.readouterr().out
+    for argv in (["plan", "--db", "sqlite:///x.db"], ["--db", "sqlite:///x.db", "plan"]):
+        with pytest.raises(SystemExit) as exit_:
+            main(argv)
+        assert exit_.value.code == 2
+        assert "--db" in capsys.readouterr().err
+    # every other command still takes it
+    with pytest.raises(SystemExit):
+        main(["export", "--help"])
+    assert "--db URL" in capsys.readouterr().out

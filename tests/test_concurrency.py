@@ -148,7 +148,7 @@ def test_concurrent_annotation_imports_over_overlapping_rows(db_url, tmp_path):
         try:
             start.wait()
             counts.append(
-                import_annotation_rows(engine, study_id=study_id, rows=_storage_rows(rows))
+                import_annotation_rows(engine, study_id=study_id, rows=_storage_rows(rows)).total
             )
         except BaseException as exc:
             errors.append(exc)

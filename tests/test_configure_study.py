@@ -85,7 +85,13 @@ def test_meaning_options_lock_once_there_are_answers_in_both_homes(db_url, tmp_p
     engine = get_engine(db_url)
     study_id = _answered(engine, tmp_path)
     assert "aspect_check" in LOCKED_WHEN_ANNOTATED
-    for option, value in [("allow_ties", False), ("aspect_check", True), ("scale_max", 7)]:
+    for option, value in [
+        ("allow_ties", False),
+        ("aspect_check", True),
+        ("scale_max", 7),
+        ("scale_min_label", "awful"),  # what the scale's ends mean locks with the scale
+        ("scale_max_label", "superb"),
+    ]:
         with pytest.raises(UserError, match=f"locked because the study already has .*{option}"):
             configure_study(engine, "default", **{option: value})
         with pytest.raises(UserError, match=f"locked because the study already has .*{option}"):
@@ -150,3 +156,42 @@ def test_saving_the_options_of_a_study_no_longer_in_the_database_says_so(tmp_pat
     with pytest.raises(UserError, match="no longer in the database"):
         save_study_options(engine, 999, overlap_target=4)
     assert _study(engine, "kept").overlap_target == 2
+
+
+@pytest.mark.parametrize("given", ["2-50", "2-11", "1-5", "3-3", "0-4"])
+def test_adaptive_overlap_out_of_bounds_is_refused_everywhere(tmp_path, capsys, given):
+    """MIN at least 2, MAX above MIN and at most 10 (analysis/design/adaptive_bounds.py): on
+    the command line (configure-study and plan) and in the rules the console shares."""
+    db = f"sqlite:///{tmp_path / 'x.db'}"
+    for argv in (["configure-study", "pilot", "--adaptive", given], ["plan", "--adaptive", given]):
+        with pytest.raises(SystemExit) as exit_:
+            main(["--db", db, *argv] if argv[0] != "plan" else argv)
+        assert exit_.value.code == 2
+        assert "out of bounds: MIN at least 2" in capsys.readouterr().err
+    low, high = (int(n) for n in given.split("-"))
+    with pytest.raises(UserError, match="out of bounds"):
+        configure_study(get_engine(db), "pilot", adaptive_min=low, adaptive_max=high)
+
+
+def test_adaptive_bounds_are_in_the_help_and_the_widest_allowed_works(tmp_path, capsys):
+    for command in ("configure-study", "plan"):
+        with pytest.raises(SystemExit):
+            main([command, "--help"])
+        help_text = " ".join(capsys.readouterr().out.split())
+        assert "MIN at least 2" in help_text and "at most 10" in help_text
+    db = f"sqlite:///{tmp_path / 'x.db'}"
+    assert main(["--db", db, "configure-study", "pilot", "--adaptive", "2-10"]) == 0
+    assert "adaptive 2-10" in " ".join(capsys.readouterr().out.split())
+
+
+def test_a_study_set_before_the_bounds_still_saves_its_other_options(db_url, tmp_path):
+    """The bounds apply when MIN-MAX is set: an older 1-20 study keeps working."""
+    engine = get_engine(db_url)
+    study_id, _ = make_study(engine, tmp_path, n_pairs=2)
+    with session(engine) as s:
+        study = s.get(Study, study_id)
+        study.adaptive_min, study.adaptive_max = 1, 20
+        s.add(study)
+    save_study_options(engine, study_id, reservation_timeout=120)
+    study = _study(engine)
+    assert (study.adaptive_min, study.adaptive_max, study.reservation_timeout) == (1, 20, 120)

@@ -227,7 +227,11 @@ def test_studies_page_sets_adaptive_overlap_as_configure_study_does(db):
     at.text_input(key="new_study_name").input("bad")
     at.number_input(key="new_adaptive_min").set_value(5)
     button(at, "Create study").click().run()
-    assert "adaptive overlap MIN" in at.error[0].value  # (shown markdown-escaped)
+    assert "out of bounds" in at.error[0].value  # (shown markdown-escaped)
+    # the fields offer only what the bounds allow, and say them
+    low, high = at.number_input(key="new_adaptive_min"), at.number_input(key="new_adaptive_max")
+    assert (low.min, low.max, high.min, high.max) == (2, 9, 3, 10)
+    assert "at most 10" in high.help
 
 
 def test_options_lock_once_the_study_has_annotations(db):
@@ -244,8 +248,15 @@ def test_options_lock_once_the_study_has_annotations(db):
     answer(engine, annotator_id, pair_ids(engine, study_id)["p0"], "chosen")
     at = maintainer(db, "admin-studies")
     assert "options that define what an answer means are locked" in texts(at)
-    for name in ("allow_ties", "dimensions", "reasons", "scale_min", "scale_max", "aspect_check"):
-        widget = at.get("checkbox") + at.get("multiselect") + at.get("number_input")
+    # the scale's words ("1 = very poor") too: the answers were given against them
+    locked = ("allow_ties", "dimensions", "reasons", "scale_min", "scale_max", "aspect_check")
+    for name in (*locked, "scale_min_label", "scale_max_label"):
+        widget = (
+            at.get("checkbox")
+            + at.get("multiselect")
+            + at.get("number_input")
+            + at.get("text_input")
+        )
         match = [w for w in widget if w.key == f"{prefix}_{name}"]
         assert match and match[0].disabled, name
     # what does not change the meaning of answers can still change
@@ -259,6 +270,21 @@ def test_options_lock_once_the_study_has_annotations(db):
         assert (study.overlap_target, study.guidelines) == (3, "New guidelines.")
         assert study.reservation_timeout == 900
         assert study.allow_ties is False  # the locked value stayed
+
+
+def test_the_console_opens_on_the_signed_in_maintainers_own_study(db, tmp_path):
+    """Not the alphabetically first study, nor the default one: the study the maintainer's
+    account belongs to (until they pick another)."""
+    engine = db["engine"]
+    make_study(engine, tmp_path, n_pairs=1, study="aardvark")
+    zeta_id, _ = make_study(engine, tmp_path, n_pairs=1, study="zeta")
+    with session(engine) as s:
+        _, token = create_annotator(s, name="zoe", study_id=zeta_id, is_admin=True)
+    for url_path in ("admin", "admin-agreement", "admin-studies"):
+        at = open_page(as_token(token), url_path)
+        assert at.selectbox(key="study_picker").value == "zeta", url_path
+    # the default study's maintainer still opens on it
+    assert maintainer(db).selectbox(key="study_picker").value == STUDY
 
 
 # --- pairs -------------------------------------------------------------------------------
@@ -437,8 +463,13 @@ def test_progress_numbers(db):
     answer(engine, a, ids["p1"], "chosen", submitted_at=now)
     at = maintainer(db, "admin")
     metrics = {m.label: m.value for m in at.metric}
-    assert metrics["Pairs annotated"] == "2 / 4"  # the same words as the Agreement page's
-    assert metrics["Pairs complete"] == "1 / 4"
+    # two words that cannot be read as one ("pairs annotated 4 / 4" beside "pairs complete
+    # 0 / 4" read as a contradiction); the Agreement page says "Pairs started" too
+    assert metrics["Pairs started"] == "2 / 4"
+    assert metrics["Pairs finished"] == "1 / 4"
+    helps = {m.label: m.proto.help for m in at.metric}
+    assert "finished or not" in helps["Pairs started"]
+    assert "all the annotations they are to get" in helps["Pairs finished"]
     assert metrics["Annotations towards the target"] == "3 / 8"
     # 3 annotations since the first one two hours ago: 1.5 an hour, the window in the label
     rate = float(metrics["Rate, last 24 h"].removesuffix(" / hour"))
@@ -447,8 +478,8 @@ def test_progress_numbers(db):
     assert at.get("progress")[0].proto.text == "38% of the target collected"
     assert at.get("plotly_chart")
     studies = at.dataframe[0].value.set_index("study")
-    assert studies.loc[STUDY, "pairs complete"] == 1
-    assert studies.loc[STUDY, "pairs annotated"] == 2
+    assert studies.loc[STUDY, "pairs finished"] == 1
+    assert studies.loc[STUDY, "pairs started"] == 2
 
 
 # --- exports -----------------------------------------------------------------------------
@@ -494,7 +525,7 @@ def test_agreement_page_renders_the_report_with_filters_and_downloads(db):
     at = maintainer(db, "admin-agreement")
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["Annotations"] == "8"
-    assert metrics["Pairs annotated"] == "4 / 4"
+    assert metrics["Pairs started"] == "4 / 4"
     assert metrics["Percent agreement"] == "0.750"
     assert len(at.get("plotly_chart")) >= 3
     verdicts = pair_verdicts(at)
@@ -665,3 +696,39 @@ def test_the_agreement_headline_tells_too_few_data_from_evidence_against(db):
     assert not at.warning and not at.success
     headline = at.info[0].value
     assert "too few to say" in headline and "not shown" not in headline
+
+
+def test_the_agreement_page_reads_in_tabs_with_whole_notes_and_no_none(db):
+    """The page was one 4,745 px column (the demo's answers) with the headline notes cut by the
+    grid's widths and `None` where a pair has no majority: its parts are tabs, the headline
+    table is a static table (each note read whole, a note several rows share said once
+    under it), and a split pair's majority reads "no majority"."""
+    engine, study_id = db["engine"], db["study_id"]
+    ids = pair_ids(engine, study_id)
+    (a, _), (b, _) = db["people"]
+    for key in ids:
+        answer(engine, a, ids[key], "chosen")
+        answer(engine, b, ids[key], "rejected" if key == "p2" else "chosen")
+    at = maintainer(db, "admin-agreement")
+    assert [t.label for t in at.tabs] == [
+        "Headline numbers",
+        "In words",
+        "Charts",
+        "Pairs",
+        "Report files",
+    ]
+    headline = at.table[0].value
+    assert list(headline.columns)[-1] == "n / note" and len(headline) >= 10
+    # a note several rows share is said once under the table, and the rows name it
+    notes = [c.value for c in at.tabs[0].caption]
+    assert notes and all(note.startswith(f"[{i}] ") for i, note in enumerate(notes, start=1))
+    cells = headline["n / note"].tolist()
+    for i in range(1, len(notes) + 1):
+        assert cells.count(f"[{i}]") >= 2
+    assert not any(note[4:].lower() in " ".join(cells).lower() for note in notes)
+    # the long note that the grid cut is in the table whole
+    assert any(cell.startswith("equivalence test:") and len(cell) > 120 for cell in cells)
+    pairs = next(f.value for f in at.dataframe if "majority" in f.value.columns)
+    majority = dict(zip(pairs["pair_id"], pairs["majority"], strict=True))
+    assert majority["p2"] == "no majority" and majority["p0"] == "chosen"
+    assert None not in set(majority.values())

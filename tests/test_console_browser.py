@@ -132,7 +132,7 @@ def body_text(page) -> str:
 def assert_no_console_data(page, *, heading: str = "Please sign in") -> None:
     expect(page.get_by_text(heading)).to_be_visible()
     shown = body_text(page)
-    for secret in (STUDY, *ANNOTATORS, "console-boss", "Pairs complete", "Gold checks"):
+    for secret in (STUDY, *ANNOTATORS, "console-boss", "Pairs finished", "Gold checks"):
         assert secret not in shown, secret
     assert page.locator('[data-testid="stDataFrame"]').count() == 0
     assert page.locator('[data-testid="stMetric"]').count() == 0
@@ -174,7 +174,7 @@ def test_a_maintainer_sees_the_study_its_annotators_and_progress(site, new_page)
     goto(page, server.login_url(tokens["maintainer"]))
     goto(page, f"{server.url}/admin")
     expect(page.get_by_role("heading", name="Progress").first).to_be_visible()
-    expect(page.get_by_text("Pairs complete", exact=True)).to_be_visible()
+    expect(page.get_by_text("Pairs finished", exact=True)).to_be_visible()
     expect(page.get_by_role("combobox", name="Study")).to_have_value(STUDY)
     shown = body_text(page)
     assert "Estimated time to finish" in shown
@@ -213,11 +213,12 @@ def test_screenshots_of_every_console_page(site, new_page):
         goto(page, f"{server.url}/{url_path}")
         expect(page.get_by_role("heading", name=title).first).to_be_visible()
         assert "Please sign in" not in body_text(page)
-        # drawn, not merely present: every chart's plot area and every table's canvas
-        charts = page.locator('[data-testid="stPlotlyChart"] .js-plotly-plot .main-svg')
+        # drawn, not merely present: every chart's plot area and every table's canvas on
+        # screen (the Agreement page's other tabs are not)
+        charts = page.locator('[data-testid="stPlotlyChart"] .js-plotly-plot .main-svg:visible')
         for n in range(charts.count()):
             charts.nth(n).wait_for(state="visible")
-        tables = page.locator('[data-testid="stDataFrame"] canvas')
+        tables = page.locator('[data-testid="stDataFrame"] canvas:visible')
         for n in range(tables.count()):
             tables.nth(n).wait_for(state="visible")
         # Streamlit scrolls inside its main block, so grow the window to the content instead,
@@ -393,6 +394,8 @@ def test_the_agreement_page_downloads_the_report_of_its_selection(site, new_page
     page = new_page(viewport=VIEW, accept_downloads=True)
     goto(page, server.login_url(tokens["maintainer"]))
     goto(page, f"{server.url}/admin-agreement")
+    # the files are in their own tab (the page reads one part at a time)
+    page.get_by_role("tab", name="Report files").click()
 
     name, data = download(page, "report.json")
     assert name == "report.json"
@@ -402,7 +405,7 @@ def test_the_agreement_page_downloads_the_report_of_its_selection(site, new_page
     shown = metrics(page)
     assert shown["Annotations"] == str(len(real))
     annotated = real["pair_id"].nunique()
-    assert shown["Pairs annotated"] == f"{annotated} / {report['counts']['pairs']}"
+    assert shown["Pairs started"] == f"{annotated} / {report['counts']['pairs']}"
     assert shown["Percent agreement"] == f"{report['preference']['percent_agreement']:.3f}"
     # the headline tells the report's conclusion, and only that one
     status = report["conclusion"]["status"]
@@ -421,7 +424,48 @@ def test_the_agreement_page_downloads_the_report_of_its_selection(site, new_page
     alice = real[real["annotator"] == "ann-alice"]
     expect(page.get_by_text("in this selection")).to_be_visible()
     assert metrics(page)["Annotations"] == str(len(alice))
+    page.get_by_role("tab", name="Report files").click()
     name, data = download(page, "report.json")
     report = json.loads(data)
     assert report["counts"]["annotators"] == 1
     assert report["counts"]["annotations"] == len(alice)
+
+
+def test_console_pages_opened_by_their_address_ask_the_server_nothing_in_vain(site, new_page):
+    """Opened at /admin-... (a reload, a bookmark), Streamlit's page asked the page's own
+    address for the server first: /admin/_stcore/health and /host-config, two 404s in the
+    browser's console on every console page. The page is told where the app is
+    (annotate/web/page_base.py)."""
+    server, tokens = site
+    page = new_page(viewport=VIEW)
+    failed = []
+    page.on("response", lambda r: failed.append(r.url) if r.status >= 400 else None)
+    goto(page, server.login_url(tokens["maintainer"]))
+    for _, title, _, url_path in PAGES:
+        goto(page, f"{server.url}/{url_path}")
+        expect(page.get_by_role("heading", name=title).first).to_be_visible()
+    page.reload()
+    expect(page.get_by_role("heading", name=PAGES[-1][1]).first).to_be_visible()
+    assert failed == []
+
+
+def test_a_maintainer_starts_labelling_with_enter_from_the_console(site, tmp_path, new_page):
+    """The console's "Label pairs" opens the guidelines with the focus left on that menu
+    link, where Enter opened the menu link again: the Start button takes the focus."""
+    server, _ = site
+    with session(get_engine(server.db_url)) as s:
+        study = s.exec(select(Study).where(Study.name == STUDY)).one()
+        _, token = create_annotator(s, name="console-reader", study_id=study.id, is_admin=True)
+    page = new_page(viewport=VIEW)
+    goto(page, server.login_url(token))
+    expect(page.get_by_role("heading", name="Progress").first).to_be_visible()
+    link = page.get_by_role("link", name="Label pairs")
+    link.focus()
+    with rerun(page):
+        page.keyboard.press("Enter")
+    expect(page.get_by_role("heading", name="Guidelines")).to_be_visible()
+    start = page.get_by_role("button", name="Start labelling")
+    expect(start).to_be_focused()
+    with rerun(page):
+        page.keyboard.press("Enter")
+    expect(page.locator(".question").first).to_be_visible()

@@ -44,6 +44,8 @@ PEOPLE = {
     "tabs": PLAIN,
     "cancel": PLAIN,
     "busy": PLAIN,
+    "first": PLAIN,
+    "offline": PLAIN,
     "last": SINGLE,
     "gold": QUALIFY,
 }
@@ -120,7 +122,10 @@ def test_backspace_on_the_oldest_earlier_answer_is_not_offered_and_the_form_stay
     expect(page.get_by_text("You are changing an answer you already gave")).to_be_visible()
     expect(previous_button(page)).to_have_count(0)  # nothing before the oldest answer
     expect(page.locator(".legend")).not_to_contain_text("previous pair")
-    page.keyboard.press("Backspace")
+    page.keyboard.press("Backspace")  # heard, and said so: it did nothing, silently
+    expect(page.locator(".message")).to_have_text(
+        "This is the oldest answer you can change: there is no earlier pair."
+    )
     wait_idle(page)
     expect_usable(page)
 
@@ -155,12 +160,16 @@ def test_after_qualification_gold_the_first_real_pair_offers_no_previous_pair(si
     page = sign_in(site, new_page, "gold")
     answer_tie(page)
     answer_tie(page)  # two gold checks, both as expected: qualified
+    # the progress counts the checks (a count that stalled would give a check away) ...
     expect(page.get_by_text("2 of ")).to_be_visible()
     expect(previous_button(page)).to_have_count(0)  # the history leaves gold checks out
+    # ... so the list and Backspace do not say there are no earlier answers
     page.keyboard.press("h")
-    expect(page.get_by_text("No earlier answers yet.")).to_be_visible()
+    expect(page.get_by_text("None of your answers so far can be changed here.")).to_be_visible()
+    expect(page.get_by_text("No earlier answers yet.")).to_have_count(0)
     page.keyboard.press("Escape")
     page.keyboard.press("Backspace")
+    expect(page.locator(".message")).to_have_text("There is no earlier pair you can go back to.")
     wait_idle(page)
     expect_usable(page)
 
@@ -243,3 +252,44 @@ HOLD_SERVER_MESSAGES = """(() => {
     set(fn) { own.set.call(this, fn ? wrap(fn) : fn); },
   });
 })();"""
+
+
+def test_the_first_pair_says_backspace_has_nowhere_to_go(site, new_page):
+    page = sign_in(site, new_page, "first")
+    page.keyboard.press("Backspace")
+    expect(page.locator(".message")).to_have_text(
+        "There is no earlier pair yet: this is your first."
+    )
+    expect_usable(page)
+
+
+def test_going_offline_says_the_connection_is_lost_and_the_answers_kept(site, new_page):
+    """Offline, Streamlit may still call its socket connected, and a Submit then said the
+    server "may be reconnecting to its database": the page says what it knows instead."""
+    page = sign_in(site, new_page, "offline")
+    for key in ["n", "4", "2", "5", "3", "1", "5", "p"]:
+        page.keyboard.press(key)
+    page.context.set_offline(True)
+    page.keyboard.press("s")
+    alert = page.get_by_role("alert")
+    expect(alert).to_contain_text("Connection to the server lost")
+    expect(alert).to_contain_text("Your answers on this page are kept")
+    page.wait_for_timeout(3_500)  # past the "still saving" delay: still the true message
+    expect(page.get_by_text("database")).to_have_count(0)
+    shown = question_box(page).inner_text()
+    page.context.set_offline(False)
+    next_pair(page, shown)  # back online, the Submit goes through
+
+
+def test_a_bogus_link_says_it_is_not_valid(site, new_page):
+    """/?token=bogus looked exactly like a visit without a link: the login middleware sends the
+    browser on with link=invalid and the page says so, once."""
+    server, _ = site
+    page = new_page(viewport={"width": 1440, "height": 900})
+    goto(page, f"{server.url}/?token=bogus")
+    expect(page.get_by_role("heading", name="Please sign in")).to_be_visible()
+    expect(page.get_by_text("The link you opened is not valid")).to_be_visible()
+    assert "token" not in page.url
+    goto(page, f"{server.url}/")  # a plain visit afterwards: no complaint
+    expect(page.get_by_role("heading", name="Please sign in")).to_be_visible()
+    expect(page.get_by_text("The link you opened is not valid")).to_have_count(0)

@@ -354,3 +354,80 @@ def test_a_submits_page_run_reads_the_page_in_one_unit_of_work(study):
     sign_in, page = units
     assert len(sign_in) == 1 and "annotator.id" in sign_in[0]
     assert all(sql.startswith("SELECT") for sql in page) and len(page) > 1
+
+
+# --- what the page says where there is nothing to do ---------------------------------------
+
+INVALID = "The link you opened is not valid"
+
+
+def test_a_link_that_is_no_accounts_says_so(study):
+    """A bogus token looked exactly like no token at all: the page now says the link is not
+    valid, whether it reached the page (no login middleware in front) or the middleware sent
+    the browser on with link=invalid."""
+    at = signed_in("not-a-token")
+    assert at.title[0].value == "Please sign in"
+    assert INVALID in at.error[0].value
+    at = AppTest.from_file(APP, default_timeout=30)
+    at.query_params["link"] = "invalid"
+    at.run()
+    assert at.title[0].value == "Please sign in" and INVALID in at.error[0].value
+    assert "link" not in at.query_params  # said once: a reload shows the plain page
+    # without a link there is nothing to complain about
+    assert not AppTest.from_file(APP, default_timeout=30).run().error
+
+
+def test_a_signed_in_annotator_opening_a_bogus_link_is_told_it_changed_nothing(study):
+    _, [(_, token), _] = study
+    at = signed_in(token)
+    at.query_params["link"] = "invalid"
+    at.run()
+    assert data(at)["flash"] == (
+        "The link you opened is not valid, so it changed nothing: you are still signed in as "
+        "default-ann-0."
+    )
+    assert data(at)["flash_tone"] == "warning"
+
+
+def test_backspace_where_there_is_no_earlier_pair_says_why(study):
+    """The form says these words itself (no server round trip): the first pair, and the
+    oldest answer reopened."""
+    _, [(_, token), _] = study
+    at = signed_in(token)
+    assert not data(at)["can_go_back"]
+    assert data(at)["no_earlier"] == "There is no earlier pair yet: this is your first."
+    submit_form(at, full_form("A"))
+    send(at, "back", {"form": {}, "seconds": 0})
+    assert data(at)["editing"] and not data(at)["can_go_back"]
+    assert data(at)["no_earlier"] == (
+        "This is the oldest answer you can change: there is no earlier pair."
+    )
+    # a forged back event gets the same words from the server
+    send(at, "back", {"form": {}, "seconds": 0})
+    assert data(at)["flash"] == data(at)["no_earlier"]
+
+
+def test_answers_to_gold_checks_count_in_the_progress_and_the_list_says_why_it_is_empty(
+    study, tmp_path
+):
+    """Gold answers are final and never listed (the page never tells a check from a pair), but
+    the progress counts them so that a check is not given away by a count that stalls: the
+    list and Backspace must not then say there are no earlier answers."""
+    from annotate.queue.gold import set_gold
+
+    engine, _ = study
+    study_id, [(annotator_id, token)] = make_study(
+        engine, tmp_path, n_pairs=3, annotators=1, study="gold", qualification_gold=2
+    )
+    set_gold(engine, study_id=study_id, pair_keys=["p0", "p1"], answer="chosen")
+    at = signed_in(token)
+    for _ in range(2):  # the two qualification checks, answered as expected
+        pair_id = current_item(engine, annotator_id=annotator_id).pair.id
+        submit_form(at, full_form(chosen_position(engine, pair_id, annotator_id)))
+    assert progress(at) == (2, 3)
+    shown = data(at)
+    assert not shown["can_go_back"]
+    assert shown["no_earlier"] == "There is no earlier pair you can go back to."
+    send(at, "history")
+    assert data(at)["history"] == []
+    assert data(at)["history_empty"] == "None of your answers so far can be changed here."

@@ -71,11 +71,12 @@ def test_local_path_never_names_another_host():
         assert local_path(hostile) == "/evil"
 
 
-def test_a_wrong_token_changes_no_cookie(site):
+def test_a_wrong_token_changes_no_cookie_and_the_page_is_told(site):
     _, client, alice, _ = site
     client.get(f"/?token={alice}")
-    response = client.get("/?token=not-a-token")
-    assert response.status_code == 303 and response.headers["location"] == "/"
+    response = client.get("/?token=not-a-token&x=1")
+    # the page says the link is not valid (a bogus link looked like no link at all)
+    assert response.status_code == 303 and response.headers["location"] == "/?x=1&link=invalid"
     assert "set-cookie" not in response.headers
     assert client.cookies.get(COOKIE) == alice
 

@@ -146,3 +146,28 @@ def test_the_studys_design_from_the_database(tmp_path, db_url):
 
     refused = run_cli("report", "--db", db_url, "--study", "s", "--out", str(out), "--no-ties")
     assert refused.returncode != 0 and "from the database the study's own" in refused.stderr
+
+
+def test_summary_says_each_note_once(tmp_path):
+    """On the project's samples the annotators' lean note applied to three statistics and was
+    written out on each row, and the quality check named the same reason once per dimension:
+    each note is said once, and the rows name it."""
+    from pathlib import Path
+
+    data = Path(__file__).resolve().parents[1] / "data"
+    out = tmp_path / "out"
+    done = run_cli(
+        "report", "--annotations", str(data / "sample_annotations.csv"),
+        "--pairs", str(data / "sample_pairs.jsonl"), "--out", str(out), "--bootstrap", "100",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    summary = (out / "summary.md").read_text()
+    lean = "the annotators' own annotations show no lean beyond chance"
+    assert summary.lower().count(lean) == 1
+    assert f"[1] {lean[0].upper()}{lean[1:]}" in summary
+    rows = [line for line in summary.splitlines() if line.startswith("| ")]
+    assert sum(row.rstrip(" |").endswith("[1]") for row in rows) >= 2
+    assert summary.count("rated on both responses in 15 pairs, fewer than 30") == 1
+    assert "correctness, relevance, helpfulness: rated on both responses in 15 pairs" in summary
+    html = (out / "report.html").read_text()
+    assert html.lower().count(lean.replace("'", "&#x27;")) == 1

@@ -130,3 +130,23 @@ def test_expected_annotations_for_progress_and_eta():
     in_sample = np.array([False, False, False, False, False, True])
     expected = expected_annotations(counts, in_sample=in_sample, design=design)
     assert expected.tolist() == [2, 4, 3, 3, 5, 3]
+
+
+def test_the_adaptive_bounds_claim_one_in_32_split_pairs_undecided_after_ten_answers():
+    """analysis/design/adaptive_bounds.py says of MAX at most 10: of evenly split pairs (each
+    answer chosen or rejected at 50:50, no ties), 1 in 32 is still undecided after 10 answers.
+    Worked out exactly over every sequence of 10 answers through the stopping rule itself."""
+    from itertools import product
+
+    from analysis.design.adaptive_bounds import ADAPTIVE_BOUNDS, ADAPTIVE_MAX_HIGHEST
+
+    n = ADAPTIVE_MAX_HIGHEST
+    undecided = 0
+    for answers in product((C, R), repeat=n):
+        states = [
+            stopping_state(list(answers[:k]), minimum=2, maximum=n + 1, ties=False)
+            for k in range(2, n + 1)
+        ]
+        undecided += DECIDED not in states
+    assert undecided / 2**n == 1 / 32
+    assert f"1 in 32 evenly split pairs is still undecided after {n} answers" in ADAPTIVE_BOUNDS

@@ -22,7 +22,7 @@ from analysis.report.summary import (
     OUTCOME_WORDS,
     STATUS_WORDS,
     check_rows,
-    headline_rows,
+    headline_table,
     intervals_in_words,
 )
 from analysis.vocabulary import DIMENSIONS, PREFERENCES
@@ -488,6 +488,7 @@ def render_html(report: Report) -> str:
     main = report["conclusion"]["personal_preference_main_factor"]
     status = report["conclusion"].get("status")
     boot = report["methods"]["bootstrap"]
+    headline = headline_table(report)
     parts = [
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
         "<title>Agreement and pair validation report</title>",
@@ -504,7 +505,8 @@ def render_html(report: Report) -> str:
         "<h2>Reading the results</h2>",
         *[f"<p>{_e(p)}</p>" for p in reading(report)],
         "<h2>Headline numbers</h2>",
-        _table(headline_rows(report), HEADLINE_HEADER),
+        _table(headline.rows, HEADLINE_HEADER),
+        *[f"<p>{_e(note)}</p>" for note in headline.notes],
         f"<p>Intervals: 95% BCa bootstrap over pairs, {boot['resamples']:,} resamples, "
         f"seed {boot['seed']}, {EXPANDED_LEVELS}. "
         f"Reference values for alpha (Krippendorff 2004): >= {RELIABLE:.3f} reliable, "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from analysis.aspects.render import aspect_markdown
 from analysis.report.numbers import fmt, fmt_ci, fmt_p
@@ -59,17 +60,52 @@ STATUS_WORDS = {
 }
 
 
-def headline_rows(report: Report) -> list[tuple[str, str, str, str, str]]:
+# A row's last cell: what is counted (its n, its test) and the notes on it. A note that several
+# rows share is said once, under the table (HeadlineTable.notes), and the rows name it.
+NoteCell = tuple[str | None, tuple[str, ...]]
+
+
+@dataclass(frozen=True)
+class HeadlineTable:
+    """The headline rows (HEADLINE_HEADER) and the notes they share, numbered as the rows name
+    them ("[1]"), for summary.md, report.html and the console alike."""
+
+    rows: list[tuple[str, str, str, str, str]]
+    notes: list[str]  # "[1] the note", in the order the rows first name them
+
+
+def headline_table(report: Report) -> HeadlineTable:
     """(statistic, value, 95% interval for annotators in general, 95% interval for these
-    annotators, n / note) rows shared by summary.md and the HTML."""
+    annotators, n / note) rows; a note that more than one row carries is a numbered note."""
+    rows = _headline_cells(report)
+    seen: dict[str, int] = {}
+    for *_, (_, notes) in rows:
+        for note in dict.fromkeys(notes):
+            seen[note] = seen.get(note, 0) + 1
+    shared = {note: i for i, note in enumerate((n for n, k in seen.items() if k > 1), start=1)}
+    out = []
+    for statistic, value, general, these, (fact, notes) in rows:
+        words = [fact] if fact else []
+        words += [f"[{shared[n]}]" if n in shared else n for n in dict.fromkeys(notes)]
+        out.append((statistic, value, general, these, "; ".join(words)))
+    return HeadlineTable(
+        rows=out, notes=[f"[{i}] {note[:1].upper()}{note[1:]}" for note, i in shared.items()]
+    )
+
+
+def _notes(*notes: str | None) -> tuple[str, ...]:
+    return tuple(n for n in notes if n)
+
+
+def _headline_cells(report: Report) -> list[tuple[str, str, str, str, NoteCell]]:
     pref = report["preference"]
-    rows = [
+    rows: list[tuple[str, str, str, str, NoteCell]] = [
         (
             "Percent agreement (preference)",
             fmt(pref["percent_agreement"]),
             fmt_ci(pref.get("percent_agreement_ci95_annotators")),
             fmt_ci(pref["percent_agreement_ci95"]),
-            f"{pref['n_pairable_pairs']:,} pairs with >= 2 annotations",
+            (f"{pref['n_pairable_pairs']:,} pairs with >= 2 annotations", ()),
         ),
         (
             f"Krippendorff's alpha, nominal ({'/'.join(pref.get('categories', PREFERENCES))})",
@@ -91,11 +127,13 @@ def headline_rows(report: Report) -> list[tuple[str, str, str, str, str]]:
                 fmt(la["value"]),
                 fmt_ci(la.get("ci95_annotators")),
                 fmt_ci(la["ci95"]),
-                la.get("note")
-                or f"n = {la['n']:,} {what}, one-sided p vs 1/2 {fmt_p(la['p_value'])}",
+                _fact_or_note(
+                    la.get("note"),
+                    f"n = {la['n']:,} {what}, one-sided p vs 1/2 {fmt_p(la['p_value'])}",
+                ),
             )
         )
-    rows.append(("Tie rate", fmt(pref["tie_rate"]), "", "", f"{pref['n_ties']:,} ties"))
+    rows.append(("Tie rate", fmt(pref["tie_rate"]), "", "", (f"{pref['n_ties']:,} ties", ())))
     pb = pref["position_bias"]
     rows.append(
         (
@@ -103,7 +141,7 @@ def headline_rows(report: Report) -> list[tuple[str, str, str, str, str]]:
             fmt(pb["first_slot_rate"]),
             "",
             fmt_ci(pb["ci95"]),
-            pb.get("note") or f"n = {pb['n']:,}, two-sided p {fmt_p(pb['p_value'])}",
+            _fact_or_note(pb.get("note"), f"n = {pb['n']:,}, two-sided p {fmt_p(pb['p_value'])}"),
         )
     )
     for dimension in DIMENSIONS:
@@ -115,8 +153,11 @@ def headline_rows(report: Report) -> list[tuple[str, str, str, str, str]]:
                 fmt(q["mean_diff"]),
                 "",
                 "90% " + fmt_ci(q["diff_ci90"]) if q["diff_ci90"] else "",
-                q.get("note")
-                or f"TOST p {fmt_p(q['tost_p'])} (margin {q['margin']:g}), equivalent: {fmt(q['equivalent'])}",
+                _fact_or_note(
+                    q.get("note"),
+                    f"TOST p {fmt_p(q['tost_p'])} (margin {q['margin']:g}), "
+                    f"equivalent: {fmt(q['equivalent'])}",
+                ),
             )
         )
         rows.append(
@@ -125,7 +166,7 @@ def headline_rows(report: Report) -> list[tuple[str, str, str, str, str]]:
                 fmt(q["both_high_share"]),
                 "",
                 fmt_ci(q["both_high_ci95"]),
-                f"n = {q['n_pairs']:,} pairs",
+                (f"n = {q['n_pairs']:,} pairs", ()),
             )
         )
     reason = report["main_reason"]
@@ -136,19 +177,23 @@ def headline_rows(report: Report) -> list[tuple[str, str, str, str, str]]:
             fmt(personal),
             "",
             "",
-            reason.get("note") or f"n = {reason['n']:,} annotations with a reason",
+            _fact_or_note(reason.get("note"), f"n = {reason['n']:,} annotations with a reason"),
         )
     )
     return rows
 
 
-def _estimate(estimate: Section) -> tuple[str, str, str, str]:
-    note = "; ".join(n for n in (estimate.get("note"), estimate.get("ci95_annotators_note")) if n)
+def _fact_or_note(note: str | None, fact: str) -> NoteCell:
+    """A statistic's note when it has one (it is undefined), else what it is counted on."""
+    return (None, (note,)) if note else (fact, ())
+
+
+def _estimate(estimate: Section) -> tuple[str, str, str, NoteCell]:
     return (
         fmt(estimate["value"]),
         fmt_ci(estimate.get("ci95_annotators")),
         fmt_ci(estimate["ci95"]),
-        note,
+        (None, _notes(estimate.get("note"), estimate.get("ci95_annotators_note"))),
     )
 
 
@@ -202,7 +247,10 @@ def render_summary(report: Report) -> str:
         _row(HEADLINE_HEADER),
         "| --- | ---: | --- | --- | --- |",
     ]
-    lines += [_row(row) for row in headline_rows(report)]
+    headline = headline_table(report)
+    lines += [_row(row) for row in headline.rows]
+    for note in headline.notes:
+        lines += ["", note]
     verdicts = ", ".join(f"{k} {v:,}" for k, v in report["verdicts"].items())
     lines += [
         "",

@@ -197,7 +197,12 @@ def quality_check(
         if d["diff_ci90"] is not None
     }
     worst = max(reach, key=reach.__getitem__) if reach else None
-    notes = [f"{name}: {d['note']}" for name, d in detail.items() if d["note"]]
+    # one note per reason, naming every dimension it holds for (not the same words thrice)
+    reasons: dict[str, list[str]] = {}
+    for name, d in detail.items():
+        if d["note"]:
+            reasons.setdefault(d["note"], []).append(name)
+    notes = [f"{', '.join(names)}: {why}" for why, names in reasons.items()]
     return check_section(
         outcome,
         value=detail[worst]["mean_diff"] if worst else None,

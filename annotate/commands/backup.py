@@ -21,6 +21,7 @@ import sqlite3
 import subprocess
 from pathlib import Path
 
+from annotate.commands._common import output_file
 from annotate.errors import UserError
 
 NAME = "backup"
@@ -116,11 +117,9 @@ def run(args: argparse.Namespace) -> int:
     from annotate.store.db import is_sqlite, resolve_url
 
     url = resolve_url(args.db)
-    out = Path(args.out)
+    out = output_file(args.out, option="--out")
     if out.exists() and not args.force:
         raise UserError(f"{out} already exists (use --force to replace it)")
-    if not out.parent.is_dir():
-        raise UserError(f"{out.parent} is not a directory")
     count = _annotation_count(url)  # also creates an empty database's schema, refuses newer ones
     if is_sqlite(url):
         backup_sqlite(url, out)

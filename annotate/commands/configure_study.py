@@ -10,6 +10,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from analysis.design.adaptive_bounds import ADAPTIVE_BOUNDS, adaptive_range_problem
+
 NAME = "configure-study"
 ORDER = 15
 HELP = (
@@ -36,7 +38,7 @@ _NOT_ADAPTIVE = (None, None)
 
 
 def min_max(text: str) -> tuple[int, int]:
-    """MIN-MAX, e.g. 2-5 (also `annotate plan --adaptive`)."""
+    """MIN-MAX, e.g. 2-5, within the stopping rule's bounds (also `annotate plan --adaptive`)."""
     low, dash, high = text.partition("-")
     try:
         if not dash:
@@ -44,8 +46,9 @@ def min_max(text: str) -> tuple[int, int]:
         low_n, high_n = int(low), int(high)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not MIN-MAX, e.g. 2-5") from None
-    if not 1 <= low_n <= high_n:
-        raise argparse.ArgumentTypeError(f"{text!r}: need 1 <= MIN <= MAX")
+    problem = adaptive_range_problem(low_n, high_n)
+    if problem:
+        raise argparse.ArgumentTypeError(problem)
     return low_n, high_n
 
 
@@ -77,7 +80,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         type=min_max,
         metavar="MIN-MAX",
         help="adaptive overlap: each pair gets at least MIN annotations and more, up to MAX, "
-        "while its answers leave it undecided (README: the stopping rule)",
+        f"while its answers leave it undecided ({ADAPTIVE_BOUNDS})",
     )
     adaptive.add_argument(
         "--no-adaptive",

@@ -59,6 +59,9 @@ def run(args: argparse.Namespace) -> int:
     frame = load_annotations(
         args.file, scale=scale, pair_ids=set(aspect_counts), aspect_counts=aspect_counts
     )
-    written = import_annotation_rows(engine, study_id=study_id, rows=contract_rows(frame))
-    print(f"{written:,} annotations imported into study {args.study!r} from {args.file}")
+    done = import_annotation_rows(engine, study_id=study_id, rows=contract_rows(frame))
+    print(
+        f"study {args.study!r}: {done.total:,} annotations read from {args.file}: "
+        f"{done.new:,} new, {done.replaced:,} replaced, {done.unchanged:,} unchanged"
+    )
     return 0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from analysis.design.adaptive_bounds import ADAPTIVE_BOUNDS
 from annotate.commands._common import non_negative_int
 from annotate.commands.configure_study import min_max
 from annotate.commands.report import (
@@ -17,6 +18,7 @@ from annotate.errors import UserError
 
 NAME = "plan"
 ORDER = 65
+DATABASE = False  # simulations only: no --db
 HELP = (
     "Size a study before recruiting: simulate studies at stated effect sizes through the "
     "report's own conclusion and print how often its checks pass for each design."
@@ -101,7 +103,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         metavar="MIN-MAX",
         help="also an adaptive design: at least MIN and at most MAX annotations a pair, more "
         "while its answers leave it undecided (the labelling step's own stopping rule); "
-        "repeatable",
+        f"repeatable; {ADAPTIVE_BOUNDS}",
     )
     design.add_argument(
         "--agreement-sample",

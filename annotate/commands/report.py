@@ -8,7 +8,13 @@ from typing import TYPE_CHECKING, Any
 
 from analysis.verdicts.conclusion import LABEL_THRESHOLD, MIN_RATED_PAIRS, MIN_REASONS
 from analysis.vocabulary import DIMENSIONS
-from annotate.commands._common import Arguments, add_study_option, non_negative_int
+from annotate.commands._common import (
+    Arguments,
+    add_study_option,
+    non_negative_int,
+    output_file,
+    output_folder,
+)
 from annotate.errors import UserError
 
 if TYPE_CHECKING:
@@ -124,7 +130,12 @@ def add_dimensions(group: Arguments) -> None:
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--out", required=True, metavar="DIR", help="directory for the report")
+    parser.add_argument(
+        "--out",
+        required=True,
+        metavar="DIR",
+        help="folder for the report's files (created if missing, inside an existing folder)",
+    )
     parser.add_argument(
         "--annotations", metavar="FILE", help="annotations file (.csv, .jsonl, .parquet)"
     )
@@ -349,6 +360,12 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(
             "give both --annotations FILE and --pairs FILE, or neither (to use the database)"
         )
+    # where it writes, checked before the work (a report can take minutes)
+    out = output_folder(args.out, option="--out")
+    export = output_file(args.export_valid, option="--export-valid") if args.export_valid else None
+    cleaned = (
+        output_file(args.export_cleaned, option="--export-cleaned") if args.export_cleaned else None
+    )
     if args.annotations:
         annotations, pairs, scale, design = _from_files(args)
         overlap = None  # a table of annotations does not record the study's overlap design
@@ -379,21 +396,18 @@ def run(args: argparse.Namespace) -> int:
 
         scorer = read_scorer_file(args.aspect_scores, aspect_counts=aspect_counts(pairs))
     report = build_report(annotations, pairs, options=options, aspect_scores=scorer, design=overlap)
-    export = Path(args.export_valid) if args.export_valid else None
     models = _read_models(args.model, pairs) if args.model else []
     if models:
         report = _with_models(report, models, options=options)
     report = _with_population(report, pairs, models, cleaned=args.export_cleaned)
-    paths = write_report(
-        report, args.out, pairs=pairs, export_valid=export, write_pairs=write_pairs
-    )
-    if args.export_cleaned:
-        _write_cleaned(report, pairs, Path(args.export_cleaned))
+    paths = write_report(report, out, pairs=pairs, export_valid=export, write_pairs=write_pairs)
+    if cleaned is not None:
+        _write_cleaned(report, pairs, cleaned)
     counts = report["counts"]
     verdicts = report["verdicts"]
     print(
         f"report on {counts['pairs']:,} pairs, {counts['annotators']:,} annotators, "
-        f"{counts['annotations']:,} annotations written to {Path(args.out)}/ "
+        f"{counts['annotations']:,} annotations written to {out}/ "
         f"({verdicts['valid']:,} valid pairs"
         + (f", written to {paths['valid']}" if export else "")
         + "); personal preference the main factor: "

@@ -41,11 +41,14 @@ RECENT_HOURS = 24
 
 # The console's progress words, each meaning one thing on every page (Progress, Agreement,
 # the studies table): label -> what it counts.
-PAIRS_ANNOTATED = "Pairs annotated"
-PAIRS_COMPLETE = "Pairs complete"
+# Side by side on the Progress page: two words that cannot be read as the same thing ("pairs
+# annotated 15 / 15" beside "pairs complete 0 / 15" read as a contradiction).
+PAIRS_ANNOTATED = "Pairs started"
+PAIRS_COMPLETE = "Pairs finished"
 RECENT_RATE = f"Rate, last {RECENT_HOURS} h"
 TERMS = {
-    PAIRS_ANNOTATED: "Real pairs (gold checks left out) with at least one annotation.",
+    PAIRS_ANNOTATED: "Real pairs (gold checks left out) with at least one annotation; "
+    "finished or not.",
     PAIRS_COMPLETE: "Real pairs (gold checks left out) with all the annotations they are to "
     "get: the overlap target, or in an adaptive study the count its stopping rule expects.",
     RECENT_RATE: f"Annotations of real pairs per hour over the last {RECENT_HOURS} hours (over "

@@ -235,7 +235,9 @@ def report_reading(report: Report) -> list[str]:
     return list(html_page.reading(report))
 
 
-def headline_table(report: Report) -> pd.DataFrame:
-    from analysis.report.summary import HEADLINE_HEADER, headline_rows
+def headline_table(report: Report) -> tuple[pd.DataFrame, list[str]]:
+    """The headline numbers as summary.md has them, and the notes their rows share."""
+    from analysis.report.summary import HEADLINE_HEADER, headline_table
 
-    return pd.DataFrame(headline_rows(report), columns=list(HEADLINE_HEADER))
+    table = headline_table(report)
+    return pd.DataFrame(table.rows, columns=list(HEADLINE_HEADER)), table.notes

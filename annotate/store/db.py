@@ -53,6 +53,7 @@ import time
 import weakref
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
 from sqlalchemy.engine import Connection, Engine, make_url
@@ -168,11 +169,29 @@ def open_engine(
                 _engines.pop(url, None)
                 engine.dispose()
                 shown = engine.url.render_as_string(hide_password=True)
-                reason = (str(exc.orig).strip().splitlines() or [type(exc.orig).__name__])[0]
+                reason = (
+                    _missing_folder(engine)
+                    or (str(exc.orig).strip().splitlines() or [type(exc.orig).__name__])[0]
+                )
                 raise UserError(f"cannot open the database {shown!r}: {reason}") from None
             if current:
                 _ready.add(url)
     return engine
+
+
+def _missing_folder(engine: Engine) -> str | None:
+    """Why a SQLite file could not be opened when its folder is missing (SQLite itself only
+    says "unable to open database file"); None otherwise."""
+    database = engine.url.database if is_sqlite(engine) else None
+    if not database or database == ":memory:" or database.startswith("file:"):
+        return None
+    folder = Path(database).parent
+    if folder.is_dir():
+        return None
+    return (
+        f"the folder {folder} does not exist; create it first (SQLite creates the database "
+        "file, not its folder)"
+    )
 
 
 def dispose_engines() -> None:

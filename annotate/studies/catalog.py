@@ -11,6 +11,7 @@ from typing import Any
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 
+from analysis.design.adaptive_bounds import adaptive_range_problem
 from annotate.errors import UserError
 from annotate.queue.targets import refresh_targets
 from annotate.store import db
@@ -28,6 +29,9 @@ LOCKED_WHEN_ANNOTATED = (
     "allow_ties",
     "scale_min",
     "scale_max",
+    # what the scale's ends mean ("1 = very poor"): the annotators rated against these words
+    "scale_min_label",
+    "scale_max_label",
     "dimensions",
     "reasons",
     "aspect_check",
@@ -122,10 +126,11 @@ def _check_values(study: Study, changed: Mapping[str, Any]) -> None:
     adaptive_max = changed.get("adaptive_max", study.adaptive_max)
     if (adaptive_min is None) != (adaptive_max is None):
         raise UserError("adaptive overlap needs both a minimum and a maximum (MIN-MAX)")
-    if adaptive_min is not None and not 1 <= adaptive_min <= adaptive_max:
-        raise UserError(
-            f"adaptive overlap MIN-MAX needs 1 <= MIN <= MAX, got {adaptive_min}-{adaptive_max}"
-        )
+    adaptive_changed = "adaptive_min" in changed or "adaptive_max" in changed
+    if adaptive_changed and adaptive_min is not None:
+        problem = adaptive_range_problem(adaptive_min, adaptive_max)
+        if problem:
+            raise UserError(problem)
     if "agreement_sample" in changed and not 0 <= changed["agreement_sample"] <= 1:
         raise UserError("the agreement sample is a share of the pairs, between 0 and 1")
     if "agreement_overlap" in changed and changed["agreement_overlap"] < 2:

@@ -9,6 +9,7 @@ from pathlib import Path
 import streamlit as st
 
 from annotate.web.identity import current_user
+from annotate.web.views import HOME_PATH, LABEL_PATH
 from annotate.web.views.admin import admin_pages
 from annotate.web.widget_state import forget_gone_widgets
 
@@ -28,11 +29,11 @@ if user is not None and user.is_admin:
     # The maintainer's link (`/?token=`) lands on the console at /admin; the labelling page
     # stays in the menu at /label.
     console = admin_pages()
-    label = st.Page(LABEL_SCRIPT, title="Label pairs", icon=":material/rule:", url_path="label")
+    label = st.Page(LABEL_SCRIPT, title="Label pairs", icon=":material/rule:", url_path=LABEL_PATH)
     landing = st.Page(
         lambda: st.switch_page(console[0]),
         title="Console",
-        url_path="home",
+        url_path=HOME_PATH,
         default=True,
         visibility="hidden",
     )

@@ -36,6 +36,7 @@ from annotate.store.models import Annotator, id_of
 from annotate.web import guard
 from annotate.web.proofs import (
     COOKIE,
+    INVALID_LINK,
     OIDC_COOKIE_PREFIX,
     account_for_token,
     maintainer_for_identity,
@@ -45,6 +46,7 @@ SESSION_KEY = "annotate_token"  # a page session's proof: the token it signed in
 PROLIFIC_KEY = "annotate_prolific_entry"  # a page session's proof: its Prolific entry
 ENDED_KEY = "annotate_sign_in_ended"  # why this tab's last event was not acted on
 ENTRY_ERROR_KEY = "annotate_entry_error"
+INVALID_LINK_KEY = "annotate_invalid_link"  # the link this tab was opened with is no account's
 _RUN_KEY = "annotate_identity_run"  # (this run's marker, the identity resolved in it)
 
 
@@ -81,6 +83,13 @@ def still_signed_in(annotator_id: int) -> bool:
         "account's page was not saved."
     )
     return False
+
+
+def invalid_link_opened() -> bool:
+    """True once after this tab was opened with a link that is no active account's."""
+    import streamlit as st
+
+    return bool(st.session_state.pop(INVALID_LINK_KEY, False))
 
 
 def ended_message() -> str | None:
@@ -124,17 +133,24 @@ def _resolve() -> Identity | None:
         st.session_state[PROLIFIC_KEY] = params
         return Identity(user, "prolific")
     candidates: list[object] = []  # tokens, or what a cookie or the address holds instead
-    if "token" in st.query_params:
+    key, invalid = INVALID_LINK
+    if st.query_params.get(key) == invalid:
+        del st.query_params[key]
+        st.session_state[INVALID_LINK_KEY] = True
+    linked = "token" in st.query_params
+    if linked:
         candidates.append(st.query_params["token"])
         del st.query_params["token"]
     candidates.append(st.session_state.get(SESSION_KEY))
     with contextlib.suppress(Exception):  # no request context in a bare script run
         candidates.append(st.context.cookies.get(COOKIE))
-    for token in candidates:
+    for i, token in enumerate(candidates):
         user = account_for_token(engine(), token)
         if user is not None:
             st.session_state[SESSION_KEY] = token
             return Identity(user, "link")
+        if i == 0 and linked:  # a link that reached the script (no login middleware in front)
+            st.session_state[INVALID_LINK_KEY] = True
     st.session_state.pop(SESSION_KEY, None)
     user = _organisation_maintainer()
     return Identity(user, "organisation") if user is not None else None
@@ -193,6 +209,10 @@ def client_address() -> str | None:
 # --- who may see a page ------------------------------------------------------------------
 
 LABEL_PAGE = "views/label.py"  # relative to the entry script (app.py)
+INVALID_LINK_MESSAGE = (
+    "The link you opened is not valid: it may be cut short or mistyped, or a newer link has "
+    "replaced it. Ask the study's maintainer for your current link."
+)
 
 
 def engine() -> Engine:
@@ -209,6 +229,8 @@ def _engine_for(url: str) -> Engine:
 def sign_in_message(*, admin: bool = False) -> None:
     what = "the maintainer console" if admin else "the labelling page"
     st.title("Please sign in")
+    if invalid_link_opened():
+        st.error(INVALID_LINK_MESSAGE)
     problem = st.session_state.get(ENTRY_ERROR_KEY)
     if problem:
         st.error(f"This link could not sign you in: {problem}.")
@@ -236,6 +258,16 @@ def sign_in_message(*, admin: bool = False) -> None:
                 st.login()
             except StreamlitAPIException as exc:  # e.g. Authlib missing, [auth] incomplete
                 st.error(f"Signing in with your organisation is not set up correctly: {exc}")
+
+
+def signed_in_despite_invalid_link(user: Annotator) -> str | None:
+    """What to tell someone already signed in who opened a link that is not valid."""
+    if not invalid_link_opened():
+        return None
+    return (
+        "The link you opened is not valid, so it changed nothing: you are still signed in as "
+        f"{user.name}."
+    )
 
 
 def annotator_at_console() -> None:

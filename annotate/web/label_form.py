@@ -106,12 +106,16 @@ def form_data(
     with_posts: bool = False,
     draft_url: str | None = None,
     sign_in: str | None = None,
+    history_empty: str = "",
+    no_earlier: str = "",
 ) -> dict[str, Any]:
     """Everything the component shows for one pair (JSON). `answered` is the number of the last
     event the server acted on (the browser leaves its sending state on it); `reset` tells the
     browser to drop what it holds for this pair and show the stored answer; `flash_tone` is
     "info" or "warning"; the past posts are sent only `with_posts` (the browser asked);
-    `sign_in` (the account's token hash) goes into the draft key (labelling.draft_key)."""
+    `sign_in` (the account's token hash) goes into the draft key (labelling.draft_key);
+    `history_empty` is what the earlier answers' list says when it has none, `no_earlier` what
+    Backspace says where there is no earlier pair (annotate/wording.py)."""
     pair = item.pair
     chosen_position = item.assignment.chosen_position
     texts = {chosen_position: pair.chosen}
@@ -192,9 +196,11 @@ def form_data(
         },
         "seconds_before": seconds_before,
         "can_go_back": can_go_back,
+        "no_earlier": no_earlier,  # what Backspace says when there is no earlier pair
         "history": None
         if history is None
         else [{"pair_id": h.pair_id, "question": h.question, "answer": h.answer} for h in history],
+        "history_empty": history_empty,  # what the earlier answers' list says when empty
         "refused": [f"{q.kind}:{q.field}" for q in refused or []],
         "dom": streamlit_dom.for_form(),
     }

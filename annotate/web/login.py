@@ -9,7 +9,8 @@ other sites out of it (docs/security.md):
   and under a path prefix (Streamlit's `server.baseUrlPath`, or an ASGI `root_path`) only to a
   path inside it: anything else lands on the app's front page (`app_path`). Every address these
   pages give (forms, Cancel) carries the prefix; the routes are registered under it.
-- A token that is no active account's changes nothing: no cookie is set or cleared.
+- A token that is no active account's changes nothing: no cookie is set or cleared; the
+  redirect carries `link=invalid` instead, so that the page says the link is not valid.
 - When the browser is already signed in as another account, a link does not switch accounts by
   itself (another site could otherwise sign a visitor in as an account of its choosing): the
   visitor gets a page saying so, and only its button, a same-origin POST to `/login`, switches.
@@ -44,7 +45,7 @@ from annotate.people.prolific import PARAMS
 from annotate.store import db
 from annotate.store.models import id_of
 from annotate.web.paths import full_path, is_under, root_path
-from annotate.web.proofs import COOKIE, account_for_token, same_origin
+from annotate.web.proofs import COOKIE, INVALID_LINK, account_for_token, same_origin
 
 PROLIFIC_PID = PARAMS[0]  # a crowd entry link (annotate/people/prolific.py)
 
@@ -207,8 +208,10 @@ class LoginLinkMiddleware:
         target = app_path(full_path(scope), prefix=prefix) + (f"?{rest}" if rest else "")
         engine = self.get_engine()
         account = await run_in_threadpool(_account, engine, token)
-        if account is None:  # a wrong or retired link: change nothing
-            return RedirectResponse(target, status_code=303, headers=NO_STORE)
+        if account is None:  # a wrong or retired link: change nothing, but say so on the page
+            said = urlencode([*((k, v) for k, v in params if k != "token"), INVALID_LINK])
+            bare = app_path(full_path(scope), prefix=prefix)
+            return RedirectResponse(f"{bare}?{said}", status_code=303, headers=NO_STORE)
         current = await run_in_threadpool(_account, engine, Request(scope).cookies.get(COOKIE))
         if current is not None and current[0] != account[0]:
             return _switch_page(current=current[1], token=token, target=target, prefix=prefix)

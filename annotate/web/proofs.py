@@ -24,6 +24,9 @@ from annotate.store.db import read
 from annotate.store.models import Annotator
 
 COOKIE = "annotate_token"  # the login cookie: HttpOnly, set by annotate/web/login.py
+# The address parameter by which the login middleware tells the page that the link it was
+# given is no active account's (the token itself leaves the address either way).
+INVALID_LINK = ("link", "invalid")
 OIDC_COOKIE_PREFIX = "_streamlit_user"  # st.login's signed identity cookies (maybe chunked)
 
 

@@ -1,5 +1,6 @@
 """The ASGI app that `annotate serve` runs: the Streamlit script plus login and health routes,
-behind the middleware that keeps Streamlit's internal endpoints for maintainers (annotate/web/guard.py)."""
+behind the middleware that keeps Streamlit's internal endpoints for maintainers (annotate/web/guard.py)
+and the one that tells the page where the app is (annotate/web/page_base.py)."""
 
 from pathlib import Path
 
@@ -12,7 +13,9 @@ from annotate.web.drafts import draft_routes
 from annotate.web.guard import UPLOAD_LIMIT_MB, StreamlitEndpointGuard, check_upload_store
 from annotate.web.health import health_routes
 from annotate.web.login import LoginLinkMiddleware, login_routes
+from annotate.web.page_base import PageBaseHint
 from annotate.web.paths import url_prefix
+from annotate.web.views.admin import url_paths
 from annotate.web.widget_state import check_session_state
 
 # The upload quota reads Streamlit's upload store: refuse to start where it cannot.
@@ -45,5 +48,6 @@ app = st.App(
     middleware=[
         Middleware(StreamlitEndpointGuard, get_engine=get_engine, base_path=_base_path),
         Middleware(LoginLinkMiddleware, get_engine=get_engine, prefix=PREFIX),
+        Middleware(PageBaseHint, page_paths=url_paths()),
     ],
 )

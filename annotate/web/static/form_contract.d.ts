@@ -103,7 +103,11 @@ export interface FormData {
   initial: Form;
   seconds_before: number;
   can_go_back: boolean;
+  /** What Backspace says where there is no earlier pair (`can_go_back` false). */
+  no_earlier: string;
   history: EarlierAnswer[] | null;
+  /** What the earlier answers' list says when it lists none. */
+  history_empty: string;
   /** Missing questions as `name_field`s, from the server's own check of a Submit. */
   refused: string[];
   dom: StreamlitDom;

@@ -37,11 +37,12 @@ const DONE = "done";
 // Every event the form sends carries the next number; the server echoes the last one it acted
 // on as `data.answered`, so a rerun that answers the event (whatever it shows) ends `sending`.
 let lastSent = 0;
-// A Submit (or skip, back...) unanswered this long says so: the server may be waiting for its
-// database (a restart), which it retries for up to 30 s.
+// A Submit (or skip, back...) unanswered this long says so (the server may be waiting for its
+// database, which it retries for up to 30 s, or the network may be slow: the page cannot tell,
+// so it says only what it knows).
 const SLOW_MS = 3000;
 const SLOW =
-  "Still saving: the server is taking longer than usual (it may be reconnecting to its database). Your answers are kept; this page carries on by itself.";
+  "Still saving: the server is taking longer than usual to answer. Your answers are kept; this page carries on by itself.";
 const RECONNECTING =
   "Connection to the server lost: reconnecting… Your answers on this page are kept; it carries on by itself.";
 /** @type {State | null} */
@@ -203,7 +204,10 @@ function mount(data, root, parentElement, setTriggerValue) {
     // Skip, cancel, back or open another pair. Leaving an edit drops its unsaved change.
     leave: (event, extra = {}) => {
       if (!acting(state)) return;
-      if (event === "back" && !state.data.can_go_back) return;
+      if (event === "back" && !state.data.can_go_back) {
+        showMessage(view, state.data.no_earlier, "info"); // not silently: Backspace was heard
+        return;
+      }
       if (data.editing) forget(data.token);
       const value = event === "cancel" || event === "open" ? extra : { form: state.form, seconds: elapsed(state) };
       sendAndWait(event, /** @type {any} */ (value));
@@ -466,7 +470,10 @@ function buildView(data, root, state, act) {
     el("span", { class: "spacer" }),
     toggleButton("history", "Earlier answers ", kbd("H")),
     data.guidelines_html ? toggleButton("guidelines", "Guidelines ", kbd("?")) : null,
-    el("a", { href: data.sign_out_url, target: "_self", text: "Sign out" }),
+    // A button that opens the sign-out page (which asks first), not a link: the page's
+    // first link is then Streamlit's "Skip to main content", which keeps it a skip link for
+    // tools that check landmarks (a link in this shadow root came first in their order).
+    el("button", { class: "link", type: "button", onclick: () => location.assign(data.sign_out_url) }, "Sign out"),
   );
   box.append(bar);
   // The server's word on the last thing sent (saved, refused, nothing earlier, last pair left):
@@ -899,7 +906,7 @@ function renderHistory(view, state, act) {
   const items = state.data.history;
   if (!items) return;
   view.historyList.replaceChildren();
-  if (!items.length) view.historyList.append(el("li", { class: "muted", text: "No earlier answers yet." }));
+  if (!items.length) view.historyList.append(el("li", { class: "muted", text: state.data.history_empty }));
   for (const h of items) {
     view.historyList.append(
       el(
@@ -1173,7 +1180,9 @@ function watchConnection(data, lost, back, state) {
   const { app: appSelector, connection_state: attribute, connected: connectedValue } = data.dom;
   const app = document.querySelector(appSelector);
   function onConnection() {
-    const connected = (app?.getAttribute(attribute) || connectedValue) === connectedValue;
+    // The browser's own word counts too: gone offline, Streamlit may still call its socket
+    // connected for a while, and a Submit then waits for nothing.
+    const connected = navigator.onLine && (app?.getAttribute(attribute) || connectedValue) === connectedValue;
     if (!connected && !state.offline) {
       state.offline = true;
       lost();
@@ -1185,8 +1194,14 @@ function watchConnection(data, lost, back, state) {
   const watch = new MutationObserver(onConnection);
   return {
     start: () => {
+      window.addEventListener("offline", onConnection);
+      window.addEventListener("online", onConnection);
       if (app) watch.observe(app, { attributes: true, attributeFilter: [attribute] });
     },
-    stop: () => watch.disconnect(),
+    stop: () => {
+      window.removeEventListener("offline", onConnection);
+      window.removeEventListener("online", onConnection);
+      watch.disconnect();
+    },
   };
 }

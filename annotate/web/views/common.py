@@ -12,14 +12,17 @@ from annotate.web.paths import url_prefix
 from annotate.web.render import safe_markdown
 
 # Focus a Streamlit button by its key once it is drawn, so that Enter presses it (Streamlit
-# buttons take no autofocus). Only when nothing else has the focus; tries for about 2 seconds.
+# buttons take no autofocus). Only when nothing on the page itself has the focus: the focus
+# left on the menu's link that opened this page (the console's "Label pairs") is taken too.
+# Tries for about 2 seconds.
 _FOCUS_JS = """export default function ({ data }) {
   let tries = 0;
   const focus = () => {
     const button = document.querySelector(`.KEY_CLASS_PREFIX${data.key} button`);
     if (button) {
       const active = document.activeElement;
-      if (!active || active === document.body) button.focus();
+      const onPage = active && active !== document.body && active.closest('[data-testid="stMain"]');
+      if (!onPage) button.focus();
     } else if (++tries < 40) setTimeout(focus, 50);
   };
   focus();

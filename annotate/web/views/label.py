@@ -12,11 +12,18 @@ from annotate.labelling.drafts import draft_seconds, save_draft
 from annotate.labelling.earlier import EarlierAnswer, earlier_answers, previous_pair
 from annotate.labelling.page import Item, label_page, mark_guidelines_seen
 from annotate.labelling.step import StaleAnswer, submit
-from annotate.queue.assignment import next_assignment, queue_status, skip
+from annotate.queue.assignment import next_assignment, progress, queue_status, skip
 from annotate.queue.rules import AccountClosed, GivenAway
 from annotate.store.models import Annotator, Study, id_of
 from annotate.web import streamlit_dom
-from annotate.web.identity import ended_message, engine, require_user, still_signed_in
+from annotate.web.identity import (
+    ended_message,
+    engine,
+    require_user,
+    signed_in_despite_invalid_link,
+    still_signed_in,
+)
+from annotate.web.inert import md_literal
 from annotate.web.label_form import event_seq, event_value, form_data, label_form, page_token
 from annotate.web.views.common import (
     app_prefix,
@@ -26,6 +33,7 @@ from annotate.web.views.common import (
     sign_out_link,
     sign_out_url,
 )
+from annotate.wording import no_earlier_answers, no_earlier_pair
 
 EDIT_KEY = "edit_pair_id"
 REFUSED_KEY = "refused"
@@ -158,7 +166,8 @@ def _on_event(name: str, *, key: str, item: Item, study: Study, user: Annotator)
         before = item.pair.id if item.editing else None
         target = previous_pair(engine(), annotator_id=annotator_id, before=before)
         if target is None:
-            _say("There is no earlier pair.")
+            answered = progress(engine(), annotator_id=annotator_id).done
+            _say(no_earlier_pair(editing=item.editing, answered=answered))
             return
         _leave(item, study, payload)
         st.session_state[EDIT_KEY] = target
@@ -248,13 +257,17 @@ def main() -> None:
         guidelines_seen=user.guidelines_seen,
     )
     study, item = page.study, page.item
+    invalid_link = signed_in_despite_invalid_link(user)
     if page.guidelines_first:
+        if invalid_link:
+            st.warning(md_literal(invalid_link))
         _guidelines(study, user)
         return
     st.html(PAGE_CSS)
     ended = ended_message()  # an event of another account's page, refused (identity.py)
-    if ended:
-        _say(ended, "warning")
+    for said in (ended, invalid_link):
+        if said:
+            _say(said, "warning")
     flash = st.session_state.pop(FLASH_KEY, None)
     tone = st.session_state.pop(TONE_KEY, "info")
     skipped = st.session_state.pop(SKIPPED_KEY, None)
@@ -266,18 +279,24 @@ def main() -> None:
         return
     if skipped is not None and skipped == item.pair.id and not item.editing:
         flash, tone = LAST_PAIR_LEFT, "info"
-    progress = page.progress
-    assert progress is not None  # read with every pair (None only with the guidelines first)
+    shown = page.progress
+    assert shown is not None  # read with every pair (None only with the guidelines first)
     key = _form_key(item, study)
-    show_history = st.session_state.get(HISTORY_KEY)
+    history = (
+        earlier_answers(engine(), annotator_id=id_of(user))
+        if st.session_state.get(HISTORY_KEY)
+        else None
+    )
     data = form_data(
         item=item,
         study=study,
         form=item.initial_form(),
-        progress=(progress.done, progress.total),
+        progress=(shown.done, shown.total),
         seconds_before=0.0 if item.editing else draft_seconds(item.assignment.draft),
         can_go_back=page.can_go_back,
-        history=earlier_answers(engine(), annotator_id=id_of(user)) if show_history else None,
+        history=history,
+        history_empty=no_earlier_answers(answered=shown.done),
+        no_earlier=no_earlier_pair(editing=item.editing, answered=shown.done),
         refused=st.session_state.get(REFUSED_KEY),
         flash=flash,
         flash_tone=tone,

@@ -20,6 +20,13 @@ PAGES = [
 ]
 
 
+def url_paths() -> list[str]:
+    """Every page's URL path: the console's and the others (annotate/web/views)."""
+    from annotate.web.views import HOME_PATH, LABEL_PATH
+
+    return [LABEL_PATH, HOME_PATH, *(url_path for *_, url_path in PAGES)]
+
+
 def admin_pages() -> list[StreamlitPage]:
     return [
         st.Page(str(HERE / script), title=title, icon=icon, url_path=url_path)

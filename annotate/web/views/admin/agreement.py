@@ -1,7 +1,6 @@
 """Console: the agreement and pair-validation report, live, for the study or a part of it."""
 
 from functools import partial
-from typing import Any
 
 import pandas as pd
 import streamlit as st
@@ -48,22 +47,13 @@ PAIR_COLUMNS = {
     "category": st.column_config.TextColumn("category"),
     "verdict": st.column_config.TextColumn("verdict"),
     "n_annotations": st.column_config.NumberColumn("annotations"),
-    "majority": st.column_config.TextColumn("majority"),
+    "majority": st.column_config.TextColumn(
+        "majority",
+        help="what more than half of the pair's annotators answered (chosen, rejected or tie)",
+    ),
     "flags": st.column_config.TextColumn("flags", width="large"),
 }
-
-
-# Fixed widths (px) so the headline table fits the page from 1280 px up, whatever the browser's
-# font timing (measured widths made it 100 px too wide at 1280x720 in one run); a cut note is
-# shown whole on hover and in summary.md.
-HEADLINE_WIDTHS = (330, 70, 150, 150, 400)
-
-
-def headline_columns(table: pd.DataFrame) -> dict[str, Any]:
-    return {
-        name: st.column_config.Column(name, width=width)
-        for name, width in zip(table.columns, HEADLINE_WIDTHS, strict=True)
-    }
+NO_MAJORITY = "no majority"  # no answer has more than half of the pair's annotations
 
 
 # The conclusion's three outcomes (analysis/verdicts/conclusion.py): too few data is not evidence against.
@@ -101,59 +91,74 @@ def show_report() -> None:
     cells[3].metric("Krippendorff's alpha", fmt(pref["alpha"]["value"]))
     cells[4].metric("Label agreement", fmt(pref["label_agreement"]["value"]))
 
-    for paragraph in study_report.report_reading(report):
-        st.markdown(paragraph.replace("$", r"\$"))
+    # One tab at a time, so the page is as tall as the part being read (everything at once
+    # made it nearly 5,000 px); the first tab holds the numbers a maintainer checks first.
+    aspects = "aspects" in report or bool(study.aspect_check)
+    names = ["Headline numbers", "In words", "Charts", *(["Aspects"] if aspects else [])]
+    names += ["Pairs", "Report files"]
+    tabs = dict(zip(names, st.tabs(names), strict=True))
 
-    st.header("Headline numbers")
-    numbers = study_report.headline_table(report)
-    st.dataframe(numbers, hide_index=True, column_config=headline_columns(numbers))
+    with tabs["Headline numbers"]:
+        table, notes = study_report.headline_table(report)
+        # a static table: every note is read whole (a grid cut the long ones at its width)
+        st.table(table, hide_index=True)
+        for note in notes:
+            st.caption(note)
 
-    st.header("Charts")
-    for title, figure in study_report.report_figures(report):  # each chart carries its own title
-        st.plotly_chart(figure, config={"displaylogo": False}, key=f"chart_{title}")
+    with tabs["In words"]:
+        for paragraph in study_report.report_reading(report):
+            st.markdown(paragraph.replace("$", r"\$"))
 
-    show_aspects(
-        report,
-        aspect_check=bool(study.aspect_check),
-        compare=lambda name, data: study_scorer_report(
-            study, name=name, data=data, **selection, bootstrap=bootstrap
-        ),
-    )
+    with tabs["Charts"]:
+        for title, figure in study_report.report_figures(report):  # each carries its title
+            st.plotly_chart(figure, config={"displaylogo": False}, key=f"chart_{title}")
 
-    st.header("Pairs")
-    verdicts = report["verdicts"]
-    st.caption(", ".join(f"{name.replace('_', ' ')}: {n:,}" for name, n in verdicts.items()))
-    pair_rows = pd.DataFrame(report["pairs"])
-    if len(pair_rows):
-        pair_rows["flags"] = pair_rows["flags"].map(", ".join)
-        # the columns a maintainer reads to decide on a pair, so the table fits the page; the
-        # numbers behind each verdict are in pairs.csv (Report files, below)
-        st.dataframe(
-            pair_rows,
-            hide_index=True,
-            column_order=[c for c in PAIR_COLUMNS if c in pair_rows.columns],
-            column_config=PAIR_COLUMNS,
-        )
-        st.caption(
-            "Every column of the pairs table, with the numbers behind each verdict, is "
-            "in pairs.csv below."
-        )
-
-    st.header("Report files for this selection")
-
-    def selection_file(name: str) -> bytes:
-        return study_report_files(study, **selection, bootstrap=bootstrap)[name]
-
-    with st.container(horizontal=True):
-        files = {**study_report.REPORT_FILES, "valid_pairs.jsonl": "application/jsonl"}
-        for name, mime in files.items():
-            download_when_clicked(
-                name,
-                partial(selection_file, name),
-                file_name=name,
-                mime=mime,
-                key=f"agreement_download_{name}",
+    if aspects:
+        with tabs["Aspects"]:
+            show_aspects(
+                report,
+                aspect_check=bool(study.aspect_check),
+                compare=lambda name, data: study_scorer_report(
+                    study, name=name, data=data, **selection, bootstrap=bootstrap
+                ),
             )
+
+    with tabs["Pairs"]:
+        verdicts = report["verdicts"]
+        st.caption(", ".join(f"{name.replace('_', ' ')}: {n:,}" for name, n in verdicts.items()))
+        pair_rows = pd.DataFrame(report["pairs"])
+        if len(pair_rows):
+            pair_rows["flags"] = pair_rows["flags"].map(", ".join)
+            pair_rows["majority"] = pair_rows["majority"].fillna(NO_MAJORITY)
+            # the columns a maintainer reads to decide on a pair, so the table fits the page;
+            # the numbers behind each verdict are in pairs.csv (Report files)
+            st.dataframe(
+                pair_rows,
+                hide_index=True,
+                column_order=[c for c in PAIR_COLUMNS if c in pair_rows.columns],
+                column_config=PAIR_COLUMNS,
+            )
+            st.caption(
+                "Every column of the pairs table, with the numbers behind each verdict, is "
+                "in pairs.csv (Report files)."
+            )
+
+    with tabs["Report files"]:
+        st.caption("The report of this selection, as `annotate report` writes it.")
+
+        def selection_file(name: str) -> bytes:
+            return study_report_files(study, **selection, bootstrap=bootstrap)[name]
+
+        with st.container(horizontal=True):
+            files = {**study_report.REPORT_FILES, "valid_pairs.jsonl": "application/jsonl"}
+            for name, mime in files.items():
+                download_when_clicked(
+                    name,
+                    partial(selection_file, name),
+                    file_name=name,
+                    mime=mime,
+                    key=f"agreement_download_{name}",
+                )
 
 
 if counts["annotations"]:

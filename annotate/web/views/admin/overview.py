@@ -1,4 +1,4 @@
-"""Console: progress of a study (pairs annotated and complete, per day, the rate, ETA)."""
+"""Console: progress of a study (pairs started and finished, per day, the rate, ETA)."""
 
 import plotly.graph_objects as go
 import streamlit as st

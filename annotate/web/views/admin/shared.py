@@ -17,7 +17,7 @@ from annotate.store.models import Annotator, Study, id_of
 from annotate.studies import catalog
 from annotate.studies.catalog import DEFAULT_STUDY
 from annotate.web import streamlit_dom
-from annotate.web.identity import engine, require_admin
+from annotate.web.identity import engine, require_admin, signed_in_despite_invalid_link
 from annotate.web.inert import md_literal
 from annotate.web.views.common import app_prefix
 
@@ -41,7 +41,10 @@ def page(title: str) -> tuple[Annotator, Study | None]:
     user = require_admin()
     st.html(CONSOLE_CSS)
     st.title(title)
-    return user, pick_study()
+    said = signed_in_despite_invalid_link(user)
+    if said:
+        st.warning(md_literal(said))
+    return user, pick_study(user)
 
 
 def study_page(title: str) -> tuple[Annotator, Study, int]:
@@ -53,7 +56,9 @@ def study_page(title: str) -> tuple[Annotator, Study, int]:
     return user, study, id_of(study)
 
 
-def pick_study() -> Study | None:
+def pick_study(user: Annotator) -> Study | None:
+    """The study the console shows: the one picked in this session, else the maintainer's own
+    (the study their account belongs to), else the default study, else the first by name."""
     everything = catalog.studies(engine())
     if not everything:
         st.info("There is no study yet. Create one on the **Studies** page.")
@@ -61,7 +66,8 @@ def pick_study() -> Study | None:
     names = [study.name for study in everything]
     wanted = st.session_state.get(STUDY_KEY)
     if wanted not in names:
-        wanted = DEFAULT_STUDY if DEFAULT_STUDY in names else names[0]
+        own = next((s.name for s in everything if s.id == user.study_id), None)
+        wanted = own or (DEFAULT_STUDY if DEFAULT_STUDY in names else names[0])
         st.session_state[STUDY_KEY] = wanted
 
     def remember() -> None:

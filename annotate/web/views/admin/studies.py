@@ -7,6 +7,11 @@ from typing import Any
 import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
+from analysis.design.adaptive_bounds import (
+    ADAPTIVE_BOUNDS,
+    ADAPTIVE_MAX_HIGHEST,
+    ADAPTIVE_MIN_LOWEST,
+)
 from annotate.errors import UserError
 from annotate.store.models import DEFAULT_DIMENSIONS, DEFAULT_REASONS, Study, id_of
 from annotate.studies import catalog
@@ -60,21 +65,25 @@ def option_widgets(study: Study, *, prefix: str, locked: set[str]) -> dict[str, 
     )
     # shown always: a checkbox in a form changes nothing on the page until it is submitted
     cols = st.columns(4)
+    lowest, highest = ADAPTIVE_MIN_LOWEST, ADAPTIVE_MAX_HIGHEST
     low = int(
         cols[0].number_input(
             "MIN",
-            min_value=1,
-            max_value=50,
-            value=study.adaptive_min or 2,
+            min_value=lowest,
+            max_value=highest - 1,
+            # a study set before the bounds keeps its values until saved
+            value=min(max(study.adaptive_min or 2, lowest), highest - 1),
+            help=ADAPTIVE_BOUNDS,
             key=f"{prefix}_adaptive_min",
         )
     )
     high = int(
         cols[1].number_input(
             "MAX",
-            min_value=1,
-            max_value=50,
-            value=study.adaptive_max or 5,
+            min_value=lowest + 1,
+            max_value=highest,
+            value=min(max(study.adaptive_max or 5, lowest + 1), highest),
+            help=ADAPTIVE_BOUNDS,
             key=f"{prefix}_adaptive_max",
         )
     )
@@ -148,7 +157,7 @@ def option_widgets(study: Study, *, prefix: str, locked: set[str]) -> dict[str, 
         **lockable("scale_min"),
     )
     out["scale_min_label"] = cols[1].text_input(
-        "meaning", value=study.scale_min_label, key=f"{prefix}_scale_min_label"
+        "meaning", value=study.scale_min_label, **lockable("scale_min_label")
     )
     out["scale_max"] = cols[2].number_input(
         "to",
@@ -157,7 +166,7 @@ def option_widgets(study: Study, *, prefix: str, locked: set[str]) -> dict[str, 
         **lockable("scale_max"),
     )
     out["scale_max_label"] = cols[3].text_input(
-        "meaning", value=study.scale_max_label, key=f"{prefix}_scale_max_label"
+        "meaning", value=study.scale_max_label, **lockable("scale_max_label")
     )
 
     st.markdown("**What annotators see**")
@@ -241,10 +250,10 @@ if study is not None:
     if locked:
         st.info(
             "This study already has annotations, so the options that define what an answer "
-            "means are locked: ties, the rating dimensions and scale, the main-reason "
-            "answers and the aspect check. Coverage, reservations, what annotators see, "
-            "guidelines, qualification and Prolific settings can still change. To change a "
-            "locked option, create a new study."
+            "means are locked: ties, the rating dimensions, the scale and what its ends mean, "
+            "the main-reason answers, the aspect check and the agreement sample. Coverage, "
+            "reservations, what annotators see, guidelines, qualification and Prolific "
+            "settings can still change. To change a locked option, create a new study."
         )
     with st.form(f"study_options_{study_id}", border=True):
         values = option_widgets(study, prefix=f"study{study_id}", locked=locked)
