@@ -37,7 +37,14 @@ COLUMNS = [
     "comment",
     "seconds",
     "submitted_at",
+    "pair_version",  # the version of the pair that was shown (1 first)
     "aspects",  # aspect check only: a JSON list, one {chosen, rejected} 0-2 per rubric aspect
 ]
-# What one annotator answered for one pair: every column but the two keys.
-ANSWER_COLUMNS = [name for name in COLUMNS if name not in ("pair_id", "annotator")]
+# Which answer a row is: the pair, the annotator and the version of the pair they saw.
+KEY_COLUMNS = ("pair_id", "annotator", "pair_version")
+# What one annotator answered for one version of a pair: every column but the keys.
+ANSWER_COLUMNS = [name for name in COLUMNS if name not in KEY_COLUMNS]
+
+# Review decisions on a version of a pair (contract section 1, `annotate review`): keep it
+# whatever the crowd's verdict, drop it (its category a verdict name), or revise it.
+DECISIONS = ("keep", "drop", "revise")

@@ -125,6 +125,7 @@ def storage_rate(url: str, pairs: int, workdir: Path) -> tuple[int, float]:
                     comment="benchmark",
                     seconds=12.5,
                 ),
+                version=assignment.pair_version,  # the version the page showed, as it says
             )
             counts[annotator_id] += 1
             assignment = next_assignment(engine, annotator_id=annotator_id)

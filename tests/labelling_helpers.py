@@ -4,12 +4,12 @@ through annotate.labelling.page.label_page, the Submit through annotate.labellin
 from __future__ import annotations
 
 from sqlalchemy.engine import Engine
-from sqlmodel import select
+from sqlmodel import col, select
 
 from annotate.labelling.answers import FormState, missing_questions
 from annotate.labelling.page import Item, label_page
 from annotate.store import db
-from annotate.store.models import Annotation, Annotator, Study
+from annotate.store.models import Annotation, Annotator, Pair, Study
 
 
 def load_study(engine: Engine, *, study_id: int) -> Study | None:
@@ -24,8 +24,15 @@ def current_item(engine: Engine, *, annotator_id: int, pair_id: int | None = Non
 
 
 def get_answer(engine: Engine, *, annotator_id: int, pair_id: int) -> Annotation | None:
-    mine = select(Annotation).where(
-        Annotation.annotator_id == annotator_id, Annotation.pair_id == pair_id
+    """This annotator's answer to the pair's current version (None: not answered)."""
+    mine = (
+        select(Annotation)
+        .join(Pair, col(Pair.id) == Annotation.pair_id)
+        .where(
+            Annotation.annotator_id == annotator_id,
+            Annotation.pair_id == pair_id,
+            Annotation.pair_version == Pair.version,
+        )
     )
     return db.read(engine, lambda s: s.exec(mine).first())
 

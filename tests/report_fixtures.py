@@ -117,6 +117,7 @@ def synthetic(
     data["comment"] = None
     data["seconds"] = rng.gamma(4, 10, size=n).round(1)
     data["submitted_at"] = None
+    data["pair_version"] = 1
     data["aspects"] = None  # no aspect check
     table = pd.DataFrame(data)
     for column in COLUMNS:

@@ -297,7 +297,7 @@ def test_pairs_upload_all_or_nothing_and_coverage(db):
     at.file_uploader(key="pairs_upload").set_value(("more.jsonl", good, "application/jsonl"))
     at.run()
     button(at, "Import").click().run()
-    assert "3 pairs added, 0 updated, 0 unchanged." in texts(at)
+    assert "3 pairs added, 0 revised, 0 unchanged." in texts(at)
     assert len(pair_ids(engine, study_id)) == 7
 
     bad_lines = [pair_record(20), {**pair_record(21), "chosen": ""}, {"id": "x"}]
@@ -512,6 +512,7 @@ def test_exports_offer_the_annotations_report_and_pairs(db):
         "export_report_summary.md": "summary.md",
         "export_valid_pairs": "Validated pairs",
         "export_all_pairs": "All pairs",
+        "export_pair_versions": "Every version",
     }
 
 

@@ -6,8 +6,10 @@ must serve the same sequence of (pair, A/B order).
 The scenario meets every rule: gold due mid-queue (after a Submit), a skipped pair coming back
 last, a stale tab, a deactivation (its open tab refused), a reservation whose page went away
 goes to someone else (its holder's late answer stored only while the pair has room), the
-quota, and qualification (passed, and failed with a second tab that cannot replace the first
-answer).
+quota, qualification (passed, and failed with a second tab that cannot replace the first
+answer), and versions: imported answers counting toward a pair's overlap (their annotator is
+not given that pair again), and a pair revised while an annotator holds it (their Submit
+refused, the new version served to them and to those who answered the earlier one).
 """
 
 from __future__ import annotations
@@ -23,11 +25,13 @@ from annotate.labelling.step import DRIVER_CONNECTION, FULL_RULES, SUBMIT_FUNCTI
 from annotate.people import accounts
 from annotate.queue import gold
 from annotate.queue.assignment import next_assignment, skip
-from annotate.queue.rules import AWAY_HOLD, AccountClosed, Coins, GivenAway
+from annotate.queue.rules import AWAY_HOLD, AccountClosed, Coins, GivenAway, PairRevised
 from annotate.store.db import session
-from annotate.store.models import Annotation, Assignment, Pair, Study, id_of, utcnow
+from annotate.store.models import Annotation, Annotator, Assignment, Pair, Study, id_of, utcnow
+from annotate.studies.annotation_import import import_annotation_rows
+from annotate.studies.pair_import import import_pairs
 from tests.db_backends import require_postgres
-from tests.factories import make_study
+from tests.factories import make_study, pair_record, write_jsonl
 
 MAIN, QUAL = "main", "qual"
 
@@ -111,6 +115,7 @@ class Script:
         self.served: list[str] = []  # the path that committed each Submit
         self.log: list[tuple] = []
         self.current: dict[str, int] = {}
+        self.versions: dict[str, int] = {}  # the version of the pair each one's page shows
 
     def _record(self, action: str, who: str, row) -> None:
         if row is None:
@@ -119,8 +124,11 @@ class Script:
             return
         with session(self.engine) as s:
             key = s.get_one(Pair, row.pair_id).pair_key
+        if row.pair_version > 1:
+            key = f"{key}@v{row.pair_version}"
         self.log.append((action, who, key, row.chosen_position))
         self.current[who] = row.pair_id
+        self.versions[who] = row.pair_version
 
     def serve(self, who: str) -> None:
         self._record("serve", who, next_assignment(self.engine, annotator_id=self.people[who]))
@@ -135,6 +143,7 @@ class Script:
 
     def submit(self, who: str, *, pair: int | None = None, preference="chosen") -> None:
         pair_id = pair if pair is not None else self.current[who]
+        version = self.versions.get(who) if pair is None else None
         answer = Answer(preference=preference, chosen_position="A", comment=f"{who} {pair_id}")
         try:
             row = submit_and_next(
@@ -144,12 +153,17 @@ class Script:
                 answer=answer,
                 fast=self.fast,
                 served=self.served,
+                version=version,
             )
         except AccountClosed:
             self.log.append(("submit", who, "refused: account closed"))
             return
         except GivenAway:  # the page shows the next pair (serve)
             self.log.append(("submit", who, "refused: given away"))
+            self.current.pop(who, None)
+            return
+        except PairRevised:  # the page shows the next pair (serve), maybe the new version
+            self.log.append(("submit", who, "refused: revised"))
             self.current.pop(who, None)
             return
         self._record("submit", who, row)
@@ -162,6 +176,42 @@ class Script:
         while who in self.current:
             self.submit(who)
             assert len(self.log) < 200
+
+
+VER = "ver"
+VERSION_PEOPLE = ["v0", "v1", "v2"]
+
+
+def _setup_versions(engine, tmp_path) -> dict[str, int]:
+    """3 pairs, overlap 2; p0 complete through two imported answers, p1 answered by v0
+    through an import."""
+    study_id, people = make_study(
+        engine, tmp_path, n_pairs=3, annotators=len(VERSION_PEOPLE), study=VER, overlap_target=2
+    )
+    with session(engine) as s:
+        s.get_one(Study, study_id).coin_secret = _secret()
+    names = dict(zip(VERSION_PEOPLE, [a for a, _ in people], strict=True))
+    with session(engine) as s:
+        v0 = s.get_one(Annotator, names["v0"]).name
+    rows = [
+        {"pair_id": "p0", "annotator": "crowd-a", "preference": "chosen"},
+        {"pair_id": "p0", "annotator": "crowd-b", "preference": "rejected"},
+        {"pair_id": "p1", "annotator": v0, "preference": "chosen", "chosen_position": "B"},
+    ]
+    import_annotation_rows(engine, study_id=study_id, rows=rows)
+    return names
+
+
+def _revise_p1(engine, tmp_path) -> None:
+    records = [pair_record(i) for i in range(3)]
+    records[1]["rejected"] = "A revised rejected response that clearly ignores the budget."
+    done = import_pairs(
+        engine,
+        write_jsonl(tmp_path / "ver-revised.jsonl", records),
+        study_name=VER,
+        update_existing=True,
+    )
+    assert done.updated == 1
 
 
 def run_scenario(engine, tmp_path, *, fast: bool) -> tuple[list[tuple], list[str]]:
@@ -220,9 +270,24 @@ def run_scenario(engine, tmp_path, *, fast: bool) -> tuple[list[tuple], list[str
                 key = s.get_one(Pair, run.current[who]).pair_key
             run.submit(who, preference="chosen" if (index + int(key[1:])) % 2 else "rejected")
             assert len(run.log) < 400
+    # versions: imported answers count (p0 full, p1 answered by v0); p1 revised while v1
+    # holds it: v1's Submit refused, version 2 served to v1 and to v0 (who answered version 1)
+    run.people.update(_setup_versions(engine, tmp_path))
+    run.serve("v0")
+    run.until_done("v0")
+    run.serve("v1")
+    held_by_v1 = run.current["v1"]
+    _revise_p1(engine, tmp_path)
+    run.submit("v1")
+    run.serve("v1")
+    run.until_done("v1")
+    for who in VERSION_PEOPLE:
+        run.serve(who)
+        run.until_done(who)
     with session(engine) as s:
         answers = {
-            (a.annotator_id, a.pair_id): a.preference for a in s.exec(select(Annotation)).all()
+            (a.annotator_id, a.pair_id): a.preference
+            for a in s.exec(select(Annotation).where(Annotation.pair_version == 1)).all()
         }
         n_assigned = sorted(s.exec(select(Pair.pair_key, Pair.study_id, Pair.n_assigned)).all())
         keys = {p.id: p.pair_key for p in s.exec(select(Pair)).all()}
@@ -231,6 +296,7 @@ def run_scenario(engine, tmp_path, *, fast: bool) -> tuple[list[tuple], list[str
     run.log.append(("q1 gold answer", answers[(people["q1"], gold_pair)]))
     run.log.append(("q1", gold.qualification_of(engine, annotator_id=people["q1"]).state))
     run.log.append(("m2's late answer kept", (people["m2"], held_by_m2) in answers))
+    run.log.append(("v1 held", keys[held_by_v1]))
     run.log.append(("n_assigned", n_assigned))
     return run.log, run.served
 
@@ -293,3 +359,14 @@ def test_every_path_serves_the_same_sequence(make_db_url, tmp_path):
         sample = coins.in_agreement_sample(pair_key=key, fraction=0.4)
         assert n == 3 if sample else 2 <= n <= 4, (key, n)
     assert any(n > 2 for key, n in adapt.items()), adapt
+    # versions: v0 was not given p0 (full through imports) nor p1 (answered through an
+    # import); v1's Submit on p1, revised meanwhile, was refused, and version 2 came next,
+    # to v1 and to v0; v2 found both p1 version 2 and p2 full
+    versioned = {who: [e[2] for e in served if e[1] == who] for who in VERSION_PEOPLE}
+    assert facts["v1 held"] == "p1"
+    assert versioned["v0"] == ["p2", "p1@v2"], versioned
+    assert ("submit", "v1", "refused: revised") in reference
+    assert versioned["v1"][:2] == ["p1", "p1@v2"], versioned
+    assert versioned["v2"] == [], versioned
+    ver = {key: n for key, study_id, n in facts["n_assigned"] if study_id == 4}
+    assert ver == {"p0": 2, "p1": 2, "p2": 2}, ver

@@ -62,9 +62,22 @@ def test_pair_content_is_read_only_for_the_valid_pairs_export(db_url, tmp_path):
     engine = get_engine(db_url)
     make_study(engine, tmp_path, n_pairs=2)
     light = study_report.study_tables(engine, study="default")
-    assert list(light.pairs.columns) == ["pair_id", "category", "is_gold", "n_aspects"]
+    assert list(light.pairs.columns) == [
+        "pair_id",
+        "pair_version",
+        "category",
+        "is_gold",
+        "n_aspects",
+    ]
     full = study_report.study_tables(engine, study="default", content=True)
-    assert list(full.pairs.columns) == ["pair_id", "category", "is_gold", "n_aspects", "record"]
+    assert list(full.pairs.columns) == [
+        "pair_id",
+        "pair_version",
+        "category",
+        "is_gold",
+        "n_aspects",
+        "record",
+    ]
     assert full.pairs["record"][0] == pair_record(0)
 
 

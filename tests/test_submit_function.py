@@ -86,6 +86,7 @@ def test_a_new_answer_column_flows_into_the_function_without_writing_one(pg_url,
             **values,
             "annotator": annotator_id,
             "pair": held.pair_id,
+            "version": None,  # the pair's current version
             "now": held.assigned_at,
             "gold_every": 10,
             "coin_inner": coins.inner,

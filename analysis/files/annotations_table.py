@@ -174,7 +174,7 @@ def _typed(frame: pd.DataFrame) -> pd.DataFrame:
     # Fixed types: whole-number ratings (never "4.0"), and an all-empty column keeps its type.
     out = pd.DataFrame(index=frame.index)
     for name in COLUMNS:
-        if name in RATING_COLUMNS:
+        if name in RATING_COLUMNS or name == "pair_version":
             out[name] = frame[name].astype("Int64")
         elif name == "seconds":
             out[name] = frame[name].astype("Float64")
@@ -313,6 +313,42 @@ def _check_timestamps(raw: pd.Series, problems: list[Problem]) -> pd.Series:
     return text
 
 
+def _check_versions(
+    raw: pd.Series,
+    pair_ids: pd.Series,  # text, <NA> where missing
+    versions: Mapping[str, int] | None,
+    problems: list[Problem],
+) -> tuple[pd.Series, pd.Series]:
+    """The version of the pair each row's answer was given to: a whole number from 1, at most
+    the pair's current version when `versions` (pair id -> its current version) is given. An
+    empty cell means the pair's latest version: (the column, filled with the pair's current
+    version from `versions` or else left empty; the version each row names, for finding
+    repeated rows: an empty cell read as the highest the table gives that pair, or 1)."""
+    missing = _missing(raw)
+    values = _numbers(raw, missing)
+    with np.errstate(invalid="ignore"):
+        bad = ~missing & (np.isnan(values) | (values != np.round(values)) | (values < 1))
+    problems += _problems_for(bad, raw, "pair_version", "must be a whole number from 1")
+    given = pd.Series(np.where(bad | missing, np.nan, values), index=raw.index)
+    if versions is not None:
+        latest = pair_ids.map(lambda p: versions.get(p) if p is not pd.NA else None)
+        latest = pd.to_numeric(latest, errors="coerce")
+        beyond = (given > latest).fillna(False).to_numpy(dtype=bool)
+        problems += [
+            (
+                int(r),
+                f"row {r}, column 'pair_version': pair {pair_ids.iloc[r - 1]!r} has no version "
+                f"{int(given.iloc[r - 1])} (its latest is {int(latest.iloc[r - 1])})",
+            )
+            for r in _row_numbers(beyond)
+        ]
+        filled = given.where(~pd.Series(missing, index=raw.index), latest)
+        return filled.astype("Int64"), filled.fillna(1.0).astype("Int64")
+    highest = given.groupby(pair_ids.fillna("")).transform("max")
+    resolved = given.where(~pd.Series(missing, index=raw.index), highest).fillna(1.0)
+    return given.astype("Int64"), resolved.astype("Int64")
+
+
 def _check_aspects(
     raw: pd.Series,
     pair_ids: pd.Series,  # text, <NA> where missing
@@ -343,14 +379,17 @@ def validate_annotations(
     scale: tuple[int, int] = DEFAULT_SCALE,
     pair_ids: Collection[str] | None = None,
     aspect_counts: Mapping[str, int] | None = None,
+    versions: Mapping[str, int] | None = None,
 ) -> pd.DataFrame:
     """Check a raw annotations table and return it normalised, or raise InputError.
 
     Normalised: exactly the contract columns in order, text columns as pandas strings (missing =
-    <NA>), ratings as nullable Int64, seconds as Float64, aspects as plain lists (None when not
-    scored), the original row order kept. With ``pair_ids``, every pair id must be one of them;
-    with ``aspect_counts`` (pair id -> number of rubric aspects), every aspects list must have
-    one entry per aspect of its pair.
+    <NA>), ratings as nullable Int64, seconds as Float64, pair_version as Int64 (<NA>: the
+    pair's latest version; filled in from ``versions`` when given), aspects as plain lists
+    (None when not scored), the original row order kept. With ``pair_ids``, every pair id must be one
+    of them; with ``aspect_counts`` (pair id -> number of rubric aspects), every aspects list
+    must have one entry per aspect of its pair; with ``versions`` (pair id -> its current
+    version), no row may name a later version. One row per pair, annotator and version.
     """
     absent = [c for c in REQUIRED if c not in raw.columns]
     if absent:
@@ -393,6 +432,9 @@ def validate_annotations(
     ]
     out["seconds"] = _check_seconds(raw.get("seconds", empty), problems)
     out["submitted_at"] = _check_timestamps(raw.get("submitted_at", empty), problems)
+    out["pair_version"], named_version = _check_versions(
+        raw.get("pair_version", empty), out["pair_id"], versions, problems
+    )
     out["aspects"] = _check_aspects(
         raw.get("aspects", empty), out["pair_id"], aspect_counts, problems
     )
@@ -401,21 +443,22 @@ def validate_annotations(
         known = out["pair_id"].isin(list(pair_ids)).to_numpy() | out["pair_id"].isna().to_numpy()
         problems += _problems_for(~known, out["pair_id"], "pair_id", "no pair with this id")
 
-    keys = out[["pair_id", "annotator"]]
+    keys = out[["pair_id", "annotator"]].assign(pair_version=named_version)
     duplicated = (keys.duplicated(keep="first") & keys.notna().all(axis=1)).to_numpy()
     if duplicated.any():
         first = (
             keys.reset_index()
-            .groupby(["pair_id", "annotator"], sort=False)["index"]
+            .groupby(["pair_id", "annotator", "pair_version"], sort=False)["index"]
             .transform("min")
         )
         for r in _row_numbers(duplicated):
-            pair, annotator = keys.iloc[r - 1]
+            pair, annotator, version = keys.iloc[r - 1]
+            of_version = f", version {version}," if version > 1 else ""
             problems.append(
                 (
                     int(r),
-                    f"row {r}: a second row for pair {pair!r} and annotator {annotator!r} "
-                    f"(first at row {int(first.iloc[r - 1]) + 1})",
+                    f"row {r}: a second row for pair {pair!r}{of_version} and annotator "
+                    f"{annotator!r} (first at row {int(first.iloc[r - 1]) + 1})",
                 )
             )
     if problems:
@@ -430,6 +473,7 @@ def load_annotations(
     scale: tuple[int, int] = DEFAULT_SCALE,
     pair_ids: Collection[str] | None = None,
     aspect_counts: Mapping[str, int] | None = None,
+    versions: Mapping[str, int] | None = None,
 ) -> pd.DataFrame:
     """Read and validate an annotations file (CSV, JSON Lines or Parquet, by suffix)."""
     table = validate_annotations(
@@ -438,6 +482,7 @@ def load_annotations(
         scale=scale,
         pair_ids=pair_ids,
         aspect_counts=aspect_counts,
+        versions=versions,
     )
     # Arrow's allocator keeps the raw file's freed buffers; give them back before the report.
     pa.default_memory_pool().release_unused()

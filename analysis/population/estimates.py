@@ -343,14 +343,3 @@ def with_population(
     )
     section["sentence"] = population_sentence(section)
     return {**report, "population": section}
-
-
-def cleaned_pair_ids(report: Report) -> list[str]:
-    """What ships (--export-cleaned): the population minus the sampled pairs whose verdict is
-    not `valid`; pairs never sampled are kept."""
-    verdicts = {p["pair_id"]: p["verdict"] for p in report["pairs"]}
-    return [
-        unit["pair_id"]
-        for unit in report["population"]["pairs"]
-        if not unit["sampled"] or verdicts.get(unit["pair_id"]) == VALID
-    ]

@@ -33,6 +33,7 @@ from analysis.design.stopping import OverlapDesign
 from analysis.errors import UserError
 from analysis.frames import Coded, code, first_slot_picked
 from analysis.report.shape import Conclusion, Counts, Report, Section, assemble, with_records
+from analysis.verdicts import versions
 from analysis.verdicts.conclusion import (
     LABEL_THRESHOLD,
     MIN_RATED_PAIRS,
@@ -43,7 +44,7 @@ from analysis.verdicts.conclusion import (
     quality_check,
     reason_check,
 )
-from analysis.verdicts.pairs import gap_noise, pair_table, verdict_counts
+from analysis.verdicts.pairs import GapNoise, gap_noise, pair_table, verdict_counts
 from analysis.verdicts.quality import dimension_summary, quality_alpha, response_counts
 from analysis.verdicts.validity import exact_proportion, label_share, position_bias
 from analysis.vocabulary import DIMENSIONS, PREFERENCES, REASONS
@@ -70,6 +71,8 @@ class ReportOptions:
     min_reasons: int = MIN_REASONS
     allow_ties: bool = True  # the study's design: without ties chance agreement has 2 categories
     dimensions: tuple[str, ...] | None = None  # the dimensions the study asks; None: all
+    # which versions of a revised pair count (analysis.verdicts.versions): "latest" or "all"
+    version: str = versions.LATEST
 
     @property
     def domain(self) -> list[int]:
@@ -588,6 +591,8 @@ def build_report(
     overlap design (a study in the database knows it; a table of annotations does not): in
     an adaptive study the agreement statistics and the conclusion's checks use the agreement
     sample only (analysis.design.stopping.SAMPLE_METHOD), and each pair says why it ``stopped``."""
+    latest = versions.latest_versions(annotations, pairs)
+    annotations, earlier = versions.select_versions(annotations, latest, mode=options.version)
     index = _pair_index(annotations, pairs)
     pair_ids = pd.Index(index["pair_id"].to_numpy(dtype=object))
     gold = index["is_gold"].to_numpy(dtype=bool)
@@ -595,6 +600,7 @@ def build_report(
     gold_annotation = gold[coded.pair]
     stats = coded.subset(~gold_annotation)
 
+    noise = gap_noise(stats)
     table = pair_table(
         coded,
         gold=gold,
@@ -602,7 +608,7 @@ def build_report(
         min_annotations=options.min_annotations,
         quality_threshold=options.quality_threshold,
         pair_gap=options.pair_gap,
-        noise=gap_noise(stats),
+        noise=noise,
     )
     with_aspects = aspect_check.has_aspects(annotations)
     if with_aspects:
@@ -627,6 +633,9 @@ def build_report(
         counts = table[[f"n_{label}" for label in PREFERENCES]].to_numpy()
         stopped = design.stopped(list(table["pair_id"]), counts)
         table.insert(list(table.columns).index("n_annotations") + 1, "stopped", stopped)
+    table = _with_versions(
+        table, earlier, pair_ids, latest, options=options, noise=noise, aspects=with_aspects
+    )
     agreement = stats
     if design is not None and design.adaptive:
         in_sample = np.isin(pair_ids.to_numpy(dtype=object), list(design.sample))
@@ -686,6 +695,49 @@ def build_report(
         pairs=_records(table, list_columns=("flags",)),  # (aspect means stay lists)
         annotators=_records(annotators),
     )
+
+
+def _with_versions(
+    table: pd.DataFrame,
+    earlier: pd.DataFrame,
+    pair_ids: pd.Index,
+    latest: dict[str, int],
+    *,
+    options: ReportOptions,
+    noise: GapNoise,
+    aspects: bool,
+) -> pd.DataFrame:
+    """The pair table with each pair's version (`pair_version`: its latest), its review
+    `decision` and `decision_category` (None here: analysis.review.decisions adds them) and
+    `earlier_versions` (each with the verdict its own answers gave, by the same rules and the
+    study's gap prior)."""
+
+    def verdicts(coded: Coded) -> pd.DataFrame:
+        earlier_table = pair_table(
+            coded,
+            gold=np.zeros(coded.n_pairs, dtype=bool),
+            category=np.full(coded.n_pairs, "", dtype=object),
+            min_annotations=options.min_annotations,
+            quality_threshold=options.quality_threshold,
+            pair_gap=options.pair_gap,
+            noise=noise,
+        )
+        if aspects:
+            scores = aspect_check.long_scores(coded.annotations, coded.pair)
+            coverage = aspect_check.pair_coverage(scores, coded.n_pairs)
+            earlier_table = aspect_check.apply_verdict(
+                earlier_table, coverage, threshold=options.aspect_gap
+            )
+        return earlier_table
+
+    table = table.copy()
+    table.insert(1, "pair_version", [latest.get(pair, 1) for pair in table["pair_id"]])
+    at = list(table.columns).index("verdict") + 1
+    table.insert(at, "decision", None)
+    table.insert(at + 1, "decision_category", None)
+    history = versions.earlier_versions(earlier, pair_ids, latest, table=verdicts)
+    table["earlier_versions"] = pd.Series(history, index=table.index, dtype=object)
+    return table
 
 
 def _records(frame: pd.DataFrame, list_columns: tuple[str, ...] = ()) -> list[Section]:

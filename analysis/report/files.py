@@ -13,6 +13,8 @@ import pandas as pd
 from analysis.errors import UserError
 from analysis.files.csv_cells import neutralise_frame
 from analysis.report.shape import Report, Section
+from analysis.verdicts import versions
+from analysis.verdicts.shipping import valid_shipment
 
 
 def write_report(
@@ -97,14 +99,17 @@ def write_records_csv(
             chunk[column] = chunk[column].map(";".join)
         for column in chunk.columns[chunk.columns.str.endswith("_means")]:
             chunk[column] = chunk[column].map(lambda v: ";".join(f"{x:g}" for x in v))
+        if "earlier_versions" in chunk:  # a list of versions: one readable cell
+            chunk["earlier_versions"] = chunk["earlier_versions"].map(versions.history_text)
         # pair ids and annotator names come from imported files: no cell may be a formula
         chunk = neutralise_frame(chunk)
         chunk.to_csv(path, index=False, mode="a" if start else "w", header=not start)
 
 
 def valid_pair_ids(report: Report) -> set[str]:
-    """The non-gold pairs whose verdict is ``valid``."""
-    return {p["pair_id"] for p in report["pairs"] if p["verdict"] == "valid" and not p["is_gold"]}
+    """The pairs `--export-valid` writes (analysis.verdicts.shipping: the non-gold pairs whose
+    verdict is ``valid``, a reviewer's keep or drop overriding it)."""
+    return set(valid_shipment(report).written)
 
 
 def write_valid_pairs(
@@ -114,7 +119,7 @@ def write_valid_pairs(
     *,
     write_pairs: Callable[[list[Section], Path], int] | None,
 ) -> int:
-    """The non-gold pairs whose verdict is ``valid``, every original field kept."""
+    """The pairs `valid_pair_ids` names, every original field kept."""
     if pairs is None or "record" not in pairs or write_pairs is None:
         raise UserError("--export-valid needs the pairs (their original records)")
     keep = pairs["pair_id"].astype(str).isin(valid_pair_ids(report)).to_numpy()

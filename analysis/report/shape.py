@@ -95,6 +95,7 @@ class Report(TypedDict):
     population: NotRequired[
         Population
     ]  # sampled studies (analysis.population.estimates.with_population)
+    review: NotRequired[Section]  # studies with review decisions (analysis.review.decisions)
 
 
 KEY_ORDER: tuple[str, ...] = tuple(Report.__annotations__)

@@ -44,20 +44,27 @@ def run(args: argparse.Namespace) -> int:
     from annotate.studies.annotation_import import import_annotation_rows
     from annotate.studies.catalog import get_study
 
-    def study_and_pairs(s: Session) -> tuple[int, tuple[int, int], dict[str, int]]:
+    def study_and_pairs(
+        s: Session,
+    ) -> tuple[int, tuple[int, int], dict[str, int], dict[str, int]]:
         study = get_study(s, args.study)
-        aspect_counts = {
-            key: len(aspects or [])
-            for key, aspects in s.exec(
-                select(Pair.pair_key, Pair.rubric_aspects).where(Pair.study_id == study.id)
-            ).all()
-        }
-        return id_of(study), (study.scale_min, study.scale_max), aspect_counts
+        rows = s.exec(
+            select(Pair.pair_key, Pair.rubric_aspects, Pair.version).where(
+                Pair.study_id == study.id
+            )
+        ).all()
+        aspect_counts = {key: len(aspects or []) for key, aspects, _ in rows}
+        versions = {key: version for key, _, version in rows}
+        return id_of(study), (study.scale_min, study.scale_max), aspect_counts, versions
 
     engine = get_engine(args.db)
-    study_id, scale, aspect_counts = read(engine, study_and_pairs)
+    study_id, scale, aspect_counts, versions = read(engine, study_and_pairs)
     frame = load_annotations(
-        args.file, scale=scale, pair_ids=set(aspect_counts), aspect_counts=aspect_counts
+        args.file,
+        scale=scale,
+        pair_ids=set(aspect_counts),
+        aspect_counts=aspect_counts,
+        versions=versions,
     )
     done = import_annotation_rows(engine, study_id=study_id, rows=contract_rows(frame))
     print(

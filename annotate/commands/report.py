@@ -20,10 +20,11 @@ from annotate.errors import UserError
 if TYPE_CHECKING:
     import pandas as pd
 
-    from analysis.design.stopping import OverlapDesign
     from analysis.judges.files import ModelJudgements
     from analysis.report.build import ReportOptions
     from analysis.report.shape import Report
+    from analysis.verdicts.shipping import Shipment
+    from annotate.results.study_report import StudyData
 
 NAME = "report"
 ORDER = 60
@@ -192,16 +193,26 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "(default 0.5)",
     )
     parser.add_argument(
+        "--version",
+        choices=("latest", "all"),
+        default="latest",
+        help="which versions of a revised pair count (import-pairs --update or a review "
+        "revision): latest (default; answers to earlier versions are kept but not counted) or "
+        "all (every version together, each annotator once per pair)",
+    )
+    parser.add_argument(
         "--export-valid",
         metavar="FILE",
-        help="write the pairs whose verdict is valid here, in the pairs format",
+        help="write the pairs whose verdict is valid here, in the pairs format; a reviewer's "
+        "keep or drop overrides the verdict; prints what was written and dropped, by reason",
     )
     parser.add_argument(
         "--export-cleaned",
         metavar="FILE",
         help="sampled studies (import-pairs --sample): write what ships, the whole population "
-        "minus the sampled pairs whose verdict is not valid (pairs never sampled are kept), in "
-        "the pairs format; the report's population key estimates the not-valid pairs left",
+        "minus the pairs whose answers show them not valid (pairs never sampled or not "
+        "labelled yet are kept; a reviewer's keep or drop overrides the verdict), in the pairs "
+        "format; the report's population key estimates the not-valid pairs left",
     )
     parser.add_argument(
         "--model",
@@ -249,13 +260,14 @@ def _with_population(
     return with_population(report, pairs, models)
 
 
-def _write_cleaned(report: Report, pairs: pd.DataFrame, path: Path) -> int:
-    """The population minus the sampled pairs found not valid, in the pairs format."""
-    from analysis.population.estimates import cleaned_pair_ids
+def _write_shipment(shipment: Shipment, pairs: pd.DataFrame, path: Path) -> int:
+    """The shipment's pairs (analysis.verdicts.shipping), every original field, in the pairs
+    format."""
     from annotate.studies.pairs_files import write_pairs
 
-    keep = set(cleaned_pair_ids(report))
-    chosen = pairs["pair_id"].astype(str).isin(keep).to_numpy()
+    if "record" not in pairs:
+        raise UserError("the exports need the pairs (their original records)")
+    chosen = pairs["pair_id"].astype(str).isin(set(shipment.written)).to_numpy()
     return write_pairs(pairs.loc[chosen, "record"].tolist(), path)
 
 
@@ -339,22 +351,18 @@ def _from_files(
     return annotations, frame, DEFAULT_SCALE, design
 
 
-def _from_database(
-    args: argparse.Namespace,
-) -> tuple[pd.DataFrame, pd.DataFrame, tuple[int, int], dict[str, Any], OverlapDesign | None]:
+def _from_database(args: argparse.Namespace) -> StudyData:
     from annotate.engine import get_engine
     from annotate.results.study_report import study_tables
 
     # One snapshot; full pair content (about 100 KB a pair) only for the exports.
     content = bool(args.export_valid or args.export_cleaned)
-    data = study_tables(get_engine(args.db), study=args.study, content=content)
-    return data.annotations, data.pairs, data.scale, data.design, data.overlap
+    return study_tables(get_engine(args.db), study=args.study, content=content)
 
 
 def run(args: argparse.Namespace) -> int:
     from analysis.report.build import build_report, report_options
     from analysis.report.files import write_report
-    from annotate.studies.pairs_files import write_pairs
 
     if bool(args.annotations) != bool(args.pairs):
         raise UserError(
@@ -366,6 +374,7 @@ def run(args: argparse.Namespace) -> int:
     cleaned = (
         output_file(args.export_cleaned, option="--export-cleaned") if args.export_cleaned else None
     )
+    decisions = None  # review decisions: a study's, in the database
     if args.annotations:
         annotations, pairs, scale, design = _from_files(args)
         overlap = None  # a table of annotations does not record the study's overlap design
@@ -375,7 +384,9 @@ def run(args: argparse.Namespace) -> int:
                 "--no-ties and --dimensions describe a study read from files; from the "
                 "database the study's own settings are used"
             )
-        annotations, pairs, scale, design, overlap = _from_database(args)
+        data = _from_database(args)
+        annotations, pairs, scale, design = data.annotations, data.pairs, data.scale, data.design
+        overlap, decisions = data.overlap, data.decisions
     options = report_options(
         scale,
         bootstrap=args.bootstrap,
@@ -388,6 +399,7 @@ def run(args: argparse.Namespace) -> int:
         label_threshold=args.label_threshold,
         min_rated_pairs=args.min_rated_pairs,
         min_reasons=args.min_reasons,
+        version=args.version,
         **design,
     )
     scorer = None
@@ -395,23 +407,39 @@ def run(args: argparse.Namespace) -> int:
         from analysis.aspects.scorer import aspect_counts, read_scorer_file
 
         scorer = read_scorer_file(args.aspect_scores, aspect_counts=aspect_counts(pairs))
+    from analysis.review.decisions import with_review
+    from analysis.verdicts.shipping import cleaned_shipment, valid_shipment
+
     report = build_report(annotations, pairs, options=options, aspect_scores=scorer, design=overlap)
+    report = with_review(report, decisions)
     models = _read_models(args.model, pairs) if args.model else []
     if models:
         report = _with_models(report, models, options=options)
     report = _with_population(report, pairs, models, cleaned=args.export_cleaned)
-    paths = write_report(report, out, pairs=pairs, export_valid=export, write_pairs=write_pairs)
+    write_report(report, out, pairs=pairs)
+    exports: list[tuple[str, Shipment, Path]] = []
+    if export is not None:
+        exports.append(("--export-valid", valid_shipment(report), export))
     if cleaned is not None:
-        _write_cleaned(report, pairs, cleaned)
+        exports.append(("--export-cleaned", cleaned_shipment(report), cleaned))
+    for _, shipment, path in exports:
+        _write_shipment(shipment, pairs, path)
     counts = report["counts"]
     verdicts = report["verdicts"]
     print(
         f"report on {counts['pairs']:,} pairs, {counts['annotators']:,} annotators, "
         f"{counts['annotations']:,} annotations written to {out}/ "
-        f"({verdicts['valid']:,} valid pairs"
-        + (f", written to {paths['valid']}" if export else "")
-        + "); personal preference the main factor: "
+        f"({verdicts['valid']:,} valid pairs); personal preference the main factor: "
         + ("yes" if report["conclusion"]["personal_preference_main_factor"] else "no")
         + f" ({report['conclusion']['status'].replace('_', ' ')})"
     )
+    if "review" in report:
+        review = report["review"]
+        print(
+            f"review: {review['reviewed']:,} pairs reviewed ({review['kept']:,} kept, "
+            f"{review['dropped']:,} dropped, {review['revised']:,} revised; "
+            f"{review['overridden']:,} against the crowd's verdict)"
+        )
+    for option, shipment, path in exports:
+        print(shipment.summary(option=option, path=path))
     return 0

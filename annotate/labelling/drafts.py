@@ -8,7 +8,7 @@ import hmac
 from collections.abc import Mapping
 from typing import Any
 
-from sqlalchemy import BindParameter, bindparam, exists, update
+from sqlalchemy import BindParameter, Text, bindparam, cast, exists, func, update
 from sqlalchemy.engine import Engine
 
 from annotate.labelling.answers import FormState
@@ -114,3 +114,21 @@ def draft_seconds(draft: Mapping[str, Any] | None) -> float:
     """Seconds spent on the pair before the draft was saved (0 for an older draft)."""
     value = (draft or {}).get(DRAFT_SECONDS)
     return float(value) if isinstance(value, int | float) else 0.0
+
+
+# A draft kept in a pair's earlier version's assignment (closed as 'revised' when the pair got
+# a new version while it was open; annotate/studies/pair_versions.py): never applied to the new
+# text. JSON null is how an assignment holds no draft.
+_HAS_DRAFT = func.coalesce(cast(_ASSIGNMENT.c.draft, Text), "null") != "null"
+REVISED_DRAFTS = (_ASSIGNMENT.c.status == "revised", _HAS_DRAFT)
+
+
+def drop_revised_drafts(engine: Engine, *, annotator_id: int) -> int:
+    """Drop this annotator's drafts of pairs revised while they had them open (the page says
+    so once); how many there were."""
+    dropped = (
+        update(_ASSIGNMENT)
+        .where(_ASSIGNMENT.c.annotator_id == annotator_id, *REVISED_DRAFTS)
+        .values(draft=None)
+    )
+    return db.write_statement(engine, lambda conn: conn.execute(dropped).rowcount, durable=False)

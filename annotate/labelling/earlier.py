@@ -66,9 +66,14 @@ def _read_answers(s: Session, *, annotator_id: int) -> tuple[list[int], dict[int
                 and_(
                     col(Annotation.pair_id) == Assignment.pair_id,
                     col(Annotation.annotator_id) == Assignment.annotator_id,
+                    col(Annotation.pair_version) == Assignment.pair_version,
                 ),
             )
-            .where(Assignment.annotator_id == annotator_id, col(Pair.id).in_(ids))
+            .where(
+                Assignment.annotator_id == annotator_id,
+                col(Assignment.pair_version) == Pair.version,
+                col(Pair.id).in_(ids),
+            )
         ).all()
         for pair_id, question, preference, chosen_position in rows:
             assert pair_id is not None  # a primary key

@@ -12,6 +12,7 @@ from sqlalchemy.sql.elements import ColumnElement
 from sqlmodel import Session, col, select
 
 from annotate.labelling.answers import FormState
+from annotate.labelling.drafts import REVISED_DRAFTS
 from annotate.labelling.earlier import previous_pair_in
 from annotate.queue.assignment import Progress, next_assignment, progress_in
 from annotate.queue.rules import AssignmentRow
@@ -59,6 +60,9 @@ class LabelPage:
     progress: Progress | None
     can_go_back: bool = False
     guidelines_first: bool = False  # the study's guidelines, before any pair is reserved
+    # a pair was revised while this annotator had it open: its draft is to be dropped, and said
+    # (labelling.drafts.drop_revised_drafts)
+    revised_draft: bool = False
 
 
 def label_page(
@@ -119,11 +123,17 @@ def _read_page(
         return LabelPage(study=study, item=None, progress=None, guidelines_first=True)
     item = _read_item(s, annotator_id=annotator_id, pair_id=pair_id, posts_for=posts_for)
     before = item.pair.id if item is not None and item.editing else None
+    revised = s.exec(
+        select(Assignment.id)
+        .where(Assignment.annotator_id == annotator_id, *REVISED_DRAFTS)
+        .limit(1)
+    ).first()
     return LabelPage(
         study=study,
         item=item,
         progress=progress_in(s, annotator_id=annotator_id, study=study),
         can_go_back=previous_pair_in(s, annotator_id=annotator_id, before=before) is not None,
+        revised_draft=revised is not None,
     )
 
 
@@ -131,8 +141,12 @@ def _read_item(
     s: Session, *, annotator_id: int, pair_id: int | None, posts_for: int | None
 ) -> Item | None:
     mine = select(Assignment).where(Assignment.annotator_id == annotator_id)
-    if pair_id is not None:
-        row = s.exec(mine.where(Assignment.pair_id == pair_id)).first()
+    if pair_id is not None:  # an earlier answer: to the pair's current version only
+        row = s.exec(
+            mine.join(Pair, col(Pair.id) == Assignment.pair_id).where(
+                Assignment.pair_id == pair_id, Assignment.pair_version == Pair.version
+            )
+        ).first()
     else:
         row = s.exec(
             mine.where(Assignment.status == "active")
@@ -147,6 +161,7 @@ def _read_item(
         select(Annotation).where(
             Annotation.pair_id == assignment.pair_id,
             Annotation.annotator_id == assignment.annotator_id,
+            Annotation.pair_version == assignment.pair_version,
         )
     ).first()
     posts = None

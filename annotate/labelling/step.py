@@ -26,13 +26,14 @@ from annotate.queue.rules import (
     Coins,
     GivenAway,
     NeedsFullRules,
+    PairRevised,
     StudyRules,
     choose_next,
 )
 from annotate.queue.sql import ANSWER_FIELDS, Cursor
 from annotate.store import db
 from annotate.store.clock import naive_utc
-from annotate.store.models import Annotation, table_of, utcnow
+from annotate.store.models import Annotation, Pair, table_of, utcnow
 
 
 @dataclass(frozen=True)
@@ -64,6 +65,7 @@ def _check_loaded(
     study_id: int,
     annotator_id: int,
     pair_id: int,
+    version: int,
     values: dict[str, Any],
     loaded: Loaded,
 ) -> None:
@@ -76,6 +78,7 @@ def _check_loaded(
             _ANNOTATION.c.study_id == study_id,
             _ANNOTATION.c.annotator_id == annotator_id,
             _ANNOTATION.c.pair_id == pair_id,
+            _ANNOTATION.c.pair_version == version,
         )
         .with_for_update()
     ).first()
@@ -89,41 +92,65 @@ def _check_loaded(
     raise StaleAnswer(stored.submitted_at)
 
 
+_PAIR = table_of(Pair)
+_CURRENT_VERSION = core_select(_PAIR.c.version)
+
+
 def _store_answer(
     conn: Connection,
     *,
     annotator_id: int,
     pair_id: int,
+    version: int | None,
     values: dict[str, Any],
     loaded: Loaded | None,
 ) -> StudyRules:
-    """Inside the caller's write transaction: upsert the answer and close the annotator's
-    assignment for the pair (repairing it when there was none open); the study's rules.
-    A deactivated annotator's answer is refused (AccountClosed), and so is one whose form was
-    loaded before another answer was stored (StaleAnswer; `loaded` None: not checked)."""
+    """Inside the caller's write transaction: upsert the answer to the pair's `version` (the
+    one the page showed; None: its current one) and close the annotator's assignment for it
+    (repairing it when there was none open); the study's rules. A deactivated annotator's
+    answer is refused (AccountClosed), so is one to a version a later one has replaced
+    (PairRevised), and one whose form was loaded before another answer was stored
+    (StaleAnswer; `loaded` None: not checked)."""
     cursor = Cursor(conn)
     study = cursor.study_of(annotator_id=annotator_id, submitting=pair_id)
     if not study.annotator_active:
         raise AccountClosed
+    current = conn.execute(_CURRENT_VERSION.where(_PAIR.c.id == pair_id)).scalar_one()
+    if version is not None and version != current:
+        raise PairRevised
     keys = {"study_id": study.id, "annotator_id": annotator_id, "pair_id": pair_id}
     if loaded is not None:
-        _check_loaded(conn, **keys, values=values, loaded=loaded)
-    if not cursor.store_answer(**keys, values=values, now=utcnow()):
-        close_answered(conn, **keys)
+        _check_loaded(conn, **keys, version=current, values=values, loaded=loaded)
+    if not cursor.store_answer(**keys, values=values, now=utcnow(), version=current):
+        close_answered(conn, **keys, pair_version=current)
     if study.adaptive:
         targets.after_answer(conn, study_id=study.id, pair_id=pair_id)
     return study
 
 
 def submit_answer(
-    engine: Engine, *, annotator_id: int, pair_id: int, answer: Answer, loaded: Loaded | None = None
+    engine: Engine,
+    *,
+    annotator_id: int,
+    pair_id: int,
+    answer: Answer,
+    loaded: Loaded | None = None,
+    version: int | None = None,
 ) -> None:
     """Store (or replace) this annotator's answer for this pair and close its assignment.
-    With `loaded` (what the form showed), an answer stored since then is not replaced."""
+    With `loaded` (what the form showed), an answer stored since then is not replaced;
+    `version`: the version of the pair the form showed (None: its current one)."""
     values = {**answer.values(), "source": "app"}  # refuses unknown rating columns first
-    keys = {"annotator_id": annotator_id, "pair_id": pair_id}
     db.write_connection(
-        engine, lambda conn: _store_answer(conn, **keys, values=values, loaded=loaded)
+        engine,
+        lambda conn: _store_answer(
+            conn,
+            annotator_id=annotator_id,
+            pair_id=pair_id,
+            version=version,
+            values=values,
+            loaded=loaded,
+        ),
     )
 
 
@@ -161,6 +188,7 @@ def submit_and_next(
     loaded: Loaded | None = None,
     fast: bool = True,
     served: list[str] | None = None,
+    version: int | None = None,
 ) -> AssignmentRow | None:
     """The labelling step in one commit: store the answer as submit_answer does and reserve
     the annotator's next pair as next_assignment would (returned; None when nothing is left).
@@ -169,6 +197,10 @@ def submit_and_next(
     over to the full rules when they meet a rare case. The fast ones only ever close an open
     assignment, which no answer exists for yet (an answer closes it), so `loaded` needs no check
     there unless the form showed an earlier answer.
+
+    `version` is the version of the pair the page showed (None: the pair's current one): an
+    answer to a version that a later one replaced is refused (PairRevised), on every path (a
+    fast path finds no open assignment of that version and hands over to the full rules).
 
     `fast=False` applies the full rules only; `served`, when given, receives the path that
     committed the answer (SUBMIT_FUNCTION, DRIVER_CONNECTION or FULL_RULES; a fast path that
@@ -185,7 +217,8 @@ def submit_and_next(
         fast_step = _submit_function if fast_path == SUBMIT_FUNCTION else _submit_common_sqlite
         try:
             done, reserved = db.write_driver(
-                engine, lambda driver: fast_step(engine, driver, **keys, values=values)
+                engine,
+                lambda driver: fast_step(engine, driver, **keys, version=version, values=values),
             )
         except NeedsFullRules:  # rolled back: nothing was done
             done, reserved = False, None
@@ -199,7 +232,7 @@ def submit_and_next(
             return reserved
 
     def full_rules(conn: Connection) -> AssignmentRow | None:
-        study = _store_answer(conn, **keys, values=values, loaded=loaded)
+        study = _store_answer(conn, **keys, version=version, values=values, loaded=loaded)
         return reserve_next(conn, study=study, annotator_id=annotator_id)
 
     reserved = db.write_connection(engine, full_rules)
@@ -209,7 +242,13 @@ def submit_and_next(
 
 
 def _submit_function(
-    engine: Engine, driver: Any, *, annotator_id: int, pair_id: int, values: dict[str, Any]
+    engine: Engine,
+    driver: Any,
+    *,
+    annotator_id: int,
+    pair_id: int,
+    version: int | None,
+    values: dict[str, Any],
 ) -> tuple[bool, AssignmentRow | None]:
     """PostgreSQL's common Submit in one round trip (the generated submit function), on
     db.write_driver's autocommit connection: (True, the pair reserved or None) once committed,
@@ -219,12 +258,23 @@ def _submit_function(
     if coins is None:
         return False, None
     return cursor.submit_in_one_call(
-        pair_id=pair_id, annotator_id=annotator_id, values=values, now=utcnow(), coins=coins
+        pair_id=pair_id,
+        annotator_id=annotator_id,
+        values=values,
+        now=utcnow(),
+        coins=coins,
+        version=version,
     )
 
 
 def _submit_common_sqlite(
-    engine: Engine, driver: Any, *, annotator_id: int, pair_id: int, values: dict[str, Any]
+    engine: Engine,
+    driver: Any,
+    *,
+    annotator_id: int,
+    pair_id: int,
+    version: int | None,
+    values: dict[str, Any],
 ) -> tuple[bool, AssignmentRow | None]:
     """SQLite's common Submit inside db.write_driver's transaction on the driver's connection:
     the answer stored and rules.choose_next applied to the driver's Cursor, whose
@@ -242,8 +292,8 @@ def _submit_common_sqlite(
     if study.adaptive:
         raise NeedsFullRules  # the answer moves its pair's target (_store_answer)
     keys = {"study_id": study.id, "annotator_id": annotator_id, "pair_id": pair_id}
-    if not cursor.store_answer(**keys, values=values, now=now):
-        raise NeedsFullRules  # no open assignment: a stale tab or a re-run
+    if not cursor.store_answer(**keys, values=values, now=now, version=version):
+        raise NeedsFullRules  # no open assignment of that version: a stale tab, a re-run, a revision
     # The answer is kept whatever the rules need; a rare case rolls back only what they did,
     # and next_assignment's full rules pick the pair after the commit.
     driver.execute("SAVEPOINT rules")
@@ -266,17 +316,29 @@ def submit(
     if item.annotation is not None and item.annotation.seconds is not None and seconds is not None:
         seconds += item.annotation.seconds  # time spent on an earlier visit still counts
     answer = to_answer(form, chosen_position=item.assignment.chosen_position, seconds=seconds)
+    # the version the form showed: a later one since (a revision) refuses it (PairRevised)
     annotator_id, pair_id = item.assignment.annotator_id, item.assignment.pair_id
+    version = item.assignment.pair_version
     if item.annotation is not None:  # an edit
         # what this form showed: an answer stored since (another tab) is not replaced (StaleAnswer)
         loaded = Loaded(submitted_at=item.annotation.submitted_at)
         submit_answer(
-            engine, annotator_id=annotator_id, pair_id=pair_id, answer=answer, loaded=loaded
+            engine,
+            annotator_id=annotator_id,
+            pair_id=pair_id,
+            version=version,
+            answer=answer,
+            loaded=loaded,
         )
         return None
     try:
         return submit_and_next(
-            engine, annotator_id=annotator_id, pair_id=pair_id, answer=answer, loaded=Loaded(None)
+            engine,
+            annotator_id=annotator_id,
+            pair_id=pair_id,
+            version=version,
+            answer=answer,
+            loaded=Loaded(None),
         )
     except GivenAway:
         # released while the page was away and filled by others: the answer stays the draft

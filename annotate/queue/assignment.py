@@ -70,14 +70,16 @@ class QueueStatus:
 
 
 def _mine(annotator_id: int | BindParameter[Any]) -> Exists:
-    """Whether this annotator was given the pair (an id, or a bound parameter in a prebuilt
-    statement)."""
-    # study_id first, so the (study_id, pair_id, annotator_id) unique index answers it
+    """Whether this annotator was given the pair's current version (an id, or a bound
+    parameter in a prebuilt statement): an answer imported for it has its assignment too."""
+    # study_id first, so the (study_id, pair_id, annotator_id, pair_version) unique index
+    # answers it
     return exists().where(
         and_(
             col(Assignment.study_id) == Pair.study_id,
             col(Assignment.pair_id) == Pair.id,
             col(Assignment.annotator_id) == annotator_id,
+            col(Assignment.pair_version) == Pair.version,
         )
     )
 
@@ -89,13 +91,18 @@ _ASSIGNMENT = table_of(Assignment)
 # (The b_ names: bound parameters of an UPDATE of pair may not be named like its columns.)
 # A pair's target: its own in an adaptive study (annotate/queue/targets.py), else the study's.
 _TARGET = func.coalesce(_PAIR.c.target, bindparam("b_target"))
+# (Both return the pair's current version: the one reserved.)
 _RESERVE = (
     update(_PAIR)
     .where(_PAIR.c.id == bindparam("b_pair"), _PAIR.c.n_assigned < _TARGET)
     .values(n_assigned=_PAIR.c.n_assigned + 1)
+    .returning(_PAIR.c.version)
 )
 _RAISE = (
-    update(_PAIR).where(_PAIR.c.id == bindparam("b_pair")).values(n_assigned=_PAIR.c.n_assigned + 1)
+    update(_PAIR)
+    .where(_PAIR.c.id == bindparam("b_pair"))
+    .values(n_assigned=_PAIR.c.n_assigned + 1)
+    .returning(_PAIR.c.version)
 )
 _RELEASE = (
     update(_PAIR)
@@ -130,6 +137,7 @@ _SKIPPED = (
     .where(
         _ASSIGNMENT.c.annotator_id == bindparam("b_annotator"),
         _ASSIGNMENT.c.status == "skipped",
+        _ASSIGNMENT.c.pair_version == _PAIR.c.version,
     )
     .order_by(_ASSIGNMENT.c.completed_at, _ASSIGNMENT.c.id)
 )
@@ -162,8 +170,10 @@ class FullQueue(Cursor):
                 return None
             self.conn.execute(_RAISE, {"b_pair": skipped.pair_id})
             return self._reopen(skipped.id, now=now)
-        self.conn.execute(_RAISE, {"b_pair": pair_id})
-        return self.assign(study=study, pair_id=pair_id, annotator_id=annotator_id, now=now)
+        version = self.conn.execute(_RAISE, {"b_pair": pair_id}).scalar_one()
+        return self.assign(
+            study=study, pair_id=pair_id, pair_version=version, annotator_id=annotator_id, now=now
+        )
 
     def open_candidates(self, *, study: StudyRules, annotator_id: int) -> list[int]:
         # PostgreSQL, when every open pair is being reserved right now: wait on the row locks.
@@ -174,9 +184,12 @@ class FullQueue(Cursor):
         self, *, study: StudyRules, pair_id: int, annotator_id: int, now: datetime
     ) -> AssignmentRow | None:
         raised = self.conn.execute(_RESERVE, {"b_pair": pair_id, "b_target": study.overlap_target})
-        if raised.rowcount != 1:
+        version = raised.scalar()
+        if version is None:
             return None
-        return self.assign(study=study, pair_id=pair_id, annotator_id=annotator_id, now=now)
+        return self.assign(
+            study=study, pair_id=pair_id, pair_version=version, annotator_id=annotator_id, now=now
+        )
 
     def reopen_skipped(
         self, *, study: StudyRules, annotator_id: int, now: datetime
@@ -185,7 +198,7 @@ class FullQueue(Cursor):
             raised = self.conn.execute(
                 _RESERVE, {"b_pair": skipped.pair_id, "b_target": study.overlap_target}
             )
-            if raised.rowcount == 1:
+            if raised.scalar() is not None:
                 return self._reopen(skipped.id, now=now)
         return None
 
@@ -352,13 +365,19 @@ def skip(engine: Engine, *, annotator_id: int, pair_id: int) -> None:
         )
 
 
-def close_answered(conn: Connection, *, study_id: int, annotator_id: int, pair_id: int) -> None:
-    """Inside the caller's write transaction, for an answer to a pair without an open
-    assignment (a skipped pair, a stale tab, an expired reservation): make sure the assignment
-    exists and is done (ensure_assignment's rule for taking a pair back)."""
+def close_answered(
+    conn: Connection, *, study_id: int, annotator_id: int, pair_id: int, pair_version: int
+) -> None:
+    """Inside the caller's write transaction, for an answer to the pair's current version
+    without an open assignment (a skipped pair, a stale tab, an expired reservation): make sure
+    the assignment exists and is done (ensure_assignment's rule for taking a pair back)."""
     with Session(bind=conn) as s:
         assignment = ensure_assignment(
-            s, study_id=study_id, pair_id=pair_id, annotator_id=annotator_id
+            s,
+            study_id=study_id,
+            pair_id=pair_id,
+            annotator_id=annotator_id,
+            pair_version=pair_version,
         )
         if assignment.status != "done":
             conn.execute(
@@ -368,21 +387,25 @@ def close_answered(conn: Connection, *, study_id: int, annotator_id: int, pair_i
             )
 
 
-def ensure_assignment(s: Session, *, study_id: int, pair_id: int, annotator_id: int) -> Assignment:
-    """The assignment row for a submission that arrives without an open one (a stale tab, a
-    skipped pair, an expired reservation, an import): the pair is counted again. A released
-    (skipped) one is taken back only while its pair has room, else GivenAway (rule 8)."""
-    assignment = s.exec(
-        select(Assignment).where(
-            Assignment.annotator_id == annotator_id, Assignment.pair_id == pair_id
-        )
-    ).first()
+def ensure_assignment(
+    s: Session, *, study_id: int, pair_id: int, annotator_id: int, pair_version: int
+) -> Assignment:
+    """The assignment row of the pair's current version (`pair_version`) for a submission that
+    arrives without an open one (a stale tab, a skipped pair, an expired reservation): the pair
+    is counted again. A released (skipped) one is taken back only while its pair has room,
+    else GivenAway (rule 8)."""
+    mine = select(Assignment).where(
+        Assignment.annotator_id == annotator_id,
+        Assignment.pair_id == pair_id,
+        Assignment.pair_version == pair_version,
+    )
+    assignment = s.exec(mine).first()
     if assignment is not None:
         if assignment.status == "skipped":
             # a released reservation: taken back while the pair has room (rule 8)
             target = s.get_one(Study, study_id).overlap_target
             taken = s.connection().execute(_RESERVE, {"b_pair": pair_id, "b_target": target})
-            if taken.rowcount != 1:
+            if taken.scalar() is None:
                 raise rules.GivenAway
         return assignment
     coins = Coins(s.get_one(Study, study_id).coin_secret)
@@ -391,17 +414,14 @@ def ensure_assignment(s: Session, *, study_id: int, pair_id: int, annotator_id: 
         pair_id=pair_id,
         annotator_id=annotator_id,
         chosen_position=coins.chosen_position(pair_id=pair_id, annotator_id=annotator_id),
+        pair_version=pair_version,
     )
     try:
         with s.begin_nested():
             s.add(assignment)
             s.flush()
     except IntegrityError:
-        return s.exec(
-            select(Assignment).where(
-                Assignment.annotator_id == annotator_id, Assignment.pair_id == pair_id
-            )
-        ).one()
+        return s.exec(mine).one()
     s.connection().execute(_RAISE, {"b_pair": pair_id})
     return assignment
 
@@ -433,7 +453,18 @@ def _progress_counts() -> Any:
     real = (_PAIR.c.is_gold == False, _PAIR.c.queued == True)  # noqa: E712
 
     def count(*conditions: Any, joined: bool) -> Any:
-        source = _ASSIGNMENT.join(_PAIR, _PAIR.c.id == _ASSIGNMENT.c.pair_id) if joined else _PAIR
+        # joined: this annotator's assignments of the pairs' current versions
+        source = (
+            _ASSIGNMENT.join(
+                _PAIR,
+                and_(
+                    _PAIR.c.id == _ASSIGNMENT.c.pair_id,
+                    _PAIR.c.version == _ASSIGNMENT.c.pair_version,
+                ),
+            )
+            if joined
+            else _PAIR
+        )
         return select(func.count()).select_from(source).where(*conditions).scalar_subquery()
 
     return core_select(
@@ -526,10 +557,14 @@ def queue_status(engine: Engine, *, annotator_id: int) -> QueueStatus:
 def history_in(s: Session, *, annotator_id: int, limit: int | None) -> list[tuple[int, str]]:
     """(pair id, pair key) of this annotator's completed pairs, most recent first, inside the
     caller's read. Gold checks are left out: their first answer is what counts (accuracy,
-    qualification)."""
+    qualification); so are answers to an earlier version of a pair (its text is not the
+    pair's any more: they cannot be changed)."""
     rows = s.exec(
         select(Pair.id, Pair.pair_key)
-        .join(Assignment, col(Assignment.pair_id) == Pair.id)
+        .join(
+            Assignment,
+            (col(Assignment.pair_id) == Pair.id) & (col(Assignment.pair_version) == Pair.version),
+        )
         .where(
             Assignment.annotator_id == annotator_id,
             Assignment.status == "done",

@@ -63,19 +63,22 @@ GoldAnswer = tuple[int, str, str | None, bool]
 
 def _gold_answers(s: Session, where: ColumnElement[bool]) -> list[GoldAnswer]:
     """(annotator id, given, expected, served) of the gold answers matching `where`: served
-    ones (with an assignment) in the order they were served, then imported ones."""
+    ones (given here: with an assignment, not imported) in the order they were served, then
+    imported ones (an imported answer has a done assignment too, so that its annotator is not
+    given that pair again)."""
     rows = s.exec(
         select(
             Annotation.annotator_id,
             Annotation.preference,
             Pair.gold_answer,
-            col(Assignment.id).is_not(None),
+            col(Assignment.id).is_not(None) & (col(Annotation.source) != "import"),
         )
         .join(Pair, col(Pair.id) == Annotation.pair_id)
         .join(
             Assignment,
             (col(Assignment.pair_id) == Annotation.pair_id)
-            & (col(Assignment.annotator_id) == Annotation.annotator_id),
+            & (col(Assignment.annotator_id) == Annotation.annotator_id)
+            & (col(Assignment.pair_version) == Annotation.pair_version),
             isouter=True,
         )
         .where(where, col(Pair.is_gold) == True)  # noqa: E712

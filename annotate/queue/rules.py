@@ -10,8 +10,8 @@ order, and when a gold check comes first.
    (annotate/queue/gold.py); each annotator meets the gold pairs in an order of their own
    (a keyed coin, `next_gold`);
 5. the least-covered real pair with room (n_assigned below its target: the study's overlap,
-   or in an adaptive study the pair's own, annotate/queue/targets.py) that this annotator
-   has not been given; a real pair is a queued non-gold pair (a sampled study,
+   or in an adaptive study the pair's own, annotate/queue/targets.py) whose current version
+   this annotator has not been given; a real pair is a queued non-gold pair (a sampled study,
    import-pairs --sample, stores the whole benchmark but queues only its sample); on
    PostgreSQL one nobody is reserving right now, else one
    whose row lock it waits for;
@@ -30,6 +30,13 @@ order, and when a gold check comes first.
    reservation keeps its draft. A released pair's late answer is stored while the pair has
    room (it is reserved again); once others filled it, the answer is refused (GivenAway)
    and kept as the draft, so that no pair gets answers beyond its target.
+
+Versions (annotate/studies/pair_versions.py): every rule reads a pair's current version only.
+n_assigned counts the reservations and answers of that version (an imported answer has its
+done assignment too, so it counts and its annotator is not given that version again); a new
+version starts at zero, and the earlier version's open and skipped assignments are closed as
+'revised', so none is served again and a late Submit for one is refused (PairRevised), its
+draft never applied to the new text.
 
 Every path applies these rules: the full rules on a SQLAlchemy connection
 (annotate/queue/assignment.py), the SQLite common Submit on the driver's connection (the same
@@ -65,6 +72,7 @@ ASSIGNMENT_COLUMNS = (
     "pair_id",
     "annotator_id",
     "chosen_position",
+    "pair_version",
     "status",
     "assigned_at",
     "completed_at",
@@ -74,14 +82,15 @@ ASSIGNMENT_COLUMNS = (
 
 @dataclass(frozen=True)
 class AssignmentRow:
-    """A read-only copy of an assignment row: which pair an annotator holds, in which A/B
-    order, with the draft answers saved so far."""
+    """A read-only copy of an assignment row: which pair (and version of it) an annotator
+    holds, in which A/B order, with the draft answers saved so far."""
 
     id: int
     study_id: int
     pair_id: int
     annotator_id: int
     chosen_position: str
+    pair_version: int
     status: str
     assigned_at: datetime
     completed_at: datetime | None = None
@@ -125,6 +134,18 @@ class GivenAway(UserError):
             "this pair was given to another annotator while your page was away (or after its "
             "reservation ran out), and it has all the answers it needs; yours was not needed "
             "and is kept as your draft"
+        )
+
+
+class PairRevised(UserError):
+    """A Submit for a version of a pair that a later version replaced while it was shown: not
+    stored (the answer was given to text that is no longer the pair's)."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "this pair was revised while you had it open, so your answer to the earlier text "
+            "was not saved and your unsaved answers to it were dropped; the new version is "
+            "queued like any other pair"
         )
 
 

@@ -59,15 +59,23 @@ _JSON_FIELDS = frozenset(
 )
 
 
+# The version an answer is given to: the one the page showed (%(version)s), or where the
+# caller does not say (None), the pair's current version.
+VERSION_SQL = (
+    "COALESCE(CAST(%(version)s AS integer), (SELECT v.version FROM pair v WHERE v.id = %(pair)s))"
+)
+
+
 def _upsert_sql(answer_fields: tuple[str, ...]) -> str:
-    """One row per (study, pair, annotator): a later answer replaces the earlier one, except
-    for a gold pair, whose first answer is final (qualification and accuracy count it; a
-    second tab must not replace a failed answer)."""
+    """One row per (study, pair, annotator, version): a later answer replaces the earlier one,
+    except for a gold pair, whose first answer is final (qualification and accuracy count it;
+    a second tab must not replace a failed answer)."""
     return (
-        f"INSERT INTO annotation (study_id, pair_id, annotator_id, {', '.join(answer_fields)})"
-        f" VALUES (%(study)s, %(pair)s, %(annotator)s, "
+        "INSERT INTO annotation (study_id, pair_id, annotator_id, pair_version, "
+        f"{', '.join(answer_fields)})"
+        f" VALUES (%(study)s, %(pair)s, %(annotator)s, {VERSION_SQL}, "
         f"{', '.join(f'%({name})s' for name in answer_fields)})"
-        " ON CONFLICT (study_id, pair_id, annotator_id) DO UPDATE SET "
+        " ON CONFLICT (study_id, pair_id, annotator_id, pair_version) DO UPDATE SET "
         + ", ".join(f"{name} = excluded.{name}" for name in answer_fields)
         + " WHERE NOT EXISTS (SELECT 1 FROM pair g WHERE g.id = excluded.pair_id"
         " AND g.is_gold = TRUE)"
@@ -91,12 +99,15 @@ _TEXTS = {
     "coin_secret": """
         SELECT study.coin_secret FROM study JOIN annotator ON annotator.study_id = study.id
          WHERE annotator.id = %(annotator)s""",
-    "close": """
+    # the open assignment of the version answered (an earlier version's is closed as 'revised')
+    "close": f"""
         UPDATE assignment SET status = 'done', completed_at = %(now)s
-         WHERE annotator_id = %(annotator)s AND pair_id = %(pair)s AND status = 'active'""",
+         WHERE annotator_id = %(annotator)s AND pair_id = %(pair)s AND status = 'active'
+           AND pair_version = {VERSION_SQL}""",
     "upsert": _upsert_sql(ANSWER_FIELDS),
-    # The least-covered real queued pair with room that this annotator has not been given, picked
-    # and reserved in one conditional UPDATE (never above the overlap target). {lock} is
+    # The least-covered real queued pair with room whose current version this annotator has not
+    # been given, picked and reserved in one conditional UPDATE (never above the overlap
+    # target); it returns the pair and its version. {lock} is
     # PostgreSQL's SKIP LOCKED: many annotators want the same least-covered pair; each takes
     # the first one nobody is reserving right now instead of queueing on its row lock. NO KEY
     # UPDATE, the lock the UPDATE takes anyway: FOR UPDATE would also block every foreign-key
@@ -108,15 +119,16 @@ _TEXTS = {
                         AND p.queued = TRUE AND p.n_assigned < COALESCE(p.target, %(target)s)
                         AND NOT EXISTS (SELECT 1 FROM assignment a
                                          WHERE a.study_id = p.study_id AND a.pair_id = p.id
-                                           AND a.annotator_id = %(annotator)s)
+                                           AND a.annotator_id = %(annotator)s
+                                           AND a.pair_version = p.version)
                       ORDER BY p.n_assigned, p.position LIMIT 1 {lock})
            AND n_assigned < COALESCE(target, %(target)s)
-        RETURNING id""",
+        RETURNING id, version""",
     "insert_assignment": """
         INSERT INTO assignment (study_id, pair_id, annotator_id, chosen_position, status,
-                                assigned_at, completed_at, draft)
+                                assigned_at, completed_at, draft, pair_version)
         VALUES (%(study)s, %(new_pair)s, %(annotator)s, %(new_position)s,
-                'active', %(now)s, NULL, NULL)
+                'active', %(now)s, NULL, NULL, %(new_version)s)
         RETURNING id""",
     "active": _ASSIGNMENT_SELECT + " WHERE annotator_id = %(annotator)s AND status = 'active'"
     " ORDER BY assigned_at, id LIMIT 1",
@@ -184,6 +196,8 @@ def submit_function_sql(answer_fields: tuple[str, ...] = ANSWER_FIELDS) -> str:
         "target": "rules.overlap_target",
         "new_pair": "v_pair",
         "new_position": "v_position",
+        "new_version": "v_new_version",
+        "version": "p_version",
     }
     assert not rule_names.keys() & set(answer_fields), "an answer column named like a parameter"
     names = {**rule_names, **{name: f"p_{name}" for name in answer_fields}}
@@ -210,9 +224,10 @@ def submit_function_sql(answer_fields: tuple[str, ...] = ANSWER_FIELDS) -> str:
     answer_args = ", ".join(f"p_{name} {_pg_type(name)}" for name in answer_fields)
     return f"""
 CREATE FUNCTION {FUNCTION}(
-    p_annotator integer, p_pair integer, p_now timestamp with time zone,
+    p_annotator integer, p_pair integer, p_version integer, p_now timestamp with time zone,
     p_gold_every integer, p_coin_inner bytea, p_coin_outer bytea, {answer_args})
-RETURNS TABLE (new_id integer, new_study integer, new_pair integer, new_position varchar)
+RETURNS TABLE (new_id integer, new_study integer, new_pair integer, new_position varchar,
+               new_version integer)
 LANGUAGE plpgsql AS $fn$
 #variable_conflict use_column
 DECLARE
@@ -220,6 +235,7 @@ DECLARE
     closed integer;
     v_id integer;
     v_pair integer;
+    v_new_version integer;
     v_position varchar;
     v_given bigint;
 BEGIN
@@ -241,7 +257,7 @@ BEGIN
        AND COALESCE(rules.qualification_gold, 0) = 0
        AND (rules.items_per_annotator IS NULL
             OR ({fragments["done_count"]}) < rules.items_per_annotator) THEN
-        {fragments["reserve_first"]} INTO v_pair;
+        {fragments["reserve_first"]} INTO v_pair, v_new_version;
         IF v_pair IS NOT NULL THEN
             v_position := {ab_coin};
             {fragments["insert_assignment"]} INTO v_id;
@@ -253,7 +269,7 @@ BEGIN
             END IF;
         END IF;
     END IF;
-    RETURN QUERY SELECT v_id, rules.id, v_pair, v_position;
+    RETURN QUERY SELECT v_id, rules.id, v_pair, v_position, v_new_version;
 END
 $fn$"""
 
@@ -261,7 +277,8 @@ $fn$"""
 def _function_call(answer_fields: tuple[str, ...] = ANSWER_FIELDS) -> str:
     args = ", ".join(f"CAST(%({name})s AS {_pg_type(name)})" for name in answer_fields)
     return (
-        f"SELECT * FROM {FUNCTION}(%(annotator)s, %(pair)s, %(now)s, %(gold_every)s,"
+        f"SELECT * FROM {FUNCTION}(%(annotator)s, %(pair)s, CAST(%(version)s AS integer),"
+        " %(now)s, %(gold_every)s,"
         f" %(coin_inner)s, %(coin_outer)s, {args})"
     )
 
@@ -326,14 +343,15 @@ _SQL = {dialect: {k: _translate(dialect, v) for k, v in _TEXTS.items()} for dial
 
 def _reserved(row: Sequence[Any], *, annotator_id: int, now: datetime) -> AssignmentRow:
     """The assignment a reserving statement inserted, from the (id, study_id, pair_id,
-    chosen_position) it returned."""
-    new_id, study_id, pair_id, chosen_position = row
+    chosen_position, pair_version) it returned."""
+    new_id, study_id, pair_id, chosen_position, pair_version = row
     return AssignmentRow(
         id=new_id,
         study_id=study_id,
         pair_id=pair_id,
         annotator_id=annotator_id,
         chosen_position=chosen_position,
+        pair_version=pair_version,
         status="active",
         assigned_at=now,
     )
@@ -445,11 +463,19 @@ class Cursor(Queue):
         annotator_id: int,
         values: dict[str, Any],
         now: datetime,
+        version: int | None,
     ) -> bool:
-        """Upsert the answer and mark the annotator's open assignment for this pair done.
-        False if there was no open assignment (the caller repairs that)."""
+        """Upsert the answer to the pair's `version` (None: its current one) and mark the
+        annotator's open assignment for that version done. False if there was no open
+        assignment (the caller repairs that, or hands over to the full rules)."""
         params = self._answer_params(values)
-        params.update(study=study_id, pair=pair_id, annotator=annotator_id, now=self._time(now))
+        params.update(
+            study=study_id,
+            pair=pair_id,
+            annotator=annotator_id,
+            now=self._time(now),
+            version=version,
+        )
         if self.dialect == "postgresql":
             return bool(self._run("close_and_upsert", params, fetch=True)[0] == 1)
         closed = bool(self._run("close", params) == 1)
@@ -464,6 +490,7 @@ class Cursor(Queue):
         values: dict[str, Any],
         now: datetime,
         coins: Coins,
+        version: int | None,
     ) -> tuple[bool, AssignmentRow | None]:
         """PostgreSQL, on an autocommit connection: store the answer, close the assignment and
         reserve the next pair under the common rules, committed in one round trip (the
@@ -474,6 +501,7 @@ class Cursor(Queue):
         params.update(
             annotator=annotator_id,
             pair=pair_id,
+            version=version,
             now=now,
             gold_every=GOLD_EVERY,
             coin_inner=coins.inner,
@@ -502,12 +530,22 @@ class Cursor(Queue):
         row = self._run("reserve_first", keys, fetch=True)
         if row is None:
             return None
-        return self.assign(study=study, pair_id=row[0], annotator_id=annotator_id, now=now)
+        pair_id, version = row
+        return self.assign(
+            study=study, pair_id=pair_id, pair_version=version, annotator_id=annotator_id, now=now
+        )
 
     def assign(
-        self, *, study: StudyRules, pair_id: int, annotator_id: int, now: datetime
+        self,
+        *,
+        study: StudyRules,
+        pair_id: int,
+        pair_version: int,
+        annotator_id: int,
+        now: datetime,
     ) -> AssignmentRow:
-        """The assignment row for a pair already reserved (n_assigned raised) by the caller."""
+        """The assignment row for a pair (its current version) already reserved (n_assigned
+        raised) by the caller."""
         values: dict[str, Any] = {
             "study_id": study.id,
             "pair_id": pair_id,
@@ -515,12 +553,14 @@ class Cursor(Queue):
             "chosen_position": study.coins.chosen_position(
                 pair_id=pair_id, annotator_id=annotator_id
             ),
+            "pair_version": pair_version,
         }
         params = {
             "study": study.id,
             "new_pair": pair_id,
             "annotator": annotator_id,
             "new_position": values["chosen_position"],
+            "new_version": pair_version,
             "now": self._time(now),
         }
         (new_id,) = self._run("insert_assignment", params, fetch=True)

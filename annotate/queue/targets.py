@@ -118,9 +118,14 @@ def design_of(conn: Connection, *, study_id: int) -> Design:
 def _counts(
     conn: Connection, *, study_id: int, pair_ids: Iterable[int] | None
 ) -> dict[int, list[int]]:
-    """{pair id: [chosen, rejected, tie]} of the study's answers."""
+    """{pair id: [chosen, rejected, tie]} of the study's answers to each pair's current
+    version (a revised pair starts again)."""
     query = (
         select(_ANNOTATION.c.pair_id, _ANNOTATION.c.preference, func.count())
+        .join(
+            _PAIR,
+            (_PAIR.c.id == _ANNOTATION.c.pair_id) & (_PAIR.c.version == _ANNOTATION.c.pair_version),
+        )
         .where(_ANNOTATION.c.study_id == study_id)
         .group_by(_ANNOTATION.c.pair_id, _ANNOTATION.c.preference)
     )

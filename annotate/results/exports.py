@@ -47,3 +47,16 @@ def export_pairs(engine: Engine, *, study: str, valid_only: bool = False, **opti
         else:
             write_pairs(pairs_frame(engine, study=study)["record"].tolist(), path)
         return path.read_bytes()
+
+
+def export_pair_versions(engine: Engine, *, study: str) -> bytes:
+    """Every version of every pair (earlier ones included, annotate/studies/pair_versions.py)
+    as JSON Lines: each a record of the import format with its `pair_version`, in the study's
+    order, earlier versions first."""
+    from annotate.studies.pair_versions import all_versions
+    from annotate.studies.pairs_files import write_pairs
+
+    with tempfile.TemporaryDirectory(prefix="annotate-versions-") as tmp:
+        path = Path(tmp) / "versions.jsonl"
+        write_pairs(all_versions(engine, study=study), path)
+        return path.read_bytes()

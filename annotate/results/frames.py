@@ -5,12 +5,13 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, TypeVar
 
+from sqlalchemy import select as select_columns
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
 from analysis.vocabulary import ANSWER_COLUMNS, COLUMNS, RATING_COLUMNS
 from annotate.store import db
-from annotate.store.models import Annotation, Annotator, Pair
+from annotate.store.models import Annotation, Annotator, Pair, table_of
 from annotate.studies.catalog import get_study
 
 if TYPE_CHECKING:  # pandas is imported where a table is made: importing this costs nothing
@@ -37,29 +38,30 @@ def annotations_frame(source: Engine | Session, *, study: str) -> pd.DataFrame:
             .join(Pair, col(Pair.id) == Annotation.pair_id)
             .join(Annotator, col(Annotator.id) == Annotation.annotator_id)
             .where(Annotation.study_id == study_row.id)
-            .order_by(col(Pair.position), col(Annotator.name))
+            .order_by(col(Pair.position), col(Annotation.pair_version), col(Annotator.name))
         ).all()
 
     rows = _in_read(source, query)
     records = []
     for pair_key, name, a in rows:
-        record = {"pair_id": pair_key, "annotator": name}
+        record = {"pair_id": pair_key, "annotator": name, "pair_version": a.pair_version}
         record.update((column, getattr(a, column)) for column in ANSWER_COLUMNS)
         if a.submitted_at:
             record["submitted_at"] = a.submitted_at.isoformat()
         records.append(record)
     frame = pd.DataFrame.from_records(records, columns=COLUMNS)  # contract section 3
-    for column in RATING_COLUMNS:
+    for column in (*RATING_COLUMNS, "pair_version"):
         frame[column] = frame[column].astype("Int64")
     frame["seconds"] = frame["seconds"].astype("Float64")
     return frame
 
 
 def pairs_frame(source: Engine | Session, *, study: str, content: bool = True) -> pd.DataFrame:
-    """The study's pairs for analysis: pair_id, category, is_gold, n_aspects (how many rubric
-    aspects it has: the aspect check's scores per answer) and (with `content`) the original
-    record; `source` as for annotations_frame. Without content a pair costs a few bytes
-    instead of its full text (about 100 KB)."""
+    """The study's pairs for analysis: pair_id, pair_version (its current version), category,
+    is_gold, n_aspects (how many rubric aspects it has: the aspect check's scores per answer)
+    and (with `content`) the original record of its current version; `source` as for
+    annotations_frame. Without content a pair costs a few bytes instead of its full text
+    (about 100 KB)."""
     import pandas as pd
 
     if not isinstance(source, Session):  # one snapshot, retried as a whole
@@ -67,19 +69,29 @@ def pairs_frame(source: Engine | Session, *, study: str, content: bool = True) -
     s = source
     study_row = get_study(s, study)
     if not content:
-        light = s.exec(
-            select(
-                Pair.pair_key,
-                Pair.category,
-                Pair.is_gold,
-                Pair.rubric_aspects,
-                *(getattr(Pair, name) for name in SAMPLE_COLUMNS),
+        pair = table_of(Pair)
+        light = s.execute(
+            select_columns(
+                pair.c.pair_key,
+                pair.c.version,
+                pair.c.category,
+                pair.c.is_gold,
+                pair.c.rubric_aspects,
+                *(pair.c[name] for name in SAMPLE_COLUMNS),
             )
-            .where(Pair.study_id == study_row.id)
-            .order_by(col(Pair.position))
+            .where(pair.c.study_id == study_row.id)
+            .order_by(pair.c.position)
         ).all()
         frame = pd.DataFrame(
-            light, columns=["pair_id", "category", "is_gold", "n_aspects", *SAMPLE_COLUMNS]
+            light,
+            columns=[
+                "pair_id",
+                "pair_version",
+                "category",
+                "is_gold",
+                "n_aspects",
+                *SAMPLE_COLUMNS,
+            ],
         )
         frame["is_gold"] = frame["is_gold"].astype(bool)
         frame["n_aspects"] = [len(aspects or []) for aspects in frame["n_aspects"]]
@@ -91,6 +103,7 @@ def pairs_frame(source: Engine | Session, *, study: str, content: bool = True) -
         [
             {
                 "pair_id": p.pair_key,
+                "pair_version": p.version,
                 "category": p.category,
                 "is_gold": p.is_gold,
                 "n_aspects": len(p.rubric_aspects or []),
@@ -99,7 +112,15 @@ def pairs_frame(source: Engine | Session, *, study: str, content: bool = True) -
             }
             for p in pairs
         ],
-        columns=["pair_id", "category", "is_gold", "n_aspects", *SAMPLE_COLUMNS, "record"],
+        columns=[
+            "pair_id",
+            "pair_version",
+            "category",
+            "is_gold",
+            "n_aspects",
+            *SAMPLE_COLUMNS,
+            "record",
+        ],
     )
     return _sample_design(frame)
 

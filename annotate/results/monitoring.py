@@ -2,7 +2,9 @@
 activity and the flags that make one look unusual.
 
 Numbers here ignore gold pairs unless they say otherwise: gold pairs are quality checks, not
-part of the study's coverage (see annotate/queue/gold.py).
+part of the study's coverage (see annotate/queue/gold.py). A pair's coverage counts the answers
+to its current version (a revised pair starts again); an annotator's activity counts every
+answer they gave.
 """
 
 from __future__ import annotations
@@ -330,6 +332,11 @@ def _day(column: ColumnElement[Any], dialect: str) -> ColumnElement[Any]:
     return func.date(column)  # SQLite keeps UTC wall time as text
 
 
+def _current() -> ColumnElement[bool]:
+    """The join of a pair with the answers to its current version."""
+    return (col(Annotation.pair_id) == Pair.id) & (col(Annotation.pair_version) == Pair.version)
+
+
 def study_progress(engine: Engine, *, study_id: int, now: datetime | None = None) -> StudyProgress:
     """The study's numbers, aggregated in the database (a few rows per pair and per day)."""
     now = now or utcnow()
@@ -340,7 +347,7 @@ def study_progress(engine: Engine, *, study_id: int, now: datetime | None = None
         study = s.get_one(Study, study_id)
         counts = s.exec(
             select(Pair.is_gold, func.count(col(Annotation.id)))
-            .join(Annotation, col(Annotation.pair_id) == Pair.id, isouter=True)
+            .join(Annotation, _current(), isouter=True)
             # a sampled study's progress is its sample's (import-pairs --sample)
             .where(Pair.study_id == study_id, Pair.queued == True)  # noqa: E712
             .group_by(col(Pair.id), col(Pair.is_gold))
@@ -371,7 +378,7 @@ def study_progress(engine: Engine, *, study_id: int, now: datetime | None = None
         if study.adaptive_min is not None:  # each pair's answers: its expected final count
             rows = s.exec(
                 select(Pair.pair_key, Annotation.preference, func.count(col(Annotation.id)))
-                .join(Annotation, col(Annotation.pair_id) == Pair.id)
+                .join(Annotation, _current())
                 .where(Pair.study_id == study_id, Pair.is_gold == False)  # noqa: E712
                 .group_by(col(Pair.pair_key), col(Annotation.preference))
             ).all()
@@ -460,8 +467,14 @@ def pair_coverage(engine: Engine, *, study_id: int) -> pd.DataFrame:
                 _PAIR.c.n_assigned,
                 func.coalesce(_PAIR.c.target, study.overlap_target),
                 func.count(_ANNOTATION.c.id),
+                _PAIR.c.version,
             )
-            .join(_ANNOTATION, _ANNOTATION.c.pair_id == _PAIR.c.id, isouter=True)
+            .join(
+                _ANNOTATION,
+                (_ANNOTATION.c.pair_id == _PAIR.c.id)
+                & (_ANNOTATION.c.pair_version == _PAIR.c.version),
+                isouter=True,
+            )
             .where(_PAIR.c.study_id == study_id)
             .group_by(_PAIR.c.id)
             .order_by(_PAIR.c.position)
@@ -470,7 +483,16 @@ def pair_coverage(engine: Engine, *, study_id: int) -> pd.DataFrame:
     rows = db.read(engine, read)
     frame = pd.DataFrame(
         rows,
-        columns=["pair_id", "category", "gold", "expected", "reserved", "target", "annotations"],
+        columns=[
+            "pair_id",
+            "category",
+            "gold",
+            "expected",
+            "reserved",
+            "target",
+            "annotations",
+            "version",
+        ],
     )
     frame["gold"] = frame["gold"].astype(bool)
     # a pair's own target in an adaptive study (annotate/queue/targets.py), else the study's
@@ -483,7 +505,17 @@ def pair_coverage(engine: Engine, *, study_id: int) -> pd.DataFrame:
         "not started",
     )
     return frame[
-        ["pair_id", "category", "gold", "expected", "annotations", "target", "open", "status"]
+        [
+            "pair_id",
+            "version",
+            "category",
+            "gold",
+            "expected",
+            "annotations",
+            "target",
+            "open",
+            "status",
+        ]
     ]
 
 

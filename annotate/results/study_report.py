@@ -24,7 +24,7 @@ from analysis.report.shape import Report
 from annotate.queue.targets import Design
 from annotate.results import frames
 from annotate.store import db
-from annotate.store.models import Annotation, Pair, Study, table_of
+from annotate.store.models import Annotation, Pair, ReviewDecision, Study, table_of
 from annotate.studies.catalog import get_study
 
 _PAIR, _ANNOTATION = table_of(Pair), table_of(Annotation)
@@ -50,6 +50,8 @@ class StudyData:
     design: dict[str, Any]
     # How many annotations each pair got: fixed or adaptive, with the agreement sample.
     overlap: OverlapDesign | None = None
+    # Review decisions, in the order taken (analysis.review.decisions.DECISION_COLUMNS).
+    decisions: pd.DataFrame | None = None
 
 
 def study_tables(
@@ -67,10 +69,13 @@ def study_tables(
     few bytes."""
     from analysis.files.annotations_table import validate_annotations
     from analysis.vocabulary import DIMENSIONS
+    from annotate.review.decisions import decisions_frame
 
     def read(
         s: Session,
-    ) -> tuple[pd.DataFrame, pd.DataFrame, tuple[int, int], dict[str, Any], OverlapDesign]:
+    ) -> tuple[
+        pd.DataFrame, pd.DataFrame, tuple[int, int], dict[str, Any], OverlapDesign, pd.DataFrame
+    ]:
         row = get_study(s, study)
         pairs = frames.pairs_frame(s, study=study, content=content)
         raw = frames.annotations_frame(s, study=study)
@@ -80,9 +85,10 @@ def study_tables(
         }
         real = pairs.loc[~pairs["is_gold"].astype(bool), "pair_id"]
         overlap = Design.of(row).report_design(real)
-        return raw, pairs, (row.scale_min, row.scale_max), design, overlap
+        decisions = decisions_frame(s, study=study)
+        return raw, pairs, (row.scale_min, row.scale_max), design, overlap, decisions
 
-    raw, pairs, scale, design, overlap = db.read(engine, read)
+    raw, pairs, scale, design, overlap, decisions = db.read(engine, read)
     if categories:
         pairs = pairs[pairs["category"].isin(categories)].reset_index(drop=True)
         raw = raw[raw["pair_id"].isin(set(pairs["pair_id"]))]
@@ -97,7 +103,12 @@ def study_tables(
     if categories:  # the sample among the pairs kept
         overlap = replace(overlap, sample=overlap.sample & frozenset(pairs["pair_id"]))
     return StudyData(
-        annotations=annotations, pairs=pairs, scale=scale, design=design, overlap=overlap
+        annotations=annotations,
+        pairs=pairs,
+        scale=scale,
+        design=design,
+        overlap=overlap,
+        decisions=decisions,
     )
 
 
@@ -117,6 +128,7 @@ def build_study_report(
         engine, study=study, categories=categories, annotators=annotators, content=content
     )
     from analysis.population.estimates import is_sampled, with_population
+    from analysis.review.decisions import with_review
 
     report = build_report(
         data.annotations,
@@ -124,6 +136,7 @@ def build_study_report(
         options=report_options(data.scale, **data.design, **options),
         design=data.overlap,
     )
+    report = with_review(report, data.decisions)
     if is_sampled(data.pairs):  # a sampled study (import-pairs --sample): its population key
         report = with_population(report, data.pairs)
     return report, data.annotations, data.pairs
@@ -153,7 +166,8 @@ def scorer_report(
 
 
 def valid_pair_records(engine: Engine, *, study: str, report: Report) -> list[dict[str, Any]]:
-    """The original records of the report's `valid` non-gold pairs, in the study's order."""
+    """The original records of the pairs `--export-valid` writes (the report's `valid`
+    non-gold pairs, a reviewer's keep or drop overriding the verdict), in the study's order."""
     from analysis.report.files import valid_pair_ids
 
     valid = valid_pair_ids(report)
@@ -187,7 +201,8 @@ def report_files(
 
 
 def data_version(engine: Engine, *, study_id: int) -> tuple[object, ...]:
-    """Changes whenever the study's annotations, pairs or gold marks change (a cache key)."""
+    """Changes whenever the study's annotations, pairs (their versions too), gold marks or
+    review decisions change (a cache key)."""
 
     def read(
         s: Session,
@@ -198,15 +213,20 @@ def data_version(engine: Engine, *, study_id: int) -> tuple[object, ...]:
             func.max(_ANNOTATION.c.submitted_at),
         )
         annotations = tuple(s.execute(counted.where(_ANNOTATION.c.study_id == study_id)).one())
-        counted_pairs = select_columns(func.count(_PAIR.c.id), func.max(_PAIR.c.id))
+        counted_pairs = select_columns(
+            func.count(_PAIR.c.id), func.max(_PAIR.c.id), func.sum(_PAIR.c.version)
+        )
         pairs = tuple(s.execute(counted_pairs.where(_PAIR.c.study_id == study_id)).one())
+        decision = table_of(ReviewDecision)
+        counted_decisions = select_columns(func.count(decision.c.id), func.max(decision.c.id))
+        decisions = tuple(s.execute(counted_decisions.where(decision.c.study_id == study_id)).one())
         gold_marks = s.execute(
             select_columns(_PAIR.c.id, _PAIR.c.gold_answer)
             .where(_PAIR.c.study_id == study_id, _PAIR.c.is_gold == True)  # noqa: E712
             .order_by(_PAIR.c.id)
         ).all()
         study = s.get_one(Study, study_id)
-        return annotations, pairs, gold_marks, (study.scale_min, study.scale_max)
+        return annotations, (*pairs, *decisions), gold_marks, (study.scale_min, study.scale_max)
 
     annotations, pairs, gold_marks, scale = db.read(engine, read)
     stamp = annotations[2].isoformat() if annotations[2] is not None else None

@@ -1,6 +1,12 @@
 """Database tables. One study holds pairs; annotators label pairs; one annotation per
-(study, pair, annotator); one assignment per (study, pair, annotator) records the A/B order
-that annotator saw and reserves the pair against the study's overlap target."""
+(study, pair, annotator, pair version); one assignment per (study, pair, annotator, pair
+version) records the A/B order that annotator saw and reserves the pair against the study's
+overlap target.
+
+A pair's content is versioned: `pair` holds the current version (pair.version, 1 first) and
+`pair_version` the earlier ones, each kept whole when a later one replaced it
+(annotate/studies/pair_versions.py). Every assignment, draft and annotation records the
+version it showed, so answers stay with the text they judged."""
 
 from __future__ import annotations
 
@@ -110,11 +116,65 @@ class Pair(SQLModel, table=True):
     inclusion_probability: float | None = None
     stratum: str | None = None
     imported_at: datetime = Field(default_factory=utcnow)
+    # The content's version (1 first): import-pairs --update and a reviewer's revision add one
+    # (the earlier content moves to pair_version); n_assigned counts this version's
+    # reservations and answers only.
+    version: int = Field(default=1, sa_column_kwargs={"server_default": text("1")})
 
     def record(self) -> dict[str, Any]:
         """The pair as a record of a pairs file, its extra fields included."""
         return {
             "id": self.pair_key,
+            "question": self.question,
+            "profile": self.profile or [],
+            "rubric_aspects": self.rubric_aspects or [],
+            "narrative": self.narrative,
+            "category": self.category,
+            "chosen": self.chosen,
+            "rejected": self.rejected,
+            **(self.extra or {}),
+        }
+
+
+# A pair's content: what a version is made of (and what pair_version keeps of each earlier one).
+PAIR_CONTENT = (
+    "question",
+    "profile",
+    "rubric_aspects",
+    "narrative",
+    "category",
+    "chosen",
+    "rejected",
+    "extra",
+    "record_hash",
+)
+
+
+class PairVersion(SQLModel, table=True):
+    """An earlier version of a pair's content, kept whole when a later version replaced it
+    (the current version is the pair row itself)."""
+
+    __tablename__ = "pair_version"
+    __table_args__ = (UniqueConstraint("pair_id", "version", name="uq_pair_version"),)
+    id: int | None = Field(default=None, primary_key=True)
+    pair_id: int = Field(foreign_key="pair.id")
+    version: int
+    question: str = Field(sa_column=Column(Text, nullable=False))
+    profile: list[dict[str, Any]] = Field(default_factory=list, sa_column=Column(JSON))
+    rubric_aspects: list[dict[str, Any]] = Field(default_factory=list, sa_column=Column(JSON))
+    narrative: str = Field(default="", sa_column=Column(Text, nullable=False, default=""))
+    category: str = ""
+    chosen: str = Field(sa_column=Column(Text, nullable=False))
+    rejected: str = Field(sa_column=Column(Text, nullable=False))
+    extra: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON))
+    record_hash: str
+    replaced_at: datetime = Field(default_factory=utcnow)
+    # what replaced it: "import" (import-pairs --update) or "review" (a reviewer's revision)
+    replaced_by: str = "import"
+
+    def record(self) -> dict[str, Any]:
+        """This version as a record of a pairs file (its pair's id is the caller's)."""
+        return {
             "question": self.question,
             "profile": self.profile or [],
             "rubric_aspects": self.rubric_aspects or [],
@@ -142,7 +202,9 @@ class Annotator(SQLModel, table=True):
 
 class Assignment(SQLModel, table=True):
     __table_args__ = (
-        UniqueConstraint("study_id", "pair_id", "annotator_id", name="uq_assignment"),
+        UniqueConstraint(
+            "study_id", "pair_id", "annotator_id", "pair_version", name="uq_assignment"
+        ),
         Index("ix_assignment_annotator", "annotator_id", "status", "assigned_at"),
         # open reservations by study and age (expiry, "come back at"): migration 0005_storage
         Index(
@@ -158,7 +220,9 @@ class Assignment(SQLModel, table=True):
     pair_id: int = Field(foreign_key="pair.id")
     annotator_id: int = Field(foreign_key="annotator.id")
     chosen_position: str  # "A" or "B": where the chosen response is shown to this annotator
-    status: str = "active"  # active | done | skipped
+    # active | done | skipped | revised (the pair got a new version while it was open or
+    # skipped: closed, its draft never applied to the new text)
+    status: str = "active"
     assigned_at: datetime = Field(default_factory=utcnow)
     completed_at: datetime | None = None
     # Answers given so far but not yet submitted, so a reload restores them.
@@ -166,11 +230,14 @@ class Assignment(SQLModel, table=True):
     # When the page showing this open reservation went away (closed or hidden), None while it
     # is shown: the reservation is released AWAY_HOLD seconds later (annotate/queue/rules.py).
     away_since: datetime | None = None
+    pair_version: int = Field(default=1, sa_column_kwargs={"server_default": text("1")})
 
 
 class Annotation(SQLModel, table=True):
     __table_args__ = (
-        UniqueConstraint("study_id", "pair_id", "annotator_id", name="uq_annotation"),
+        UniqueConstraint(
+            "study_id", "pair_id", "annotator_id", "pair_version", name="uq_annotation"
+        ),
     )
     id: int | None = Field(default=None, primary_key=True)
     study_id: int = Field(foreign_key="study.id", index=True)
@@ -191,3 +258,23 @@ class Annotation(SQLModel, table=True):
     source: str = "app"  # app | import
     # Aspect check only: one {"chosen": 0-2, "rejected": 0-2} per rubric aspect, in the pair's order.
     aspects: list[dict[str, int]] | None = Field(default=None, sa_column=Column(JSON))
+    # The version of the pair that was shown (pair.version when it was answered).
+    pair_version: int = Field(default=1, sa_column_kwargs={"server_default": text("1")})
+
+
+class ReviewDecision(SQLModel, table=True):
+    """A maintainer's decision on one version of a pair (annotate/review/decisions.py): keep it
+    (whatever the crowd's verdict), drop it (with a verdict name as its category), or revise it
+    (a new version was made). Decisions are kept as a history; a pair's decision is its latest."""
+
+    __tablename__ = "review_decision"
+    __table_args__ = (Index("ix_review_decision_pair", "study_id", "pair_id", "id"),)
+    id: int | None = Field(default=None, primary_key=True)
+    study_id: int = Field(foreign_key="study.id")
+    pair_id: int = Field(foreign_key="pair.id")
+    pair_version: int
+    decision: str  # keep | drop | revise
+    category: str | None = None  # drops: a verdict name
+    note: str = Field(default="", sa_column=Column(Text, nullable=False, default=""))
+    reviewer: str  # the maintainer's name (or the name an imported file gives)
+    decided_at: datetime = Field(default_factory=utcnow)

@@ -7,10 +7,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import JSON, bindparam, func, insert, type_coerce, update
+from sqlalchemy import bindparam, func, insert, type_coerce, update
 from sqlalchemy import select as select_columns
-from sqlalchemy.engine import Dialect, Engine
-from sqlalchemy.types import TypeDecorator
+from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
 from annotate.errors import InputError
@@ -18,10 +17,18 @@ from annotate.queue.targets import refresh_targets
 from annotate.store import db
 from annotate.store.models import Assignment, Pair, id_of, table_of, utcnow
 from annotate.store.sqlite_engine import use_large_cache
-from annotate.store.text import nul_problem
 from annotate.studies.catalog import get_or_create_study
+from annotate.studies.pair_versions import (
+    IMPORT,
+    JSON_COLUMNS,
+    EncodedJSON,
+    add_version,
+    content_row,
+    nul_field,
+)
 from annotate.studies.pairs_files import MAX_PROBLEMS, ValidPair, iter_valid_pairs, record_hash
 
+_PAIR = table_of(Pair)
 BATCH = 50  # rows per INSERT executemany: 100 KB records hold 5 MB, not the 20 MB of 200
 
 
@@ -54,15 +61,30 @@ class SampleResult:
 class ImportResult:
     study: str
     added: int
-    updated: int
+    updated: int  # pairs revised (--update): a new version each
     unchanged: int
     sample: SampleResult | None = None
+    earlier_answers: int = 0  # answers to the versions the update replaced
+
+    def counts(self) -> str:
+        """What the import did, in one sentence without the study's name."""
+        text = f"{self.added:,} pairs added, "
+        if self.updated:
+            answers = (
+                "1 answer now belongs"
+                if self.earlier_answers == 1
+                else f"{self.earlier_answers:,} answers now belong"
+            )
+            text += (
+                f"{self.updated:,} revised (a new version each, queued again for its full "
+                f"overlap; {answers} to an earlier version: kept, not counted), "
+            )
+        else:
+            text += "0 revised, "
+        return text + f"{self.unchanged:,} unchanged"
 
     def summary(self) -> str:
-        text = (
-            f"study {self.study!r}: {self.added} pairs added, {self.updated} updated, "
-            f"{self.unchanged} unchanged"
-        )
+        text = f"study {self.study!r}: {self.counts()}"
         return text if self.sample is None else f"{text}; {self.sample.summary()}"
 
 
@@ -143,34 +165,12 @@ def _apply_sample(s: Session, *, study_id: int, request: SampleRequest) -> Sampl
     return SampleResult(size=request.size, population=len(ids), strata=strata)
 
 
-_PAIR = table_of(Pair)
-
-
-class _EncodedJSON(TypeDecorator[Any]):
-    """A JSON column's value given as JSON text already: bound as it is, not encoded again.
-
-    `validate_record` gives the profile and rubric as written in the file (Parquet: encoded
-    once, for the record hash) and the extra fields encoded once; storing that text saves
-    encoding 100 KB records again. SQLite stores the text; PostgreSQL gets it with a ::JSON
-    cast, so the `json` columns hold the same values as before and the ORM reads them back as
-    lists and dicts. Only the text differs: the file's own layout, or canonical (sorted keys,
-    non-ASCII not escaped).
-    """
-
-    impl = JSON
-    cache_ok = True
-
-    def bind_processor(self, dialect: Dialect) -> None:
-        return None
-
-
-_JSON_COLUMNS = ("profile", "rubric_aspects", "extra")
 _INSERT_COLUMNS = (
     "study_id",
     "pair_key",
     "position",
     "question",
-    *_JSON_COLUMNS,
+    *JSON_COLUMNS,
     "narrative",
     "category",
     "chosen",
@@ -181,8 +181,8 @@ _INSERT_COLUMNS = (
 # a Core executemany: the ORM's bulk insert costs more per row and would encode the JSON again
 _INSERT = insert(_PAIR).values(
     {
-        name: type_coerce(bindparam(f"v_{name}"), _EncodedJSON())
-        if name in _JSON_COLUMNS
+        name: type_coerce(bindparam(f"v_{name}"), EncodedJSON())
+        if name in JSON_COLUMNS
         else bindparam(f"v_{name}")
         for name in _INSERT_COLUMNS
     }
@@ -190,37 +190,8 @@ _INSERT = insert(_PAIR).values(
 
 
 def _row(pair: ValidPair) -> dict[str, Any]:
-    """The content columns, the JSON ones as pre-encoded text (typed to skip encoding)."""
-    encoded = pair.encoded
-    assert encoded is not None  # always set by validate_record
-    return {
-        "pair_key": pair.key,
-        "question": pair.question,
-        "profile": encoded.profile,
-        "rubric_aspects": encoded.rubric_aspects,
-        "narrative": pair.narrative,
-        "category": pair.category,
-        "chosen": pair.chosen,
-        "rejected": pair.rejected,
-        "extra": encoded.extra,
-        "record_hash": pair.record_hash,
-    }
-
-
-def _nul_field(pair: ValidPair) -> str | None:
-    """Text with a NUL is refused (annotate/store/text.py), naming the field."""
-    for field, value in (
-        ("id", pair.key),
-        ("question", pair.question),
-        ("narrative", pair.narrative),
-        ("category", pair.category),
-        ("chosen", pair.chosen),
-        ("rejected", pair.rejected),
-    ):
-        problem = nul_problem(value, where=f"field '{field}'")
-        if problem is not None:
-            return problem
-    return None
+    """The content columns (JSON ones pre-encoded) and the pair's key."""
+    return {"pair_key": pair.key, **content_row(pair)}
 
 
 def _same_content(s: Session, pair_id: int, stored: str, item: ValidPair) -> bool:
@@ -248,7 +219,7 @@ def import_pairs(
 
     def work(s: Session) -> ImportResult:  # may run again (db.write): it starts from nothing
         problems: list[str] = []
-        added = updated = unchanged = 0
+        added = updated = unchanged = earlier_answers = 0
         # one big transaction: a fixed 64 MB page cache (SQLite) keeps it from spilling into
         # the WAL early (6,000 records of 100 KB: 34 s -> 25 s); memory stays bounded
         use_large_cache(s)
@@ -277,7 +248,7 @@ def import_pairs(
                     problems.append(f"stopped after {MAX_PROBLEMS} problems")
                     break
                 continue
-            nul = _nul_field(item)
+            nul = nul_field(item)
             if nul is not None:
                 problems.append(f"{where}: {nul}")
                 continue
@@ -295,17 +266,16 @@ def import_pairs(
                     batch.clear()
             elif known[1] == item.record_hash or _same_content(s, known[0], known[1], item):
                 unchanged += 1
-            elif update_existing:
-                values = {
-                    name: type_coerce(value, _EncodedJSON()) if name in _JSON_COLUMNS else value
-                    for name, value in _row(item).items()
-                }
-                s.execute(update(Pair).where(col(Pair.id) == known[0]).values(**values))
+            elif update_existing:  # a new version; the earlier one is kept
+                added_version = add_version(
+                    conn, pair_id=known[0], content=item, replaced_by=IMPORT
+                )
+                earlier_answers += added_version.earlier_answers
                 updated += 1
             else:
                 problems.append(
                     f"{where}: pair id {item.key!r} already exists in study {study_name!r} with "
-                    "different content (use --update to replace it)"
+                    "different content (use --update to add it as a new version of the pair)"
                 )
         if not problems and seen == 0:
             problems.append("the file holds no records")
@@ -325,12 +295,17 @@ def import_pairs(
                 ],
             )
         drawn = None if sample is None else _apply_sample(s, study_id=study_id, request=sample)
-        if added and study.adaptive_min is not None:
-            refresh_targets(conn, study_id=study_id)  # new pairs of an adaptive study
+        if (added or updated) and study.adaptive_min is not None:
+            refresh_targets(conn, study_id=study_id)  # new pairs or versions, adaptive study
         if progress is not None:
             progress(seen)
         return ImportResult(
-            study=study_name, added=added, updated=updated, unchanged=unchanged, sample=drawn
+            study=study_name,
+            added=added,
+            updated=updated,
+            unchanged=unchanged,
+            sample=drawn,
+            earlier_answers=earlier_answers,
         )
 
     return db.write(engine, work)

@@ -8,12 +8,12 @@ import math
 import streamlit as st
 
 from annotate.labelling.answers import FormState, missing_questions
-from annotate.labelling.drafts import draft_seconds, save_draft
+from annotate.labelling.drafts import draft_seconds, drop_revised_drafts, save_draft
 from annotate.labelling.earlier import EarlierAnswer, earlier_answers, previous_pair
 from annotate.labelling.page import Item, label_page, mark_guidelines_seen
 from annotate.labelling.step import StaleAnswer, submit
 from annotate.queue.assignment import next_assignment, progress, queue_status, skip
-from annotate.queue.rules import AccountClosed, GivenAway
+from annotate.queue.rules import AccountClosed, GivenAway, PairRevised
 from annotate.store.models import Annotator, Study, id_of
 from annotate.web import streamlit_dom
 from annotate.web.identity import (
@@ -45,6 +45,10 @@ RESET_KEY = "form_reset"  # the browser drops what it holds and shows the stored
 SKIPPED_KEY = "skipped_pair"
 LAST_PAIR_LEFT = (
     "This is the last pair left for you, so it is shown again: answer it, or skip it later."
+)
+REVISED = (
+    "A pair you had open was revised by the study's maintainers: your unsaved answers to its "
+    "earlier text were dropped. Its new version comes up like any other pair."
 )
 MAX_SECONDS = 24 * 3600.0
 RECHECK_SECONDS = 20  # how often a page waiting for pairs held by others looks again
@@ -124,6 +128,14 @@ def _on_event(name: str, *, key: str, item: Item, study: Study, user: Annotator)
             # released while the page was away and answered by others: the next pair shows
             _say(f"{str(given)[0].upper()}{str(given)[1:]}.", "warning")
             st.session_state.pop(REFUSED_KEY, None)
+            return
+        except PairRevised as revised:
+            # the pair got a new version while this page showed the earlier one: nothing was
+            # stored, its draft is dropped, and the next pair (maybe the new version) shows
+            drop_revised_drafts(engine(), annotator_id=id_of(user))
+            _say(f"{str(revised)[0].upper()}{str(revised)[1:]}.", "warning")
+            st.session_state.pop(REFUSED_KEY, None)
+            st.session_state.pop(EDIT_KEY, None)
             return
         except StaleAnswer as stale:
             if item.pair.is_gold:  # a check's first answer is final: nothing to change
@@ -268,6 +280,8 @@ def main() -> None:
     for said in (ended, invalid_link):
         if said:
             _say(said, "warning")
+    if page.revised_draft and drop_revised_drafts(engine(), annotator_id=id_of(user)):
+        _say(REVISED, "warning")
     flash = st.session_state.pop(FLASH_KEY, None)
     tone = st.session_state.pop(TONE_KEY, "info")
     skipped = st.session_state.pop(SKIPPED_KEY, None)

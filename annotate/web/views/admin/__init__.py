@@ -16,6 +16,7 @@ PAGES = [
     ("annotators.py", "Annotators", ":material/group:", "admin-annotators"),
     ("quality.py", "Gold checks", ":material/verified:", "admin-quality"),
     ("agreement.py", "Agreement", ":material/analytics:", "admin-agreement"),
+    ("review.py", "Review", ":material/rate_review:", "admin-review"),
     ("exports.py", "Exports", ":material/download:", "admin-exports"),
 ]
 

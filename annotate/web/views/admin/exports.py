@@ -55,7 +55,9 @@ with st.container(horizontal=True):
 st.header("Pairs")
 st.caption(
     "In the import format (JSON Lines), every original field kept. Validated pairs: those "
-    "whose report verdict is `valid` (gold checks left out)."
+    "whose report verdict is `valid`, a reviewer's keep or drop overriding it (gold checks "
+    "left out). All pairs: each pair's current version. Every version: each version of each "
+    "pair, earlier ones included, with its `pair_version`."
 )
 with st.container(horizontal=True):
     download_when_clicked(
@@ -72,4 +74,11 @@ with st.container(horizontal=True):
         file_name=f"{name}-pairs.jsonl",
         mime="application/jsonl",
         key="export_all_pairs",
+    )
+    download_when_clicked(
+        "Every version",
+        lambda: exports.export_pair_versions(db, study=name),
+        file_name=f"{name}-pair-versions.jsonl",
+        mime="application/jsonl",
+        key="export_pair_versions",
     )

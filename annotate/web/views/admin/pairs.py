@@ -19,7 +19,10 @@ with st.expander("Upload pairs", expanded=False):
     )
     upload = st.file_uploader("Pairs file", type=["jsonl", "json", "parquet"], key="pairs_upload")
     replace = st.checkbox(
-        "Replace pairs whose content changed (same id)", key="pairs_update", value=False
+        "Add a new version of pairs whose content changed (same id)",
+        key="pairs_update",
+        value=False,
+        help="The earlier version and its answers are kept; the pair is queued again.",
     )
     clicked = st.button("Import", type="primary", key="pairs_import", disabled=upload is None)
     if clicked and upload is not None:
@@ -47,10 +50,7 @@ with st.expander("Upload pairs", expanded=False):
             show_error(exc)
         else:
             bar.progress(1.0, text="Done")
-            st.success(
-                f"{result.added:,} pairs added, {result.updated:,} updated, "
-                f"{result.unchanged:,} unchanged."
-            )
+            st.success(f"{result.counts()}.")
 
 coverage = monitoring.pair_coverage(engine(), study_id=study_id)
 st.header(f"{len(coverage):,} pairs")

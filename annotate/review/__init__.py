@@ -1,0 +1,1 @@
+"""Reviewing contested pairs: decisions (keep, drop, revise) and their files."""
