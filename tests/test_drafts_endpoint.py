@@ -216,3 +216,22 @@ def test_bodies_are_bounded_in_depth_and_numbers_before_parsing():
         with pytest.raises(bounded_json.BadBody) as bad:
             bounded_json.loads(raw, max_bytes=100)
         assert bad.value.status == status
+
+
+def test_a_stale_key_marks_no_pair_away_or_back_after_sign_out(site):
+    # The form's draft was refused after Sign out, but `away`/`back` only checked that the
+    # account was active: for up to FACTS_SECONDS the old key still moved the pair's lease.
+    engine, client, secret, items, (alice, _) = site
+    item = items[alice]
+    body = {"assignment": item.assignment.id, "key": _key(engine, secret, item)}
+    assert client.post("/draft", json={**body, "away": True}, headers=SAME_SITE).status_code == 204
+    with session(engine) as s:
+        reissue_token(s, s.get(Annotator, alice))  # Sign out
+    assert client.post("/draft", json={**body, "back": True}, headers=SAME_SITE).status_code == 403
+    with read_session(engine) as s:
+        assert s.get_one(Assignment, item.assignment.id).away_since is not None  # still away
+    with session(engine) as s:
+        s.get_one(Assignment, item.assignment.id).away_since = None
+    assert client.post("/draft", json={**body, "away": True}, headers=SAME_SITE).status_code == 403
+    with read_session(engine) as s:
+        assert s.get_one(Assignment, item.assignment.id).away_since is None

@@ -135,14 +135,19 @@ def _sweep(now: float) -> None:
         _facts.pop(key, None)
 
 
-_STATE = select(Assignment.status, Annotator.active).join(
+_STATE = select(Assignment.status, Annotator.active, Annotator.token_hash).join(
     Annotator, col(Annotator.id) == Assignment.annotator_id
 )
 
 
-def _state(engine: Engine, assignment_id: int) -> tuple[str, bool]:
-    """The assignment's status and whether its annotator's account is active."""
-    return db.read(engine, lambda s: s.exec(_STATE.where(Assignment.id == assignment_id)).one())
+def _state(engine: Engine, assignment_id: int, *, sign_in: str | None) -> tuple[str, bool]:
+    """The assignment's status and whether its annotator is still signed in as the page's
+    key says: an active account whose token hash is still `sign_in` (Sign out and a new
+    link change it, as for the form's draft in labelling.save_draft)."""
+    status, active, token_hash = db.read(
+        engine, lambda s: s.exec(_STATE.where(Assignment.id == assignment_id)).one()
+    )
+    return status, bool(active) and token_hash == sign_in
 
 
 def store_draft(engine: Engine, body: dict[str, Any]) -> int:
@@ -174,9 +179,9 @@ def store_draft(engine: Engine, body: dict[str, Any]) -> int:
         )
         if stored:
             return 204
-    status, active = _state(engine, assignment_id)
-    if not active:
-        return 403  # a deactivated account keeps nothing, also from a tab still open
+    status, signed_in = _state(engine, assignment_id, sign_in=facts.sign_in)
+    if not signed_in:
+        return 403  # deactivated, signed out or given a new link since: a stale tab moves nothing
     if body.get("back") is True:  # the page is shown again: is the pair still its own?
         if status == "skipped":
             return GONE
