@@ -451,7 +451,9 @@ def _pointwise(frame: pd.DataFrame, check: _Checker, known: set[str], named: set
         if len(sides) == 1:
             ((label, (_, position)),) = sides.items()
             other = "rejected" if label == "chosen" else "chosen"
-            check.add(position, None, f"pair {quoted(pair)} has a {label} score but no {other} score")
+            check.add(
+                position, None, f"pair {quoted(pair)} has a {label} score but no {other} score"
+            )
             continue
         chosen, rejected = sides["chosen"][0], sides["rejected"][0]  # one of each: SIDES
         if chosen is not None and rejected is not None:
