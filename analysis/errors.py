@@ -19,3 +19,14 @@ class InputError(UserError):
         noun = "problem" if len(problems) == 1 else "problems"
         body = "\n".join(f"  {p}" for p in shown)
         super().__init__(f"{source}: {len(problems)} {noun}, nothing was written:\n{body}{more}")
+
+
+SHOWN_CHARS = 40  # of a value quoted in an error message: ids are short, a hostile one is not
+
+
+def quoted(value: object, *, limit: int = SHOWN_CHARS) -> str:
+    """`value` as an error message quotes it (its repr, as `{value!r}` does), a string cut to
+    its first `limit` characters and an ellipsis: a 100,000-character id stays a short line."""
+    if isinstance(value, str) and len(value) > limit:
+        return repr(value[:limit] + "…")
+    return repr(value)

@@ -135,6 +135,25 @@ def test_skipped_pair_comes_back_after_the_others(engine, tmp_path):
     ] == list(reversed(order))
 
 
+def test_twenty_skips_on_fifteen_pairs_do_not_show_every_pair(engine, tmp_path):
+    # Skip walked the whole queue in file order and wrapped: a worker could choose which
+    # pairs to answer. Past MAX_PENDING_SKIPS skipped pairs, the earliest comes back.
+    from annotate.queue.rules import MAX_PENDING_SKIPS
+
+    _, [(a, _)] = make_study(engine, tmp_path, n_pairs=15, annotators=1)
+    shown = []
+    for _ in range(20):
+        item = next_assignment(engine, annotator_id=a)
+        shown.append(item.pair_id)
+        skip(engine, annotator_id=a, pair_id=item.pair_id)
+    assert len(set(shown)) == MAX_PENDING_SKIPS < 15
+    # after the first skips, the earliest skipped pair comes back each time
+    assert shown[MAX_PENDING_SKIPS] == shown[0]
+    # an answer lets the queue move on: the one answered is done, a new pair comes next
+    assert label_one(engine, a) is not None
+    assert len(set(shown) | {next_assignment(engine, annotator_id=a).pair_id}) == 4
+
+
 def test_quota_per_annotator(engine, tmp_path):
     _, [(a, _)] = make_study(engine, tmp_path, n_pairs=5, annotators=1, items_per_annotator=2)
     assert progress(engine, annotator_id=a).total == 2

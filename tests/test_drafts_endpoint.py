@@ -171,3 +171,67 @@ def test_what_a_draft_checks_is_not_kept_for_assignments_no_longer_drafted(site,
     clock[0] += drafts.FACTS_SECONDS + 1  # bob's page went quiet; alice keeps drafting
     assert post(alice) == 204
     assert {key[1] for key in drafts._facts} == {items[alice].assignment.id}
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b'{"assignment": ' + b"[" * 10_000 + b"]" * 10_000 + b', "key": "k"}',
+        b'{"assignment": ' + str(10**24).encode() + b', "key": "' + b"0" * 64 + b'"}',
+        b'{"assignment": -' + str(10**24).encode() + b', "key": "k"}',
+        b'{"assignment": 1, "key": "k", "form": {"ratings": ' + str(10**24).encode() + b"}}",
+        b'{"assignment": 1, "key": "k", "form": {"slot": "' + b"9" * 4_400 + b'"}}',
+    ],
+    ids=["nested-10000", "assignment-10e24", "assignment-minus-10e24", "rating-10e24", "digits"],
+)
+def test_a_hostile_body_is_a_4xx_with_nothing_in_the_log(site, raw, caplog):
+    # A body nested 10,000 deep (RecursionError) or an id of 10**24 (OverflowError in SQLite's
+    # query) was a 500 with a traceback in the log before its key was even checked.
+    engine, client, _secret, items, (alice, _) = site
+    client = TestClient(client.app, base_url="http://a.test", raise_server_exceptions=False)
+    headers = {**SAME_SITE, "Content-Type": "application/json"}
+    with caplog.at_level("DEBUG"):
+        response = client.post("/draft", content=raw, headers=headers)
+    assert 400 <= response.status_code < 500
+    ours = [r for r in caplog.records if r.name.split(".")[0] not in ("asyncio", "httpx2")]
+    assert not any(r.exc_info for r in ours) and "Traceback" not in caplog.text
+    assert sum(len(r.getMessage()) for r in ours) < 200
+    assert _draft(engine, items[alice]) is None
+
+
+def test_bodies_are_bounded_in_depth_and_numbers_before_parsing():
+    from annotate.web import bounded_json
+
+    assert bounded_json.loads(b'{"a": [{"b": "[[[[[[[[[[[["}]}', max_bytes=100) == {
+        "a": [{"b": "[[[[[[[[[[[["}]
+    }
+    assert bounded_json.loads(str(2**63 - 1).encode(), max_bytes=100) == 2**63 - 1
+    for raw, status in [
+        (b"[" * 9 + b"]" * 9, 400),
+        (str(2**63).encode(), 400),
+        (b"1" * 101, 413),
+        (b"{", 400),
+        (b"\xff", 400),
+    ]:
+        with pytest.raises(bounded_json.BadBody) as bad:
+            bounded_json.loads(raw, max_bytes=100)
+        assert bad.value.status == status
+
+
+def test_a_stale_key_marks_no_pair_away_or_back_after_sign_out(site):
+    # The form's draft was refused after Sign out, but `away`/`back` only checked that the
+    # account was active: for up to FACTS_SECONDS the old key still moved the pair's lease.
+    engine, client, secret, items, (alice, _) = site
+    item = items[alice]
+    body = {"assignment": item.assignment.id, "key": _key(engine, secret, item)}
+    assert client.post("/draft", json={**body, "away": True}, headers=SAME_SITE).status_code == 204
+    with session(engine) as s:
+        reissue_token(s, s.get(Annotator, alice))  # Sign out
+    assert client.post("/draft", json={**body, "back": True}, headers=SAME_SITE).status_code == 403
+    with read_session(engine) as s:
+        assert s.get_one(Assignment, item.assignment.id).away_since is not None  # still away
+    with session(engine) as s:
+        s.get_one(Assignment, item.assignment.id).away_since = None
+    assert client.post("/draft", json={**body, "away": True}, headers=SAME_SITE).status_code == 403
+    with read_session(engine) as s:
+        assert s.get_one(Assignment, item.assignment.id).away_since is None

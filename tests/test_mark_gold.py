@@ -50,3 +50,33 @@ def test_mark_gold_refuses_unknown_pairs_studies_and_answers_in_one_sentence(db_
         assert said in done.stderr
         assert "Traceback" not in done.stderr
     assert gold_marks(db_url) == {}
+
+
+def test_mark_gold_cuts_a_long_id_in_its_refusal(db_url, tmp_path):
+    make_study(get_engine(db_url), tmp_path, n_pairs=2, study="s1")
+    dispose_engines()
+    done = run_annotate(
+        "mark-gold", "y" * 100_000, "--study", "s1", "--answer", "tie", "--db", db_url, cwd=tmp_path
+    )
+    assert done.returncode != 0 and "Traceback" not in done.stderr
+    assert "no pair with id 'yyyy" in done.stderr and "…" in done.stderr
+    assert len(done.stderr) < 500
+
+
+def test_a_pair_not_queued_for_labelling_cannot_be_marked_gold(db_url, tmp_path):
+    # a sampled study queues only some pairs: a gold mark on another would never be served
+    engine = get_engine(db_url)
+    make_study(engine, tmp_path, n_pairs=3, study="s1")
+    with session(engine) as s:
+        s.exec(select(Pair).where(Pair.pair_key == "p2")).one().queued = False
+    dispose_engines()
+    done = run_annotate(
+        "mark-gold", "p1", "p2", "--study", "s1", "--answer", "chosen", "--db", db_url, cwd=tmp_path
+    )
+    assert done.returncode != 0 and "Traceback" not in done.stderr
+    assert "'p2' is not queued for labelling" in done.stderr
+    assert gold_marks(db_url) == {}
+    done = run_annotate(
+        "mark-gold", "p2", "--study", "s1", "--unmark", "--db", db_url, cwd=tmp_path
+    )
+    assert done.returncode == 0, done.stderr  # taking a mark off is always allowed

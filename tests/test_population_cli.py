@@ -198,3 +198,26 @@ def test_pairs_added_to_a_sampled_study_need_a_new_draw(tmp_path, capsys):
         stored = s.exec(select(Pair)).all()
     assert len(stored) == 12 and sum(p.queued for p in stored) == 4
     assert {p.inclusion_probability for p in stored} == {4 / 12}
+
+
+def test_sample_by_cuts_a_long_id_and_its_help_says_percent_plainly(tmp_path, capsys):
+    url = f"sqlite:///{tmp_path / 'db.sqlite'}"
+    pairs_file = write_jsonl(tmp_path / "pairs.jsonl", [pair_record(i) for i in range(5)])
+    long_id = "x" * 100_000
+    judge = write_jsonl(
+        tmp_path / "judge.jsonl",
+        [{"id": i, "prediction": "A", "pos_in_a": True} for i in [f"p{n}" for n in range(5)]]
+        + [{"id": long_id, "prediction": "A", "pos_in_a": True}],
+    )
+    args = ["import-pairs", str(pairs_file), "--sample", "2", "--sample-by", f"j={judge}"]
+    assert main([*args, "--db", url]) != 0
+    err = capsys.readouterr().err
+    assert "--sample-by" in err and "xxxx…" in err and len(err) < 1_000
+    with pytest.raises(SystemExit):
+        main(["import-pairs", "--help"])
+    shown = capsys.readouterr().out
+    assert "%%" not in shown and "up to 80 percent of N" in " ".join(shown.split())
+    with pytest.raises(SystemExit):
+        main(["import-pairs", str(pairs_file), "--sample", "2", "--sample-by", long_id])
+    err = capsys.readouterr().err
+    assert "expected NAME=FILE, got 'xxxx" in err and "…" in err and len(err) < 1_000

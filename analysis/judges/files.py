@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from analysis.errors import InputError
+from analysis.errors import InputError, quoted
 from analysis.files import strict_input
 from analysis.vocabulary import PREFERENCES, SIDES, SLOTS
 
@@ -197,7 +197,7 @@ def _number(value: object) -> float | None:
 
 
 def _shown(value: object) -> str:
-    return repr(value.item() if isinstance(value, np.generic) else value)
+    return quoted(value.item() if isinstance(value, np.generic) else value)
 
 
 # --- validation ----------------------------------------------------------------------------
@@ -305,7 +305,7 @@ def read_model_file(
         ids, picks, first = _one_row_a_pair(frame, layout, check, known, named)
     missing = sorted(required - named)
     for pair in missing[:_MAX_PROBLEMS]:
-        check.problems.append((math.inf, f"pair {pair!r} has no row"))
+        check.problems.append((math.inf, f"pair {quoted(pair)} has no row"))
     if len(missing) > _MAX_PROBLEMS:
         check.problems.append((math.inf, f"... and {len(missing) - _MAX_PROBLEMS:,} more pairs"))
     if check.problems:
@@ -329,7 +329,7 @@ def _pair_id(
         check.add(position, column, "is empty")
         return None
     if pair not in known:
-        check.add(position, column, f"no pair with this id in the report (got {pair!r})")
+        check.add(position, column, f"no pair with this id in the report (got {quoted(pair)})")
         return None
     return pair
 
@@ -363,7 +363,7 @@ def _one_row_a_pair(
             check.add(
                 position,
                 None,
-                f"a second row for pair {pair!r} (first at {check.where} {seen[pair]})",
+                f"a second row for pair {quoted(pair)} (first at {check.where} {seen[pair]})",
             )
             continue
         seen[pair] = position
@@ -440,7 +440,7 @@ def _pointwise(frame: pd.DataFrame, check: _Checker, known: set[str], named: set
             first = sides[label][1]
             check.add(
                 position, None,
-                f"a second {label} score for pair {pair!r} (first at {check.where} {first})",
+                f"a second {label} score for pair {quoted(pair)} (first at {check.where} {first})",
             )  # fmt: skip
             continue
         sides[label] = (score, position)  # a bad score is reported already
@@ -451,7 +451,9 @@ def _pointwise(frame: pd.DataFrame, check: _Checker, known: set[str], named: set
         if len(sides) == 1:
             ((label, (_, position)),) = sides.items()
             other = "rejected" if label == "chosen" else "chosen"
-            check.add(position, None, f"pair {pair!r} has a {label} score but no {other} score")
+            check.add(
+                position, None, f"pair {quoted(pair)} has a {label} score but no {other} score"
+            )
             continue
         chosen, rejected = sides["chosen"][0], sides["rejected"][0]  # one of each: SIDES
         if chosen is not None and rejected is not None:

@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 from analysis.population.sampling import FLAGGED_SHARE
 from annotate.commands._common import add_study_option, engine_from
-from annotate.errors import UserError
+from annotate.errors import UserError, quoted
 
 NAME = "import-pairs"
 ORDER = 10
@@ -16,6 +16,11 @@ HELP = (
     "re-importing the same file changes nothing. With --sample N the whole file is the "
     "study's population and only N pairs are queued for labelling."
 )
+
+
+# "percent", not "%": argparse %-formats a help text, which a literal "%" must escape as "%%",
+# and the escape was printed as it stood where the text was shown unformatted
+PERCENT_FLAGGED = f"{FLAGGED_SHARE * 100:.0f}"
 
 
 def _positive_int(text: str) -> int:
@@ -28,7 +33,7 @@ def _positive_int(text: str) -> int:
 def _judge_spec(text: str) -> tuple[str, str]:
     name, sep, path = text.partition("=")
     if not sep or not name.strip() or not path.strip():
-        raise argparse.ArgumentTypeError(f"expected NAME=FILE, got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected NAME=FILE, got {quoted(text)}")
     return name.strip(), path.strip()
 
 
@@ -55,7 +60,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         metavar="NAME=FILE",
         help="a judge's output on every pair (a --model file: pairwise judgements, scores or "
         "preferences): every pair it flags (prefers rejected, ties or fails to parse) is "
-        f"queued, up to {FLAGGED_SHARE:.0%}% of N (a random {FLAGGED_SHARE:.0%}% of N when it "
+        f"queued, up to {PERCENT_FLAGGED} percent of N (a random {PERCENT_FLAGGED} percent of N when it "
         "flags more), and a uniform random sample of the other pairs fills the rest",
     )
     sample.add_argument(

@@ -13,8 +13,9 @@
   study's screened-out code when it has one (`--screened-out-code`).
 
 A script that invents participant ids cannot drain a study:
-- one client (network address) creates at most NEW_PER_CLIENT new participants per
-  NEW_WINDOW seconds; coming back as an existing participant is not limited;
+- one client (the network prefix of its address, annotate/people/clients.py) creates at most
+  NEW_PER_CLIENT new participants per NEW_WINDOW seconds; coming back as an existing
+  participant is not limited;
 - a participant with no answer holds a pair only for a short hold when others need it
   (ANSWERLESS_HOLD, annotate/queue/rules.py), not for the study's reservation timeout;
 - participants who answered nothing ABANDONED_AFTER seconds after they came are removed
@@ -39,6 +40,7 @@ from sqlmodel import Session, col, select
 
 from annotate.errors import UserError
 from annotate.people.auth import create_annotator
+from annotate.people.clients import client_key
 from annotate.store import db
 from annotate.store.models import Annotation, Annotator, Assignment, Study, id_of, utcnow
 
@@ -176,7 +178,7 @@ def enter(
     now: datetime | None = None,
 ) -> Entry:
     """Sign a Prolific participant in (creating their annotator account on first entry;
-    `client` is the visitor's network address, for the limit on new participants)."""
+    `client` is the visitor's network address, counted by its prefix for the limit on new participants)."""
     _check_id(pid, "PROLIFIC_PID")
     _check_id(study_id, "STUDY_ID")
     _check_id(session_id, "SESSION_ID")
@@ -187,7 +189,7 @@ def enter(
 
     def take_once() -> None:
         if not taken:
-            NEW_ACCOUNTS.take(client or "unknown")
+            NEW_ACCOUNTS.take(client_key(client))
             taken.append(True)
 
     return db.write(

@@ -142,6 +142,18 @@ _SKIPPED = (
     .order_by(_ASSIGNMENT.c.completed_at, _ASSIGNMENT.c.id)
 )
 _GOLD_SKIPPED = _SKIPPED.where(_PAIR.c.is_gold == True).limit(1)  # noqa: E712
+# Rule 9's count: this annotator's skipped real pairs (current version) that still have room.
+_SKIPPED_WITH_ROOM = (
+    select(func.count())
+    .select_from(_ASSIGNMENT.join(_PAIR, _PAIR.c.id == _ASSIGNMENT.c.pair_id))
+    .where(
+        _ASSIGNMENT.c.annotator_id == bindparam("b_annotator"),
+        _ASSIGNMENT.c.status == "skipped",
+        _ASSIGNMENT.c.pair_version == _PAIR.c.version,
+        _PAIR.c.is_gold == False,  # noqa: E712
+        _PAIR.c.n_assigned < _TARGET,
+    )
+)
 
 
 class FullQueue(Cursor):
@@ -201,6 +213,10 @@ class FullQueue(Cursor):
             if raised.scalar() is not None:
                 return self._reopen(skipped.id, now=now)
         return None
+
+    def skipped_with_room(self, *, study: StudyRules, annotator_id: int) -> int:
+        keys = {"b_annotator": annotator_id, "b_target": study.overlap_target}
+        return int(self.conn.execute(_SKIPPED_WITH_ROOM, keys).scalar_one())
 
     def release_expired(self, *, study: StudyRules, now: datetime) -> int:
         return (
@@ -355,14 +371,19 @@ def reserve_next(conn: Connection, *, study: StudyRules, annotator_id: int) -> A
 
 @retrying
 def skip(engine: Engine, *, annotator_id: int, pair_id: int) -> None:
-    """Put the pair back for others; it returns to this annotator only after everything else."""
+    """Put the pair back for others; it returns to this annotator after the pairs they have
+    not seen, or sooner once they skipped a few (rules.py, rule 9: `after_skip`)."""
+    now = utcnow()
     with transaction(engine, durable=False) as conn:
-        _release(
+        released = _release(
             conn,
             _ASSIGNMENT.c.annotator_id == annotator_id,
             _ASSIGNMENT.c.pair_id == pair_id,
-            now=utcnow(),
+            now=now,
         )
+        if released:
+            study = Cursor(conn).study_of(annotator_id=annotator_id, submitting=None)
+            rules.after_skip(FullQueue(conn), study=study, annotator_id=annotator_id, now=now)
 
 
 def close_answered(

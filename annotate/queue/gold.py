@@ -31,7 +31,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
 from analysis.vocabulary import PREFERENCES
-from annotate.errors import UserError
+from annotate.errors import UserError, quoted
 from annotate.store.db import read_session, retrying, session
 from annotate.store.models import Annotation, Annotator, Assignment, Pair, Study
 
@@ -120,23 +120,44 @@ def qualification_of(engine: Engine, *, annotator_id: int) -> Qualification:
         return qualification(s, study=study, annotator_id=annotator_id)
 
 
+MAX_LISTED = 5  # ids named in one refusal
+
+
+def _listed(keys: list[str]) -> str:
+    """Pair ids for a one-line refusal: the first few, each cut short (errors.quoted)."""
+    shown = ", ".join(quoted(k) for k in keys[:MAX_LISTED])
+    return shown + (f" and {len(keys) - MAX_LISTED} more" if len(keys) > MAX_LISTED else "")
+
+
 @retrying
 def set_gold(engine: Engine, *, study_id: int, pair_keys: Iterable[str], answer: str | None) -> int:
-    """Mark pairs as gold with the expected answer (chosen, rejected or tie); None unmarks."""
+    """Mark pairs as gold with the expected answer (chosen, rejected or tie); None unmarks.
+    Only a pair queued for labelling can be marked (a sampled study's other pairs are never
+    served); a mark can always be taken off. The console's Gold page and `mark-gold` both
+    come here."""
     if answer is not None and answer not in PREFERENCES:
         raise UserError(f"a gold answer is one of {', '.join(PREFERENCES)}, not {answer!r}")
     keys = sorted(set(pair_keys))
     if not keys:
         return 0
     with session(engine) as s:
-        found = set(
+        found = dict(
             s.exec(
-                select(Pair.pair_key).where(Pair.study_id == study_id, col(Pair.pair_key).in_(keys))
+                select(Pair.pair_key, Pair.queued).where(
+                    Pair.study_id == study_id, col(Pair.pair_key).in_(keys)
+                )
             ).all()
         )
         missing = [k for k in keys if k not in found]
         if missing:
-            raise UserError(f"no pair with id {', '.join(map(repr, missing))} in this study")
+            raise UserError(f"no pair with id {_listed(missing)} in this study")
+        unqueued = [k for k in keys if not found[k]]
+        if unqueued and answer is not None:
+            raise UserError(
+                f"pair {_listed(unqueued)} is not queued for labelling (the study labels a "
+                "sample and this pair is not in it), so no annotator would ever be shown it "
+                "as a gold check; mark a queued pair instead"
+            )
         s.execute(
             update(Pair)
             .where(col(Pair.study_id) == study_id, col(Pair.pair_key).in_(keys))

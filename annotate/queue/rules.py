@@ -30,6 +30,11 @@ order, and when a gold check comes first.
    reservation keeps its draft. A released pair's late answer is stored while the pair has
    room (it is reserved again); once others filled it, the answer is refused (GivenAway)
    and kept as the draft, so that no pair gets answers beyond its target.
+9. a skip puts the pair at the back of this annotator's queue, but at most
+   MAX_PENDING_SKIPS skipped pairs wait there (skipped or released, real pairs that still
+   have room): a skip that makes more reserves the earliest of them again, right away
+   (`after_skip`). So skipping cannot walk the queue to choose which pairs to answer: past
+   a few skips the same few pairs come round until one is answered.
 
 Versions (annotate/studies/pair_versions.py): every rule reads a pair's current version only.
 n_assigned counts the reservations and answers of that version (an imported answer has its
@@ -66,6 +71,8 @@ ANSWERLESS_HOLD = 30
 # (closed or hidden): a tab left behind gives its pair back well before the study's
 # reservation timeout, and a short look at another tab costs nothing.
 AWAY_HOLD = 60
+# Skipped pairs that may wait at the back of one annotator's queue (rule 9).
+MAX_PENDING_SKIPS = 3
 ASSIGNMENT_COLUMNS = (
     "id",
     "study_id",
@@ -269,6 +276,7 @@ class Queue(Protocol):
         self, *, study: StudyRules, annotator_id: int, now: datetime
     ) -> AssignmentRow | None: ...
     def release_expired(self, *, study: StudyRules, now: datetime) -> int: ...
+    def skipped_with_room(self, *, study: StudyRules, annotator_id: int) -> int: ...
 
 
 def next_gold(coins: Coins, *, annotator_id: int, pair_ids: list[int]) -> int | None:
@@ -349,3 +357,13 @@ def _reserve_contended_or_skipped(
             return served
     # Nothing new: the pairs this annotator skipped, while they still have room.
     return queue.reopen_skipped(**keys)
+
+
+def after_skip(
+    queue: Queue, *, study: StudyRules, annotator_id: int, now: datetime
+) -> AssignmentRow | None:
+    """Rule 9, right after a skip released its pair: past MAX_PENDING_SKIPS skipped pairs
+    waiting, the earliest that still has room is reserved again (and served next, rule 1)."""
+    if queue.skipped_with_room(study=study, annotator_id=annotator_id) <= MAX_PENDING_SKIPS - 1:
+        return None
+    return queue.reopen_skipped(study=study, annotator_id=annotator_id, now=now)

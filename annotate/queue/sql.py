@@ -611,3 +611,6 @@ class Cursor(Queue):
 
     def release_expired(self, *, study: StudyRules, now: datetime) -> int:
         raise NeedsFullRules
+
+    def skipped_with_room(self, *, study: StudyRules, annotator_id: int) -> int:
+        raise NeedsFullRules

@@ -11,7 +11,8 @@ rendered and sent again), more CPU than a Submit. Here a draft is one small JSON
   only while that sign-in lasts (the key includes the account's token hash: after Sign out
   or a new link the open tab's drafts are refused, annotate/web/identity.py);
 - it must come from this site's own pages (`Sec-Fetch-Site`, else `Origin`), at most
-  MAX_DRAFT_BYTES, and its answers pass the same check as the page's (`FormState.from_browser`);
+  MAX_DRAFT_BYTES, nested and numbered within annotate/web/bounded_json.py's bounds (a bad
+  body is a 4xx before anything else reads it), and its answers pass the same check as the page's (`FormState.from_browser`);
 - it is stored by `labelling.save_draft`, the one rule for drafts (an open assignment only).
 
 Answers 204 when stored or when the assignment is no longer open (nothing to keep), 4xx
@@ -27,7 +28,6 @@ message when the pair was released meanwhile (the page shows it; the answers sta
 from __future__ import annotations
 
 import hmac
-import json
 import math
 import time
 from collections.abc import Callable
@@ -46,6 +46,7 @@ from annotate.labelling.drafts import draft_key, save_draft
 from annotate.queue.assignment import mark_away
 from annotate.store import db
 from annotate.store.models import Annotator, Assignment, Pair, Study
+from annotate.web import bounded_json
 from annotate.web.proofs import same_origin
 
 GONE = 409  # the pair was given to another annotator while the page was away (rules.py, 8)
@@ -134,14 +135,19 @@ def _sweep(now: float) -> None:
         _facts.pop(key, None)
 
 
-_STATE = select(Assignment.status, Annotator.active).join(
+_STATE = select(Assignment.status, Annotator.active, Annotator.token_hash).join(
     Annotator, col(Annotator.id) == Assignment.annotator_id
 )
 
 
-def _state(engine: Engine, assignment_id: int) -> tuple[str, bool]:
-    """The assignment's status and whether its annotator's account is active."""
-    return db.read(engine, lambda s: s.exec(_STATE.where(Assignment.id == assignment_id)).one())
+def _state(engine: Engine, assignment_id: int, *, sign_in: str | None) -> tuple[str, bool]:
+    """The assignment's status and whether its annotator is still signed in as the page's
+    key says: an active account whose token hash is still `sign_in` (Sign out and a new
+    link change it, as for the form's draft in labelling.save_draft)."""
+    status, active, token_hash = db.read(
+        engine, lambda s: s.exec(_STATE.where(Assignment.id == assignment_id)).one()
+    )
+    return status, bool(active) and token_hash == sign_in
 
 
 def store_draft(engine: Engine, body: dict[str, Any]) -> int:
@@ -173,9 +179,9 @@ def store_draft(engine: Engine, body: dict[str, Any]) -> int:
         )
         if stored:
             return 204
-    status, active = _state(engine, assignment_id)
-    if not active:
-        return 403  # a deactivated account keeps nothing, also from a tab still open
+    status, signed_in = _state(engine, assignment_id, sign_in=facts.sign_in)
+    if not signed_in:
+        return 403  # deactivated, signed out or given a new link since: a stale tab moves nothing
     if body.get("back") is True:  # the page is shown again: is the pair still its own?
         if status == "skipped":
             return GONE
@@ -194,13 +200,10 @@ def draft_routes(get_engine: Callable[[], Engine], *, prefix: str = "") -> list[
         length = request.headers.get("content-length", "")
         if not length.isdigit() or int(length) > MAX_DRAFT_BYTES:
             return Response(status_code=413)
-        raw = await request.body()
-        if len(raw) > MAX_DRAFT_BYTES:
-            return Response(status_code=413)
-        try:
-            body = json.loads(raw)
-        except ValueError:
-            return Response(status_code=400)
+        try:  # bounded in size, depth and numbers before anything reads it
+            body = bounded_json.loads(await request.body(), max_bytes=MAX_DRAFT_BYTES)
+        except bounded_json.BadBody as bad:
+            return Response(status_code=bad.status)
         if not isinstance(body, dict):
             return Response(status_code=400)
         status = await run_in_threadpool(store_draft, get_engine(), body)

@@ -22,8 +22,9 @@ maintainers:
   cookie of an active maintainer, or the same sign-in cookies as an open console session
   (covers maintainers signed in with their organisation through `st.login`).
 
-The page's WebSocket is open to every visitor, but one client (network address; behind a
-reverse proxy listed in FORWARDED_ALLOW_IPS, the address it forwards) holds at most
+The page's WebSocket is open to every visitor, but one client (network prefix of its address,
+annotate/people/clients.py; behind a reverse proxy listed in FORWARDED_ALLOW_IPS, of the
+address it forwards) holds at most
 `MAX_SOCKETS_PER_CLIENT` at once: each socket is a Streamlit session that keeps the widget
 state it is sent (at most `server.maxWidgetStateSize` a message, which `annotate serve` sets
 just above the labelling form's largest message), so a stranger's sockets cannot fill the
@@ -53,6 +54,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.responses import PlainTextResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from annotate.people.clients import client_key
 from annotate.web.paths import is_under, route_path, url_prefix
 from annotate.web.proofs import COOKIE as LOGIN_COOKIE
 from annotate.web.proofs import (
@@ -123,7 +125,7 @@ class _MaintainerSession:
 
 _sessions: dict[str, _MaintainerSession] = {}
 _lock = threading.Lock()
-_sockets: dict[str, int] = {}  # open page sockets per client address
+_sockets: dict[str, int] = {}  # open page sockets per client (people.clients.client_key)
 
 
 def _cookie_prints(cookies: dict[str, str]) -> frozenset[str]:
@@ -216,7 +218,7 @@ class StreamlitEndpointGuard:
         await self.app(scope, receive, send)
 
     async def _socket(self, scope: Scope, receive: Receive, send: Send) -> None:
-        client = (scope.get("client") or ("unknown",))[0]
+        client = client_key((scope.get("client") or (None,))[0])
         with _lock:
             if _sockets.get(client, 0) >= MAX_SOCKETS_PER_CLIENT:
                 refused = True

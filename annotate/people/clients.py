@@ -1,0 +1,28 @@
+"""Who counts as one client for the per-client limits (page sockets in annotate/web/guard.py,
+new Prolific participants in annotate/people/prolific.py): a network prefix, not an exact
+address. An IPv6 host is usually given a whole /64 and picks addresses in it at will, so one
+machine would get every limit once per address; an IPv4 address is counted alone (/32), as a
+household or office behind one NAT address already shares it. docs/security.md says the
+trade-off.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+
+IPV4_PREFIX = 32
+IPV6_PREFIX = 64
+
+
+def client_key(address: str | None) -> str:
+    """The key the per-client limits count `address` under: its IPv6 /64 or IPv4 /32 network
+    (an IPv4 address mapped into IPv6 counts as that IPv4 address); anything that is not an
+    address (a Unix socket, none at all) is one client, "unknown"."""
+    try:
+        ip = ipaddress.ip_address((address or "").strip().split("%", 1)[0])
+    except ValueError:
+        return "unknown"
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    prefix = IPV4_PREFIX if ip.version == 4 else IPV6_PREFIX
+    return str(ipaddress.ip_network(f"{ip}/{prefix}", strict=False))
