@@ -215,3 +215,13 @@ def test_the_gone_hold_is_set_by_its_variable_and_a_bad_value_is_named(monkeypat
     monkeypatch.setenv("ANNOTATE_GONE_HOLD", "soon")
     with pytest.raises(UserError, match="ANNOTATE_GONE_HOLD must be a whole number"):
         gone_hold()
+
+
+def test_serve_names_a_bad_gone_hold_before_it_starts(monkeypatch, tmp_path, capsys):
+    from annotate.cli import main
+
+    monkeypatch.setenv("ANNOTATE_GONE_HOLD", "-5")
+    assert main(["serve", "--db", f"sqlite:///{tmp_path / 'x.db'}"]) == 2
+    err = capsys.readouterr().err
+    assert "ANNOTATE_GONE_HOLD must be a whole number of seconds" in err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
