@@ -19,6 +19,26 @@ assets, the health pings). `benchmarks/bench_label_browser.py` measures the brow
     python benchmarks/bench_crowd.py --annotators 200 --minutes 10 --replicas 2 \\
         --db postgresql+psycopg://127.0.0.1/crowd [--pace 40] [--pairs-file F] [--url URL ...]
 
+A long day (`--faults`): the crowd reaches the replicas through the documented nginx
+(tests/nginx.py, docs/deployment.md) and, on a schedule spread over the run, a replica is killed
+(SIGKILL) and started again `--replica-kills` times, PostgreSQL is restarted `--db-restarts`
+times (only a cluster of the benchmark's own, `--private-postgres`: initdb and pg_ctl in a
+temporary folder, tests/private_postgres.py; the machine's shared server is never restarted),
+and a share `--vanish` of the annotators vanish mid-pair without a close (their sockets stay
+open and silent, as a phone that lost its network: no close, no beacon, no heartbeat). A tab
+whose websocket drops reconnects as the page does (through nginx, to a replica that is up) and
+goes on; an answer whose reply never came is answered again. The JSON line then also says
+`faults` (what was done), `longest_stall_s` (the longest an annotator who stayed waited for a
+page, a Submit's reply, a sign-in or a reconnect, outside the fault windows: from each fault to
+its recovery plus FAULT_GRACE), `step_p95_outside_faults`, `stayed_idle` (annotators who stayed
+but got no new page after the last fault) and `vanished_pair_release_s_max` (the longest a
+vanished annotator's pair stayed held against others: from the vanishing until the assignment
+rules release it, or would release it for anyone who needs it, annotate/queue/rules.py rule 8,
+polled every VANISH_POLL seconds). Every simulated tab sends the form's heartbeat.
+
+    python benchmarks/bench_crowd.py --faults --annotators 200 --minutes 10 --replicas 2 \
+        --private-postgres --replica-kills 2 --db-restarts 1 --vanish 0.1
+
 Without `--url` it creates the study (pairs shaped like the real data unless `--pairs-file`,
 300 past posts a pair, enough pairs that nobody runs out), one account per annotator, starts
 `--replicas` `annotate serve` processes and stops them at the end. With `--url` (repeatable, one
@@ -45,6 +65,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import math
 import os
@@ -55,9 +76,11 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -96,6 +119,13 @@ KEYS = (
     "client_cpu_s",
     "load_avg",
     "cores",
+    "server_cpu_s",
+    "db_cpu_s",
+    "faults",
+    "longest_stall_s",
+    "step_p95_outside_faults",
+    "stayed_idle",
+    "vanished_pair_release_s_max",
 )
 DRAFT_SECONDS = 4.0  # the page's DRAFT_MS
 DRAFTS_PER_SUBMIT = 10  # calibration: drafts timed per Submit timed (see the docstring)
@@ -105,6 +135,9 @@ COOKIE = "annotate_token"
 EVENTS_SUFFIX = "__events"
 WIDGET_PREFIX = "$$STREAMLIT_INTERNAL_KEY_"
 READ_TIMEOUT = 60.0
+FAULT_GRACE = 5.0  # seconds after a fault's recovery still counted in its window
+VANISH_POLL = 2.0  # seconds between looks at the vanished annotators' pairs
+RECONNECT_EVERY = 1.0  # a tab whose connection dropped tries again this often
 
 
 TABS_PER_ADDRESS = 8  # below the server's page sockets per client (web/guard.py: 16)
@@ -116,7 +149,9 @@ def source_address(base_url: str, index: int) -> str | None:
     16 page sockets per client address); elsewhere the system's choice."""
     if urlsplit(base_url).hostname != "127.0.0.1":
         return None
-    return f"127.0.0.{2 + (index // TABS_PER_ADDRESS) % 253}"
+    # in many /24s: nginx's ip_hash keys on an IPv4 address's first three octets
+    home = index // TABS_PER_ADDRESS
+    return f"127.{1 + home % 250}.{home // 250 % 250}.2"
 
 
 # --- one simulated annotator --------------------------------------------------------------
@@ -152,6 +187,19 @@ class Stats:
     errors: list[str] = field(default_factory=list)
     starved: int = 0
     acknowledged: list[tuple[str, int]] = field(default_factory=list)  # (annotator, assignment)
+    # (started, ended) of every wait for the server by an annotator who stayed: page loads,
+    # Submits, sign-ins, reconnects (monotonic seconds)
+    waits: list[tuple[float, float]] = field(default_factory=list)
+    last_page: dict[str, float] = field(default_factory=dict)  # annotator -> last new page
+    vanished: list[tuple[str, int, float]] = field(default_factory=list)  # name, assignment, when
+    silent: list[Any] = field(default_factory=list)  # the vanished tabs' open sockets
+    fault_windows: list[list[float]] = field(default_factory=list)  # [start, end]
+    faults: dict[str, int] = field(
+        default_factory=lambda: {"replica_kills": 0, "db_restarts": 0, "vanished": 0}
+    )
+    heartbeats: int = 0
+    step_spans: list[tuple[float, float]] = field(default_factory=list)  # Submit to next page
+    db_cpu_carry: float = 0.0  # CPU of the database's processes stopped by its restarts
 
 
 class Client:
@@ -203,6 +251,8 @@ class Client:
             if line.lower().startswith("set-cookie:") and f"{COOKIE}=" in line:
                 self.cookie = line.split(":", 1)[1].strip().split(";", 1)[0]
         if not self.cookie:
+            if " 50" in status:  # a proxy with no replica behind it: try again, as a person does
+                raise ConnectionError(f"sign-in: {status}")
             raise ProtocolError(f"sign-in gave no cookie ({status})")
 
     async def connect(self) -> Page:
@@ -222,6 +272,13 @@ class Client:
     async def close(self) -> None:
         if self.ws is not None:
             await self.ws.close()
+
+    async def close_quietly(self) -> None:
+        """Close the websocket, whatever state it is in (a dropped one included)."""
+        ws, self.ws = self.ws, None
+        if ws is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(ws.close(), 5)
 
     async def rerun(self, widget_states=None, fragment_id: str = "") -> Page:
         """Send a rerun (with these widget states; of this fragment alone, as the browser
@@ -290,9 +347,23 @@ class Client:
         where = (page.data or {}).get("draft")
         if not where:
             return await self.event(page, "draft", {"form": form, "seconds": seconds})
+        status = await self.post_draft(where, {"form": form, "seconds": seconds})
+        if " 204 " not in status:
+            return await self.event(page, "draft", {"form": form, "seconds": seconds})
+        return page
+
+    async def heartbeat(self, page: Page) -> str:
+        """The shown form's "still here" (`back`), as the page sends it every few seconds."""
+        where = (page.data or {}).get("draft")
+        if not where:
+            return ""
+        return await self.post_draft(where, {"back": True})
+
+    async def post_draft(self, where: dict, extra: dict) -> str:
+        """POST to the form's draft address; the response's status line."""
         parts = urlsplit(self.base)
         fields = {"assignment": where["assignment"], "key": where["key"]}
-        body = json.dumps({**fields, "form": form, "seconds": seconds}).encode()
+        body = json.dumps({**fields, **extra}).encode()
         reader, writer = await asyncio.open_connection(
             parts.hostname, parts.port or 80, local_addr=self.local
         )
@@ -308,9 +379,7 @@ class Client:
             status = (await asyncio.wait_for(reader.readline(), READ_TIMEOUT)).decode()
         finally:
             writer.close()
-        if " 204 " not in status:
-            return await self.event(page, "draft", {"form": form, "seconds": seconds})
-        return page
+        return status
 
     async def event(self, page: Page, name: str, value) -> Page:
         """The component's setTriggerValue(name, value), as the page sends it."""
@@ -360,6 +429,15 @@ def apply_key(form: dict, key: tuple[str, str, object]) -> None:
         form.setdefault("aspects", {})[name] = value
 
 
+# What a dropped connection looks like to a tab (a replica killed, nginx with nobody behind it):
+# in a long day's run the tab reconnects and goes on, as the page does.
+DROPPED = (websockets.exceptions.WebSocketException, OSError, asyncio.TimeoutError, EOFError)
+
+
+class Vanished(Exception):
+    """The simulated annotator vanished mid-pair (no close: the socket stays open, silent)."""
+
+
 async def annotator(
     *,
     base_url: str,
@@ -371,38 +449,79 @@ async def annotator(
     seed: int,
     stats: Stats,
     index: int = 0,
+    reconnect: bool = False,
+    vanish: bool = False,
 ) -> None:
+    """One simulated annotator from sign-in to the end of the run. `reconnect`: a dropped
+    connection is retried (a long day's faults) instead of counted as an error; `vanish`: the
+    annotator disappears mid-pair, some time after their first answer."""
     rng = random.Random(seed)
     await asyncio.sleep(max(0.0, start_at - time.monotonic()))
     client = Client(base_url, token, name, source=source_address(base_url, index))
+    vanish_after = rng.uniform(0.2, 0.8) if vanish else None  # of the second pair's think time
+    page: Page | None = None
+    labelled = 0
     try:
-        began = time.monotonic()
-        await client.sign_in()
-        page = await client.connect()
-        stats.signins.append(time.monotonic() - began)
         while time.monotonic() < stop_at:
-            if page.exception:
-                raise ProtocolError(f"on screen: {page.exception}")
-            if page.data is None:  # no pair: finished, or told to come back later
-                stats.starved += 1
-                await asyncio.sleep(min(30.0, max(0.0, stop_at - time.monotonic())))
-                if time.monotonic() < stop_at:
-                    page = await client.rerun()
-                continue
-            after = await label_one(client, page, pace=pace, rng=rng, stop_at=stop_at, stats=stats)
-            if after is None:
-                return
-            page = after
+            began = time.monotonic()
+            try:
+                if page is None:  # sign in and load the page (again, after a drop)
+                    if not client.cookie:
+                        await client.sign_in()
+                    await client.close_quietly()
+                    page = await client.connect()
+                    stats.waits.append((began, time.monotonic()))
+                    if name not in stats.last_page:  # the first sign-in, not a reconnect
+                        stats.signins.append(time.monotonic() - began)
+                    stats.last_page[name] = time.monotonic()
+                    continue
+                if page.exception:
+                    raise ProtocolError(f"on screen: {page.exception}")
+                if page.data is None:  # no pair: finished, or told to come back later
+                    stats.starved += 1
+                    await asyncio.sleep(min(30.0, max(0.0, stop_at - time.monotonic())))
+                    if time.monotonic() < stop_at:
+                        page = await client.rerun()
+                    continue
+                after = await label_one(
+                    client,
+                    page,
+                    pace=pace,
+                    rng=rng,
+                    stop_at=stop_at,
+                    stats=stats,
+                    vanish_after=vanish_after if labelled else None,
+                )
+                if after is None:
+                    return
+                page = after
+                labelled += 1
+            except DROPPED:
+                if not reconnect:
+                    raise
+                page = None  # the page reconnects (through the proxy, to a replica that is up)
+                await asyncio.sleep(RECONNECT_EVERY)
+    except Vanished:
+        return
     except Exception as exc:
         stats.errors.append(f"{name}: {type(exc).__name__}: {exc}"[:300])
     finally:
-        await client.close()
+        if client.ws is None or client.ws not in stats.silent:
+            await client.close_quietly()  # a vanished tab's socket stays open until the end
 
 
 async def label_one(
-    client: Client, page: Page, *, pace: float, rng: random.Random, stop_at: float, stats: Stats
+    client: Client,
+    page: Page,
+    *,
+    pace: float,
+    rng: random.Random,
+    stop_at: float,
+    stats: Stats,
+    vanish_after: float | None = None,
 ) -> Page | None:
-    """Think, type the answers with drafts as the page sends them, submit; the next page."""
+    """Think, type the answers with drafts and heartbeats as the page sends them, submit; the
+    next page. `vanish_after`: vanish at this share of the think time instead (Vanished)."""
     data = shown(page)
     think = rng.lognormvariate(math.log(pace), PACE_SIGMA)
     keys = answers_for(data, rng)
@@ -410,15 +529,29 @@ async def label_one(
     key_times = sorted(rng.uniform(0.1 * think, 0.95 * think) for _ in keys)
     form = json.loads(json.dumps(data["initial"]))
     dirty, draft_due = False, None
+    beat = float((data.get("draft") or {}).get("heartbeat") or 0) or None
+    beat_due = beat
+    vanish_at = None if vanish_after is None else vanish_after * think
     pending = list(zip(key_times, keys, strict=True))
     while True:
         now = time.monotonic() - started
         next_key = pending[0][0] if pending else None
-        events = [t for t in (next_key, draft_due, think) if t is not None]
+        events = [t for t in (next_key, draft_due, beat_due, vanish_at, think) if t is not None]
         when = min(events)
         if started + when > stop_at:
             return None  # the run ends mid-pair: the tab is left as it is
         await asyncio.sleep(max(0.0, when - now))
+        if vanish_at is not None and when == vanish_at:
+            # gone without a word: the socket stays open and silent (see the docstring)
+            stats.silent.append(client.ws)
+            stats.vanished.append((client.name, int(data["draft"]["assignment"]), time.time()))
+            stats.faults["vanished"] += 1
+            raise Vanished
+        if beat_due is not None and when == beat_due:
+            beat_due = when + (beat or 0)
+            await client.heartbeat(page)
+            stats.heartbeats += 1
+            continue
         if draft_due is not None and when == draft_due:
             draft_due = None
             if dirty:
@@ -443,7 +576,11 @@ async def label_one(
         raise ProtocolError(f"submit refused: {reply.data['refused']}")
     if reply.data is not None and reply.data.get("token") == data.get("token"):
         raise ProtocolError("submit: the same pair shown again")
-    stats.steps.append(time.monotonic() - sent)
+    done = time.monotonic()
+    stats.steps.append(done - sent)
+    stats.waits.append((sent, done))
+    stats.step_spans.append((sent, done))
+    stats.last_page[client.name] = done
     stats.submits += 1
     # the page's token is opaque (docs/security.md, N6); the draft route names the assignment
     stats.acknowledged.append((client.name, int(data["draft"]["assignment"])))
@@ -497,19 +634,33 @@ def rss_mb(pid: int) -> float:
 
 
 class Replica:
-    def __init__(self, db: str, workdir: Path):
+    def __init__(self, db: str, workdir: Path, *, env: dict[str, str] | None = None):
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        self.log = open(workdir / f"replica-{self.port}.log", "wb")  # noqa: SIM115
-        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "annotate.cli", "serve", "--port", str(self.port), "--db", db],
+        self.log = open(workdir / f"replica-{self.port}.log", "ab")  # noqa: SIM115
+        self.db, self.workdir, self.env = db, workdir, env or {}
+        self.cpu_before = 0.0  # CPU of the processes killed earlier (a long day's faults)
+        self.process = self._start()
+
+    def _start(self) -> subprocess.Popen:
+        env = {**os.environ, "PYTHONUNBUFFERED": "1", **self.env}
+        command = ["serve", "--port", str(self.port), "--db", self.db]
+        return subprocess.Popen(
+            [sys.executable, "-m", "annotate.cli", *command],
             stdout=self.log,
             stderr=subprocess.STDOUT,
-            cwd=workdir,
+            cwd=self.workdir,
             env=env,
             start_new_session=True,
         )
+
+    def kill_and_restart(self) -> None:
+        """SIGKILL the replica (every process of it), then start it again on its port."""
+        self.cpu_before += self.cpu()
+        os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait()
+        self.process = self._start()
+        self.wait_ready()
 
     def wait_ready(self, timeout: float = 120.0) -> None:
         import urllib.request
@@ -528,7 +679,7 @@ class Replica:
         raise SystemExit(f"replica on port {self.port} did not start in {timeout:.0f} s")
 
     def cpu(self) -> float:
-        return cpu_seconds(self.process.pid)
+        return self.cpu_before + cpu_seconds(self.process.pid)
 
     def rss(self) -> float:
         return rss_mb(self.process.pid)
@@ -689,9 +840,12 @@ def crowd_address(i: int) -> str:
     return f"10.{(i >> 16) & 255}.{(i >> 8) & 255}.{i & 255}"
 
 
-async def crowd(args, urls, accounts, stats: Stats, on_warm) -> float:
+async def crowd(args, urls, accounts, stats: Stats, on_warm, faults=None) -> float:
+    """The crowd's run; `faults`: the long day's schedule (a coroutine started with it)."""
     began = time.monotonic()
     stop_at = began + args.minutes * 60
+    chooser = random.Random(args.seed)
+    vanishing = set(chooser.sample(range(len(accounts)), round(args.vanish * len(accounts))))
     tasks = [
         asyncio.create_task(
             annotator(
@@ -704,10 +858,13 @@ async def crowd(args, urls, accounts, stats: Stats, on_warm) -> float:
                 seed=args.seed * 100003 + i,
                 stats=stats,
                 index=i,
+                reconnect=args.faults,
+                vanish=i in vanishing,
             )
         )
         for i, (name, token) in enumerate(accounts)
     ]
+    background = [asyncio.create_task(faults(began, stop_at))] if faults is not None else []
     warm_at = began + args.warmup * 60
     warmed = False
     while not all(t.done() for t in tasks):
@@ -717,7 +874,104 @@ async def crowd(args, urls, accounts, stats: Stats, on_warm) -> float:
             warmed = True
     if not warmed:
         on_warm()
-    return time.monotonic() - began
+    seconds = time.monotonic() - began
+    for task in background:
+        await task
+    for ws in stats.silent:  # the vanished tabs' sockets, open until now
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(ws.close(), 5)
+    return seconds
+
+
+# --- a long day's faults ------------------------------------------------------------------
+def fault_plan(args) -> list[str]:
+    """The faults in the order they come: replica kills and database restarts interleaved."""
+    kills, restarts = ["replica"] * args.replica_kills, ["database"] * args.db_restarts
+    plan: list[str] = []
+    while kills or restarts:
+        for queue in (kills, restarts):
+            if queue:
+                plan.append(queue.pop())
+    return plan
+
+
+def make_faults(args, replicas: list[Replica], database, stats: Stats):
+    """The coroutine that injects the faults of fault_plan, evenly spread over the run after
+    the ramp (the last one with at least a fifth of the run left after it)."""
+
+    async def inject(began: float, stop_at: float) -> None:
+        plan = fault_plan(args)
+        first = began + max(args.ramp, 10.0)
+        last = began + (stop_at - began) * 0.8
+        for n, kind in enumerate(plan):
+            at = first + (last - first) * (n + 0.5) / len(plan)
+            await asyncio.sleep(max(0.0, at - time.monotonic()))
+            window = [time.monotonic(), math.inf]
+            stats.fault_windows.append(window)
+            if kind == "replica":
+                replica = replicas[stats.faults["replica_kills"] % len(replicas)]
+                await asyncio.to_thread(replica.kill_and_restart)
+                stats.faults["replica_kills"] += 1
+            else:
+                stats.db_cpu_carry += database_cpu(database)
+                await asyncio.to_thread(database.restart, down_seconds=args.db_down)
+                stats.faults["db_restarts"] += 1
+            window[1] = time.monotonic() + FAULT_GRACE
+
+    return inject
+
+
+def database_cpu(database) -> float:
+    """CPU seconds of the private PostgreSQL's processes alive now (0 when it is down)."""
+    pid = database.pid()
+    return 0.0 if pid is None else cpu_seconds(pid)
+
+
+def outside_faults(waits: list[tuple[float, float]], windows: list[list[float]]) -> list[float]:
+    """How long each wait took, for the waits that overlap no fault window."""
+    return [
+        end - start
+        for start, end in waits
+        if not any(start < w_end and end > w_start for w_start, w_end in windows)
+    ]
+
+
+def watch_vanished(db: str, stats: Stats, stop: threading.Event) -> dict[int, float]:
+    """Every VANISH_POLL seconds until `stop`: for each vanished annotator's assignment, the
+    first time it was released, or the rules would release it to anyone who needs it (rule 8
+    of annotate/queue/rules.py: its page silent for GONE_HOLD); seconds after the vanishing."""
+    from sqlalchemy import select as core_select
+
+    from annotate.engine import get_engine
+    from annotate.queue.assignment import LAST_SEEN
+    from annotate.queue.rules import gone_hold
+    from annotate.store.clock import as_utc
+    from annotate.store.models import Assignment, table_of
+
+    table = table_of(Assignment)
+    engine = get_engine(db)
+    released: dict[int, float] = {}
+    hold = gone_hold()
+    while not stop.wait(VANISH_POLL):
+        waiting = {a: when for _, a, when in list(stats.vanished) if a not in released}
+        if not waiting:
+            continue
+        try:
+            with engine.connect() as conn:
+                rows = conn.execute(
+                    core_select(table.c.id, table.c.status, LAST_SEEN).where(
+                        table.c.id.in_(list(waiting))
+                    )
+                ).all()
+        except Exception:  # the database is restarting: look again later
+            continue
+        now = time.time()
+        for assignment_id, status, seen in rows:
+            free = status != "active" or as_utc(seen).timestamp() + hold <= now
+            if free:
+                released[assignment_id] = max(0.0, now - waiting[assignment_id])
+    engine.dispose()
+    return released
 
 
 def main(argv=None) -> int:
@@ -739,7 +993,35 @@ def main(argv=None) -> int:
         "--calibrate", type=int, default=20, help="Submits (and 10x drafts) timed alone (0: none)"
     )
     parser.add_argument("--seed", type=int, default=0)
+    day = parser.add_argument_group("a long day (--faults)")
+    day.add_argument("--faults", action="store_true", help="nginx in front, faults on a schedule")
+    day.add_argument("--replica-kills", type=int, default=2, help="replicas killed and restarted")
+    day.add_argument(
+        "--db-restarts", type=int, help="PostgreSQL restarts (default 1 with --private-postgres)"
+    )
+    day.add_argument("--db-down", type=float, default=5.0, help="seconds PostgreSQL stays down")
+    day.add_argument("--vanish", type=float, help="share of annotators who vanish (default 0.1)")
+    parser.add_argument(
+        "--private-postgres",
+        action="store_true",
+        help="the database on a PostgreSQL cluster of the benchmark's own (initdb in a temp dir)",
+    )
+    parser.add_argument("--gone-hold", type=int, help="the replicas' ANNOTATE_GONE_HOLD seconds")
     args = parser.parse_args(argv)
+    if args.vanish is None:
+        args.vanish = 0.1 if args.faults else 0.0
+    if args.db_restarts is None:
+        args.db_restarts = 1 if args.faults and args.private_postgres else 0
+    if not args.faults:
+        args.replica_kills = args.db_restarts = 0
+    if args.db_restarts and not args.private_postgres:
+        parser.error(
+            "--db-restarts restarts a cluster of the benchmark's own: add --private-postgres"
+        )
+    if args.faults and args.url:
+        parser.error("--faults starts its own replicas: leave out --url")
+    if args.gone_hold is not None:
+        os.environ["ANNOTATE_GONE_HOLD"] = str(args.gone_hold)  # the replicas and the watcher
     if args.warmup is None:
         args.warmup = min(2.0, args.minutes / 5)
     expected = args.annotators * args.minutes * 60 / args.pace * math.exp(PACE_SIGMA**2)
@@ -749,10 +1031,21 @@ def main(argv=None) -> int:
         )
 
     workdir = Path(tempfile.mkdtemp(prefix="bench-crowd-"))
+    database = proxy = None
+    if args.private_postgres:
+        from tests.private_postgres import PrivatePostgres
+
+        database = PrivatePostgres().start()
+        args.db = database.url("crowd")
     if args.db is None:
         args.db = f"sqlite:///{workdir / 'crowd.db'}"
     replicas: list[Replica] = []
     stats = Stats()
+    stop_watch = threading.Event()
+    released: dict[int, float] = {}
+    watcher = threading.Thread(
+        target=lambda: released.update(watch_vanished(args.db, stats, stop_watch)), daemon=True
+    )
     try:
         if args.url:
             urls = args.url
@@ -762,6 +1055,13 @@ def main(argv=None) -> int:
             for replica in replicas:
                 replica.wait_ready()
             urls = [r.url for r in replicas]
+        if args.faults:
+            from tests.nginx import Nginx
+
+            proxy = Nginx([r.port for r in replicas], workdir).start()
+            urls = [proxy.url]
+        if args.vanish:
+            watcher.start()
         accounts = make_accounts(args.db, args.study, args.annotators, f"crowd{os.getpid()}-")
         draft_cpu = submit_cpu = page_cpu = None
         if replicas and args.calibrate:
@@ -771,22 +1071,47 @@ def main(argv=None) -> int:
             )
         rss_warm: list[float] = []
         cpu_start = [r.cpu() for r in replicas]
+        db_cpu_start = database_cpu(database) if database is not None else 0.0
         client_start = resource.getrusage(resource.RUSAGE_SELF)
+        faults = make_faults(args, replicas, database, stats) if args.faults else None
         seconds = asyncio.run(
-            crowd(args, urls, accounts, stats, lambda: rss_warm.extend(r.rss() for r in replicas))
+            crowd(
+                args,
+                urls,
+                accounts,
+                stats,
+                lambda: rss_warm.extend(r.rss() for r in replicas),
+                faults,
+            )
         )
         client_end = resource.getrusage(resource.RUSAGE_SELF)
         server_cpu = sum(r.cpu() - c for r, c in zip(replicas, cpu_start, strict=True))
+        db_cpu = (
+            None if database is None else database_cpu(database) + stats.db_cpu_carry - db_cpu_start
+        )
         rss_end = [r.rss() for r in replicas]
         load = os.getloadavg()
+        stop_watch.set()
+        if watcher.is_alive():
+            watcher.join(timeout=30)
     finally:
+        stop_watch.set()
+        if proxy is not None:
+            proxy.stop()
         for replica in replicas:
             replica.stop()
     checks = check_database(args.db, args.study, stats.acknowledged)
+    if database is not None:
+        database.stop("immediate")
+    vanished_ids = [a for _, a, _ in stats.vanished]
+    never = [a for a in vanished_ids if a not in released]  # still held when the run ended
+    stayed = {name for name, _ in accounts} - {name for name, _, _ in stats.vanished}
+    last_fault = max((end for _, end in stats.fault_windows), default=0.0)
+    outside = outside_faults(stats.waits, stats.fault_windows)
     cpu_per_pair = server_cpu / stats.submits if replicas and stats.submits else None
     result = {
         "annotators": args.annotators,
-        "replicas": len(urls),
+        "replicas": len(replicas) or len(urls),
         "db": args.db.split(":", 1)[0].split("+")[0],
         "pace": args.pace,
         "seconds": round(seconds, 1),
@@ -817,11 +1142,28 @@ def main(argv=None) -> int:
         ),
         "load_avg": [round(x, 2) for x in load],
         "cores": os.cpu_count(),
+        "server_cpu_s": round(server_cpu, 1) if replicas else None,
+        "db_cpu_s": None if db_cpu is None else round(db_cpu, 1),
+        "faults": dict(stats.faults),
+        "longest_stall_s": round(max(outside), 2) if outside else None,
+        "step_p95_outside_faults": percentile(
+            outside_faults(stats.step_spans, stats.fault_windows), 0.95
+        ),
+        "stayed_idle": sum(1 for name in stayed if stats.last_page.get(name, 0.0) <= last_fault)
+        if stats.fault_windows
+        else None,
+        "vanished_pair_release_s_max": None
+        if not vanished_ids
+        else (None if never else round(max(released[a] for a in vanished_ids), 1)),
     }
     assert tuple(result) == KEYS, "the JSON line's keys and KEYS differ"
     for error in stats.errors[:10]:
         print(error, file=sys.stderr)
     print(json.dumps(result), flush=True)
+    if never:
+        print(
+            f"{len(never)} vanished annotators' pairs were still held at the end", file=sys.stderr
+        )
     return 0 if not (stats.errors or checks["lost"] or checks["duplicated"]) else 1
 
 

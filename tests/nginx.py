@@ -101,7 +101,7 @@ def nginx_conf(*, ports: Sequence[int], listen_port: int, prefix: Path) -> str:
         f"pid {prefix / 'nginx.pid'};\n"
         f"error_log {prefix / 'error.log'} info;\n"
         "worker_processes 1;\n"
-        "events { worker_connections 1024; }\n"
+        "events { worker_connections 4096; }\n"
         "http {\n"
         f"    access_log {prefix / 'access.log'};\n"
         f"{temp}\n"

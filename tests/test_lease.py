@@ -21,7 +21,7 @@ from annotate.labelling.answers import FormState
 from annotate.labelling.drafts import draft_key
 from annotate.labelling.step import submit
 from annotate.queue.assignment import next_assignment, queue_status, skip
-from annotate.queue.rules import AWAY_HOLD, GivenAway
+from annotate.queue.rules import AWAY_HOLD, GivenAway, gone_hold
 from annotate.store.db import read_session, session
 from annotate.store.models import Annotation, Annotator, Assignment, Pair, Study, utcnow
 from annotate.web.drafts import GONE_MESSAGE, draft_routes
@@ -68,6 +68,8 @@ def _clock_forward(engine, seconds: float) -> None:
             row.assigned_at -= timedelta(seconds=seconds)
             if row.away_since is not None:
                 row.away_since -= timedelta(seconds=seconds)
+            if row.seen_at is not None:
+                row.seen_at -= timedelta(seconds=seconds)
             s.add(row)
 
 
@@ -109,7 +111,9 @@ def test_a_hidden_page_that_comes_back_in_time_keeps_its_pair(one_pair):
     _clock_forward(engine, AWAY_HOLD - 5)
     assert _post(client, secret, item, back=True).status_code == 204  # shown again
     assert _row(engine, item.assignment.id).away_since is None
-    _clock_forward(engine, AWAY_HOLD * 10)  # still far below the reservation timeout
+    for _ in range(30):  # AWAY_HOLD x 10, the shown page saying it is there (its heartbeat)
+        _clock_forward(engine, AWAY_HOLD / 3)
+        assert _post(client, secret, item, back=True).status_code == 204
     assert next_assignment(engine, annotator_id=bob) is None
     assert _row(engine, item.assignment.id).status == "active"
     # a draft from a shown page also ends an away mark
@@ -165,3 +169,59 @@ def test_an_away_mark_on_an_answered_pair_changes_nothing(one_pair):
     assert _post(client, secret, item, back=True).status_code == 204
     done = _row(engine, item.assignment.id)
     assert done.status == "done" and done.away_since is None
+
+
+def test_a_page_that_stopped_talking_gives_its_pair_back_and_keeps_its_draft(one_pair):
+    # alice's browser crashed (or her phone lost its network) mid-pair: no close, no beacon,
+    # the page simply stops saying it is there
+    engine, client, secret, alice, bob = one_pair
+    item = current_item(engine, annotator_id=alice)
+    form = {"slot": "B", "ratings": RATINGS, "comment": "typed before the crash"}
+    assert _post(client, secret, item, form=form, seconds=12.0).status_code == 204
+    hold = gone_hold()
+    assert next_assignment(engine, annotator_id=bob) is None
+    # bob is told to come back when the hold ends, not after the 30-minute timeout
+    waited = queue_status(engine, annotator_id=bob).busy_until - utcnow()
+    assert timedelta(0) < waited <= timedelta(seconds=hold)
+    _clock_forward(engine, hold - 5)
+    assert next_assignment(engine, annotator_id=bob) is None  # a heartbeat may still come
+    _clock_forward(engine, 10)  # GONE_HOLD + 5 s after her last word: well within 2 minutes
+    given = next_assignment(engine, annotator_id=bob)
+    assert given is not None and given.pair_id == item.pair.id
+    released = _row(engine, item.assignment.id)
+    assert released.status == "skipped"
+    assert released.draft["slot"] == "B" and released.draft["comment"] == "typed before the crash"
+    # her page, back on the network, hears that the pair was given away; her answers stay
+    reply = _post(client, secret, item, back=True)
+    assert reply.status_code == 409 and reply.json()["message"] == GONE_MESSAGE
+
+
+def test_a_page_that_keeps_saying_it_is_there_keeps_its_pair(one_pair):
+    engine, client, secret, alice, bob = one_pair
+    item = current_item(engine, annotator_id=alice)
+    hold = gone_hold()
+    for _ in range(10):  # ten holds long, with a heartbeat every third of one: never released
+        _clock_forward(engine, hold / 3)
+        assert _post(client, secret, item, back=True).status_code == 204
+        assert next_assignment(engine, annotator_id=bob) is None
+    assert _row(engine, item.assignment.id).status == "active"
+
+
+def test_the_gone_hold_is_set_by_its_variable_and_a_bad_value_is_named(monkeypatch):
+    from annotate.errors import UserError
+
+    monkeypatch.setenv("ANNOTATE_GONE_HOLD", "6")
+    assert gone_hold() == 6
+    monkeypatch.setenv("ANNOTATE_GONE_HOLD", "soon")
+    with pytest.raises(UserError, match="ANNOTATE_GONE_HOLD must be a whole number"):
+        gone_hold()
+
+
+def test_serve_names_a_bad_gone_hold_before_it_starts(monkeypatch, tmp_path, capsys):
+    from annotate.cli import main
+
+    monkeypatch.setenv("ANNOTATE_GONE_HOLD", "-5")
+    assert main(["serve", "--db", f"sqlite:///{tmp_path / 'x.db'}"]) == 2
+    err = capsys.readouterr().err
+    assert "ANNOTATE_GONE_HOLD must be a whole number of seconds" in err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1

@@ -23,7 +23,7 @@ from annotate.labelling.step import submit_and_next, submit_answer
 from annotate.people import accounts
 from annotate.queue import gold
 from annotate.queue.assignment import next_assignment, progress, skip
-from annotate.queue.rules import GivenAway
+from annotate.queue.rules import GivenAway, gone_hold
 from annotate.store.db import session
 from annotate.store.models import Annotation, Assignment, Pair, Study, id_of, utcnow
 from tests.factories import make_study
@@ -201,6 +201,7 @@ def age(engine, *, annotator_id: int, seconds: int) -> None:
             )
         ).all():
             a.assigned_at = utcnow() - timedelta(seconds=seconds)
+            a.seen_at = utcnow()  # its page is still open and says so (rules.py, rule 8)
             s.add(a)
 
 
@@ -250,7 +251,11 @@ def test_nobody_gets_the_completion_code_for_pairs_others_hold(engine, tmp_path)
     assert next_assignment(engine, annotator_id=d) is None
     status = queue_status(engine, annotator_id=d)
     assert status.answered == 0 and not status.earns_completion
-    assert before + timedelta(seconds=590) < status.busy_until < utcnow() + timedelta(seconds=601)
+    # nothing said by the pages since the pairs were reserved: free once GONE_HOLD passes
+    # (rule 8), well before the 600 s timeout
+    hold = min(600, gone_hold())
+    assert before + timedelta(seconds=hold - 10) < status.busy_until
+    assert status.busy_until < utcnow() + timedelta(seconds=hold + 1)
     # someone who finished real work with nothing held by others does get it
     (a, _) = people[0]
     item = next_assignment(engine, annotator_id=a)

@@ -170,6 +170,9 @@ def run_server(url: str, args: argparse.Namespace) -> NoReturn:
 
 
 def serve(args: argparse.Namespace) -> int:
+    from annotate.queue.rules import gone_hold
+
+    gone_hold()  # a bad ANNOTATE_GONE_HOLD is named here, in one sentence, not on a page
     return run_server(prepare(args), args)
 
 

@@ -37,6 +37,7 @@ _ACCOUNT = (_ANNOTATOR.c.id == _ASSIGNMENT.c.annotator_id, _ANNOTATOR.c.active)
 _DRAFT_VALUES: dict[str, BindParameter[Any]] = {
     "draft": bindparam("b_draft"),
     "away_since": bindparam("b_away"),
+    "seen_at": bindparam("b_seen"),  # a draft says the page is there (rules.py, rule 8)
 }
 
 
@@ -83,11 +84,13 @@ def save_draft(
         draft[DRAFT_SECONDS] = round(seconds, 1)
     # a draft comes from a page that shows the pair: it is not away (rules.py, rule 8), unless
     # it is the page's last word before it went away
+    now = utcnow()
     params = {
         "b_id": assignment_id,
         "b_statuses": list(statuses),
         "b_draft": draft,
-        "b_away": utcnow() if away else None,
+        "b_away": now if away else None,
+        "b_seen": now,
     }
     statement = _SAVE_DRAFT
     if sign_in is not SIGN_IN_UNCHECKED:

@@ -225,13 +225,14 @@ class FullQueue(Cursor):
             )
             + release_answerless(self.conn, study_id=study.id, now=now)
             + release_away(self.conn, study_id=study.id, now=now)
+            + release_gone(self.conn, study_id=study.id, now=now)
         )
 
     def _reopen(self, assignment_id: int, *, now: datetime) -> AssignmentRow:
         self.conn.execute(
             update(_ASSIGNMENT)
             .where(_ASSIGNMENT.c.id == assignment_id)
-            .values(status="active", assigned_at=now, completed_at=None)
+            .values(status="active", assigned_at=now, completed_at=None, seen_at=None)
         )
         reopened = self.assignment_by_id(assignment_id)
         if reopened is None:  # the row was just updated in this transaction
@@ -326,11 +327,30 @@ def release_away(s: Session | Connection, *, study_id: int, now: datetime | None
     )
 
 
+# When the page showing an open reservation last said it is there: its last draft, heartbeat
+# or return, else the reservation itself (rules.py, rule 8).
+LAST_SEEN = func.coalesce(_ASSIGNMENT.c.seen_at, _ASSIGNMENT.c.assigned_at)
+
+
+def release_gone(s: Session | Connection, *, study_id: int, now: datetime | None = None) -> int:
+    """Inside the caller's write transaction: the study's reservations whose page stopped
+    talking (no draft, heartbeat or return) more than GONE_HOLD seconds ago: a crashed or
+    killed browser, a phone that lost its network (rules.py, rule 8). Their drafts stay."""
+    now = now or utcnow()
+    return _release(
+        _connection(s),
+        _ASSIGNMENT.c.study_id == study_id,
+        LAST_SEEN < now - timedelta(seconds=rules.gone_hold()),  # noqa: SIM300 (a column)
+        now=now,
+    )
+
+
 @retrying
 def mark_away(engine: Engine, *, assignment_id: int, away: bool) -> str | None:
-    """The page showing this assignment went away (closed or hidden) or is back: the lease of
-    rule 8 starts or ends. Returns the assignment's status (None: no such assignment); a
-    released one ("skipped") is not taken back here."""
+    """The page showing this assignment went away (closed or hidden) or is back (or says it
+    is still there, its heartbeat): the lease of rule 8 starts or ends, and the page was seen
+    now. Returns the assignment's status (None: no such assignment); a released one
+    ("skipped") is not taken back here."""
     with transaction(engine, durable=False) as conn:
         status = conn.execute(
             select(_ASSIGNMENT.c.status).where(_ASSIGNMENT.c.id == assignment_id)
@@ -339,7 +359,7 @@ def mark_away(engine: Engine, *, assignment_id: int, away: bool) -> str | None:
             conn.execute(
                 update(_ASSIGNMENT)
                 .where(_ASSIGNMENT.c.id == assignment_id, _ASSIGNMENT.c.status == "active")
-                .values(away_since=utcnow() if away else None)
+                .values(away_since=utcnow() if away else None, seen_at=utcnow())
             )
         return status
 
@@ -553,8 +573,9 @@ def queue_status(engine: Engine, *, annotator_id: int) -> QueueStatus:
         held = aliased(Assignment)
         # from the study's open reservations (index ix_assignment_open), a few per annotator:
         # the earliest held since, and the earliest whose page went away (rule 8)
-        earliest, away = s.exec(
-            select(func.min(held.assigned_at), func.min(held.away_since))
+        last_seen = func.coalesce(held.seen_at, held.assigned_at)
+        earliest, away, seen = s.exec(
+            select(func.min(held.assigned_at), func.min(held.away_since), func.min(last_seen))
             .select_from(held)
             .join(Pair, col(Pair.id) == held.pair_id)
             .where(
@@ -572,6 +593,8 @@ def queue_status(engine: Engine, *, annotator_id: int) -> QueueStatus:
     busy_until = as_utc(earliest) + timedelta(seconds=study.reservation_timeout)
     if away is not None:
         busy_until = min(busy_until, as_utc(away) + timedelta(seconds=rules.AWAY_HOLD))
+    if seen is not None:
+        busy_until = min(busy_until, as_utc(seen) + timedelta(seconds=rules.gone_hold()))
     return QueueStatus(answered=answered, busy_until=busy_until)
 
 

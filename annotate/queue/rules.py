@@ -26,7 +26,9 @@ order, and when a gold check comes first.
    past ANSWERLESS_HOLD seconds by a crowd participant who has answered nothing yet (a
    throwaway id must not hold a pair for the study's timeout), and those whose page went
    away (closed or hidden: the page says so with its draft, assignment.away_since) more
-   than AWAY_HOLD seconds ago, are released and the queue is tried again. A released
+   than AWAY_HOLD seconds ago, and those whose page stopped talking (closed, crashed or cut
+   off without a word: no draft, heartbeat or reservation since GONE_HOLD seconds,
+   assignment.seen_at, else assigned_at) are released and the queue is tried again. A released
    reservation keeps its draft. A released pair's late answer is stored while the pair has
    room (it is reserved again); once others filled it, the answer is refused (GivenAway)
    and kept as the draft, so that no pair gets answers beyond its target.
@@ -58,6 +60,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import hmac
+import os
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, NamedTuple, Protocol
@@ -73,6 +76,13 @@ ANSWERLESS_HOLD = 30
 AWAY_HOLD = 60
 # Skipped pairs that may wait at the back of one annotator's queue (rule 9).
 MAX_PENDING_SKIPS = 3
+# Seconds a pair stays reserved, when others need it, once the page showing it stopped
+# talking: an open form says it is there every GONE_HOLD / GONE_BEATS seconds (its heartbeat,
+# annotate/web/drafts.py), so a page that crashed, was killed or lost its network gives its
+# pair back after a few missed heartbeats. ANNOTATE_GONE_HOLD sets it (tests use a few seconds).
+GONE_HOLD_DEFAULT = 60
+GONE_BEATS = 3
+GONE_HOLD_VARIABLE = "ANNOTATE_GONE_HOLD"
 ASSIGNMENT_COLUMNS = (
     "id",
     "study_id",
@@ -85,6 +95,24 @@ ASSIGNMENT_COLUMNS = (
     "completed_at",
     "draft",
 )
+
+
+def gone_hold() -> int:
+    """GONE_HOLD: ANNOTATE_GONE_HOLD's whole seconds (at least GONE_BEATS), else 60."""
+    text = os.environ.get(GONE_HOLD_VARIABLE, "").strip()
+    if not text:
+        return GONE_HOLD_DEFAULT
+    if not text.isdigit() or int(text) < GONE_BEATS:
+        raise UserError(
+            f"{GONE_HOLD_VARIABLE} must be a whole number of seconds, at least {GONE_BEATS}"
+            f" (it is {text[:40]!r})"
+        )
+    return int(text)
+
+
+def heartbeat_seconds() -> float:
+    """How often an open form says it is there: GONE_BEATS heartbeats fit in GONE_HOLD."""
+    return gone_hold() / GONE_BEATS
 
 
 @dataclass(frozen=True)

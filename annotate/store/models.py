@@ -230,6 +230,10 @@ class Assignment(SQLModel, table=True):
     # When the page showing this open reservation went away (closed or hidden), None while it
     # is shown: the reservation is released AWAY_HOLD seconds later (annotate/queue/rules.py).
     away_since: datetime | None = None
+    # When the page showing this open reservation last said it is there (a draft, a heartbeat,
+    # its return), None until then (the reservation's own time counts): the reservation is
+    # released GONE_HOLD seconds after the page stopped talking (annotate/queue/rules.py).
+    seen_at: datetime | None = None
     pair_version: int = Field(default=1, sa_column_kwargs={"server_default": text("1")})
 
 

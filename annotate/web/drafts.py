@@ -23,6 +23,11 @@ when the page is hidden or closed (with the form when it changed since the last 
 without one), which releases the pair AWAY_HOLD seconds later if others need it; any later
 draft, or `"back": true` when the page is shown again, ends that. `back` answers 409 with a
 message when the pair was released meanwhile (the page shows it; the answers stay).
+
+An open, shown form also sends `"back": true` every `heartbeat` seconds (the form's data:
+rules.heartbeat_seconds): each draft, return and heartbeat renews assignment.seen_at, and a
+pair whose page stopped talking (crashed, killed, cut off: no close, no beacon) is released
+GONE_HOLD seconds after its last word, if others need it.
 """
 
 from __future__ import annotations

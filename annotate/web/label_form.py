@@ -26,6 +26,7 @@ from annotate.labelling.answers import FormState, Question, form_questions
 from annotate.labelling.drafts import draft_key
 from annotate.labelling.earlier import EarlierAnswer
 from annotate.labelling.page import Item
+from annotate.queue.rules import heartbeat_seconds
 from annotate.store.models import Study
 from annotate.web import streamlit_dom
 from annotate.web.render import safe_html
@@ -153,6 +154,8 @@ def form_data(
             # the page had said it went away (rule 8 of annotate/queue/rules.py): it says it
             # is back as it shows the pair again
             "away": item.away,
+            # seconds between the page's "I am still here" (rule 8's GONE_HOLD)
+            "heartbeat": heartbeat_seconds(),
         },
         "guidelines_html": guidelines_html(study),
         "question_html": safe_html(pair.question),

@@ -78,8 +78,9 @@ export interface FormData {
   sign_out_url: string;
   /** Where drafts are posted without a page run (annotate/web/drafts.py), with this
    * assignment's key; null when editing an earlier answer (or no draft route). `away`: the
-   * page had said it went away (hidden or closed), so it says it is back. */
-  draft: { url: string; assignment: number; key: string; away: boolean } | null;
+   * page had said it went away (hidden or closed), so it says it is back. `heartbeat`: every
+   * so many seconds a shown page says it is still there (else its pair is given back). */
+  draft: { url: string; assignment: number; key: string; away: boolean; heartbeat: number } | null;
   guidelines_html: string;
   question_html: string;
   aspects: Aspect[];

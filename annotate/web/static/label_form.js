@@ -297,6 +297,13 @@ function mount(data, root, parentElement, setTriggerValue) {
   function onPageHide() {
     drafts.sendDraft(true);
   }
+  // While the page shows the pair it says so every few seconds: a page that stops saying it
+  // (crashed, killed, cut off) gives its pair back (rule 8 of annotate/queue/rules.py).
+  function onHeartbeat() {
+    if (document.visibilityState !== "hidden") drafts.sayBack((text) => showMessage(view, text, "warning"));
+  }
+  /** @type {ReturnType<typeof setInterval> | undefined} */
+  let heartbeat;
   let attached = false;
   state.attach = () => {
     if (attached) return;
@@ -304,6 +311,7 @@ function mount(data, root, parentElement, setTriggerValue) {
     document.addEventListener("keydown", onKey);
     document.addEventListener("visibilitychange", onHidden);
     window.addEventListener("pagehide", onPageHide);
+    if (data.draft?.heartbeat) heartbeat = setInterval(onHeartbeat, data.draft.heartbeat * 1000);
     connection.start();
   };
   state.detach = () => {
@@ -312,6 +320,8 @@ function mount(data, root, parentElement, setTriggerValue) {
     document.removeEventListener("keydown", onKey);
     document.removeEventListener("visibilitychange", onHidden);
     window.removeEventListener("pagehide", onPageHide);
+    clearInterval(heartbeat);
+    heartbeat = undefined;
     connection.stop();
   };
 
@@ -1152,11 +1162,13 @@ function createDrafts(state, setTriggerValue) {
   }
   /** The page is shown again after it went away: the pair's lease goes on, or the server
    * says the pair was given to someone else meanwhile (the answers stay in the form). */
+  let given = false; // the server said the pair was given away: it says so once
   /** @param {(text: string) => void} say */
   function sayBack(say) {
-    if (data.editing || !acting(state)) return;
+    if (data.editing || !acting(state) || given) return;
     post({ back: true }).then(async (r) => {
       if (r?.status !== 409) return;
+      given = true;
       const reply = await r.json().catch(() => null);
       if (typeof reply?.message === "string") say(reply.message);
     });
