@@ -1,4 +1,4 @@
-"""The contract's values, defined once (contract sections 3 and 6).
+"""The documented values, defined once (docs/reference/file-formats.md and addresses.md).
 
 The models, the labelling form, the wording shown to annotators, the analysis and the
 benchmarks all take these names from here; `analysis/` depends on nothing in `annotate/`, so
@@ -26,7 +26,7 @@ REASONS = ("personal_fit", "general_quality", "both", "unsure")
 # The aspect check's match score of a response for one rubric aspect.
 ASPECT_SCORES = (0, 1, 2)
 
-# The annotations table (contract section 3), in this order in every format.
+# The annotations table (docs/reference/file-formats.md, annotations table), in this order in every format.
 COLUMNS = [
     "pair_id",
     "annotator",
@@ -45,6 +45,6 @@ KEY_COLUMNS = ("pair_id", "annotator", "pair_version")
 # What one annotator answered for one version of a pair: every column but the keys.
 ANSWER_COLUMNS = [name for name in COLUMNS if name not in KEY_COLUMNS]
 
-# Review decisions on a version of a pair (contract section 1, `annotate review`): keep it
+# Review decisions on a version of a pair (docs/reference/command-line.md, `annotate review`): keep it
 # whatever the crowd's verdict, drop it (its category a verdict name), or revise it.
 DECISIONS = ("keep", "drop", "revise")

@@ -57,8 +57,7 @@ RANGES = {
 }
 SPREAD = 0.7
 # The audit's mean of the pairs' log-odds of being judged chosen (sd 1.2): label_confirmed
-# about 0.56-0.72. Higher puts it near 1, where a benchmark whose pairs work lies
-# (docs/prototypes/replay_label_part.py --edge).
+# about 0.56-0.72. Higher puts it near 1, where a benchmark whose pairs work lies.
 PAIR_MEAN = 1.2
 POPULATION_PAIRS = 40_000
 OWN_PAIRS = 20_000

@@ -11,8 +11,8 @@ Submit. For every pair it prints
 - Submit to next: seconds from the Submit key press until the next pair's question is shown and
   the script run is over;
 
-then the median (p50) and p95 of both. `--page component` (default) uses the keys of contracts
-section 6 alone. `--page classic` drives the labelling page as it was before the one-component
+then the median (p50) and p95 of both. `--page component` (default) uses the keys of docs/reference/addresses.md
+ alone. `--page classic` drives the labelling page as it was before the one-component
 form (ratings and reason only by mouse, one rerun per click); that page is no longer in the
 package, so run it from the commit before it, e.g.
 `git archive 9007e2b | tar -x -C /tmp/old && PYTHONPATH=/tmp/old python
@@ -110,7 +110,7 @@ def answer_classic(page) -> None:
 
 
 def answer_component(page) -> None:
-    """Contracts section 6: choice, six ratings under the cursor, a reason; all in the browser."""
+    """docs/reference/addresses.md, keys: choice, six ratings under the cursor, a reason; all in the browser."""
     for key in ["a", "4", "4", "3", "5", "4", "4", "p"]:
         page.keyboard.press(key)
         page.wait_for_timeout(40)  # a fast annotator, not a burst of synthetic events

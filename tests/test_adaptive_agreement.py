@@ -1,4 +1,4 @@
-"""Agreement in an adaptive study (README, "Adaptive overlap"): computed on the agreement
+"""Agreement in an adaptive study (docs/adaptive.md): computed on the agreement
 sample, Krippendorff's alpha and its interval are those of a fixed-overlap study, so the
 interval covers the true alpha as often as it says; computed over all pairs of the same
 studies, alpha is biased, because how many answers a pair got depends on its answers.
@@ -95,5 +95,5 @@ def test_sample_interval_covers_the_true_alpha_and_all_pairs_alpha_is_biased():
     assert abs(bias) > 5 * result["sd_all"] / np.sqrt(STUDIES), result
 
 
-if __name__ == "__main__":  # the README's figures
+if __name__ == "__main__":  # the figures of docs/adaptive.md
     print(simulate())

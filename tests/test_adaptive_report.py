@@ -1,4 +1,4 @@
-"""The report of an adaptive study (contract section 4): `design`, each pair's `n_annotations`
+"""The report of an adaptive study (docs/reference/report-keys.md): `design`, each pair's `n_annotations`
 and `stopped`, and agreement statistics computed on the agreement sample only."""
 
 from __future__ import annotations

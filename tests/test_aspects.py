@@ -178,7 +178,7 @@ def test_rubric_not_reflected_by_hand():
     assert "aspects:not_reflected" in pairs["p4"]["flags"]  # flagged whatever the verdict
     assert "aspects:not_reflected" not in pairs["p3"]["flags"]
     verdicts = report["verdicts"]
-    assert list(verdicts)[-2:] == ["rubric_not_reflected", "valid"]  # the contract's order
+    assert list(verdicts)[-2:] == ["rubric_not_reflected", "valid"]  # the documented order
     assert verdicts["rubric_not_reflected"] == 1 and verdicts["valid"] == 2
     # set figures over p1..p4: chosen (1.75 + 1.5 + 1.5 + 1) / 4, rejected (0.75 + 1.5 + 1 + 1) / 4
     assert report["aspects"]["chosen_coverage"] == pytest.approx(5.75 / 4)

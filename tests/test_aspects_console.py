@@ -2,7 +2,7 @@
 any human answer (issue 14), driven by Streamlit's AppTest.
 
 The aspect data are the demo's: `annotate demo --no-serve`, then the simulated answers of
-annotate.studies.demo_answers imported into the study `demo-aspects` (as README's aspect section)."""
+annotate.studies.demo_answers imported into the study `demo-aspects` (as docs/report.md's aspect section)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""The demo's aspect-check study and the README's aspect section (issue 15): the section in the
-README is what the documented commands produce, byte for byte."""
+"""The demo's aspect-check study and the report guide's aspect section (docs/report.md): the
+section there is what the documented commands produce, byte for byte."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from annotate.store.models import Pair, Study
 from annotate.studies.demo import DEMO_ASPECT_PAIRS, DEMO_ASPECT_STUDY, build_demo
 from annotate.studies.demo_answers import write_simulation
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+REPORT_GUIDE = Path(__file__).resolve().parents[1] / "docs" / "report.md"
 MARKERS = re.compile(
     r"<!-- aspect-demo:start -->\n```markdown\n(.*?)```\n<!-- aspect-demo:end -->", re.DOTALL
 )
@@ -35,7 +35,7 @@ def test_the_demo_has_a_small_study_with_the_aspect_check(tmp_path):
     assert "demo-aspects-1" in [name for name, _, _ in accounts]
 
 
-def test_the_readme_shows_the_section_the_demo_produces(tmp_path, monkeypatch):
+def test_the_report_guide_shows_the_section_the_demo_produces(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     db = f"sqlite:///{tmp_path / 'demo.db'}"
     assert main(["--db", db, "demo", "--no-serve"]) == 0
@@ -48,6 +48,6 @@ def test_the_readme_shows_the_section_the_demo_produces(tmp_path, monkeypatch):
     assert main([*args, "--out", str(out)]) == 0
     summary = (out / "summary.md").read_text(encoding="utf-8")
     section = summary[summary.index("## Rubric aspects") :]
-    shown = MARKERS.search(README.read_text(encoding="utf-8"))
-    assert shown is not None, "README lacks the aspect-demo section"
+    shown = MARKERS.search(REPORT_GUIDE.read_text(encoding="utf-8"))
+    assert shown is not None, "docs/report.md lacks the aspect-demo section"
     assert shown.group(1) == section

@@ -1,4 +1,5 @@
-"""Every relative link in the README and in docs/ leads somewhere: the file exists and, with a
+"""Every relative link in the README, benchmarks/README.md and docs/ (its reference included)
+leads somewhere: the file exists and, with a
 `#fragment`, so does a heading with that anchor (GitHub's rule: lower case, punctuation but
 hyphens and underscores dropped, spaces to hyphens). Text moves between the README and docs/;
 this catches a link left pointing at the old place."""
@@ -11,7 +12,11 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+DOCUMENTS = [
+    ROOT / "README.md",
+    ROOT / "benchmarks" / "README.md",
+    *sorted(p for p in (ROOT / "docs").rglob("*.md") if "_build" not in p.relative_to(ROOT).parts),
+]
 LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
 FENCE = re.compile(r"^```.*?^```", re.S | re.M)
 
@@ -42,7 +47,7 @@ def test_anchor_follows_githubs_rule():
     )
 
 
-@pytest.mark.parametrize("document", DOCUMENTS, ids=lambda p: p.name)
+@pytest.mark.parametrize("document", DOCUMENTS, ids=lambda p: str(p.relative_to(ROOT)))
 def test_relative_links_resolve(document):
     broken = []
     for target in relative_links(document):
@@ -53,3 +58,16 @@ def test_relative_links_resolve(document):
         elif fragment and linked.suffix == ".md" and fragment not in anchors(linked):
             broken.append(f"{target}: no heading #{fragment} in {linked.name}")
     assert not broken, f"{document.name}: " + "; ".join(broken)
+
+
+def test_every_page_of_the_site_is_in_a_table_of_contents():
+    """A page no toctree lists is unreachable on the site (Sphinx warns, and the strict build
+    fails, but only where Sphinx runs)."""
+    index = (ROOT / "docs" / "index.md").read_text(encoding="utf-8")
+    listed = set(re.findall(r"^([a-z][\w/-]*)$", index, re.M))
+    pages = {
+        str(p.relative_to(ROOT / "docs").with_suffix(""))
+        for p in DOCUMENTS
+        if p.is_relative_to(ROOT / "docs") and p.name != "index.md"
+    }
+    assert pages - listed == set()

@@ -1,4 +1,4 @@
-"""`annotate mark-gold` (contracts section 1): gold checks from the command line, with the
+"""`annotate mark-gold` (docs/reference/command-line.md): gold checks from the command line, with the
 console's rule (annotate/queue/gold.py set_gold). Both databases."""
 
 from __future__ import annotations

@@ -275,7 +275,7 @@ def _heads() -> tuple[str, ...]:
     return tuple(_script(None).get_heads())
 
 
-# --- who may change the schema (contract section 8) ------------------------------------------
+# --- who may change the schema (docs/reference/command-line.md, the schema) ------------------------------------------
 
 
 def _revision(url: str) -> tuple[str, ...]:

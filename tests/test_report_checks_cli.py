@@ -15,7 +15,9 @@ from tests.test_report_cli import run_cli
 
 def _files(tmp_path, table: pd.DataFrame, *, drop=()):
     annotations = tmp_path / "annotations.csv"
-    if drop:  # write_table writes every contract column; a file from elsewhere may not
+    if (
+        drop
+    ):  # write_table writes every column of the annotations table; a file from elsewhere may not
         table.drop(columns=list(drop)).to_csv(annotations, index=False)
     else:
         write_table(table, annotations)

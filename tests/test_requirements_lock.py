@@ -37,7 +37,11 @@ def declared() -> list[Requirement]:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     return [
         Requirement(text)
-        for text in (*project["dependencies"], *project["optional-dependencies"]["test"])
+        for text in (
+            *project["dependencies"],
+            *project["optional-dependencies"]["test"],
+            *project["optional-dependencies"]["docs"],
+        )
     ]
 
 

@@ -63,7 +63,7 @@ def test_same_answer_twice_is_one_row_and_a_change_replaces_it(engine, tmp_path)
 
 def test_the_export_fills_every_contract_column_and_validates(engine, tmp_path):
     """A fully answered pair comes out of annotations_frame with a value in each column of
-    the contract's table, and passes the report's own validation."""
+    the annotations table, and passes the report's own validation."""
     _, [(a, _)] = make_study(engine, tmp_path, n_pairs=1, annotators=1)
     item = next_assignment(engine, annotator_id=a)
     answer = Answer(

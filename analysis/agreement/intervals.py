@@ -64,8 +64,7 @@ MIN_ANNOTATORS = 3
 # SPREAD_GROWTH_SPAN past chance (H / H0 - 1), to MAJORITY_GROWTH times its size
 # (:func:`spread_growth`), and its weight is main_effect_weight to MAJORITY_WEIGHT_POWER
 # (below 1: it rises sooner past chance). The last two chosen on 18,000 studies a cell
-# recorded by docs/prototypes/replay_label_part.py and checked on 6,000 others
-# (docs/intervals.md, "Label agreement on the mid-p interval").
+# and checked on 6,000 others (docs/intervals.md).
 SPREAD_GROWTH_SPAN = 3.0
 MAJORITY_GROWTH = 3.0
 MAJORITY_WEIGHT_POWER = 0.75

@@ -140,7 +140,7 @@ def not_reflected(gap: NDArray[np.float64], *, threshold: float) -> NDArray[np.b
 def apply_verdict(table: pd.DataFrame, coverage: pd.DataFrame, *, threshold: float) -> pd.DataFrame:
     """The pair table with the aspect columns and the verdict `rubric_not_reflected`.
 
-    Its place in the contract's order is right before `valid`, so it replaces `valid` exactly
+    Its place in the documented order is right before `valid`, so it replaces `valid` exactly
     where it applies; the flag is set whatever the verdict, so a builder also sees it on pairs
     that failed an earlier rule.
     """

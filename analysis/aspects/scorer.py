@@ -1,6 +1,6 @@
 """Humans against the benchmark's automatic aspect scorer (`annotate report --aspect-scores`).
 
-The scorer file (contract section 7) has two rows a pair: `id`, `response` (chosen/rejected)
+The scorer file (docs/reference/file-formats.md, model files) has two rows a pair: `id`, `response` (chosen/rejected)
 and `scores`, the scorer's 0-2 match score per rubric aspect in the pair's order. JSON Lines,
 CSV (`scores` as a JSON list) or Parquet. A broken file is refused whole, every problem named
 with its line (JSON Lines) or row (CSV, Parquet, header not counted).

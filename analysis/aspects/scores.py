@@ -1,4 +1,4 @@
-"""Per-aspect match scores (contract section 3, `aspects`): the one rule for what a valid value
+"""Per-aspect match scores (docs/reference/file-formats.md, annotations table, `aspects`): the one rule for what a valid value
 is, used by the annotations table, the app's answers and the scorer files.
 
 A value is a list with one entry per rubric aspect of the pair, in the pair's order, each

@@ -88,7 +88,7 @@ def simulate_study(
     scale: tuple[int, int],
     dimensions: Sequence[str] = DIMENSIONS,
 ) -> pd.DataFrame:
-    """One simulated annotations table (contract section 3 columns), each pair's annotations
+    """One simulated annotations table (docs/reference/file-formats.md, annotations table columns), each pair's annotations
     in the order they arrive; its ``attrs["pair_rate"]`` holds each pair's chosen rate."""
     if per_pair > annotators:
         raise ValueError(f"{per_pair} annotations per pair need at least as many annotators")

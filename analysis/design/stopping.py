@@ -107,7 +107,7 @@ class OverlapDesign:
     sample: frozenset[str] = frozenset()
 
     def section(self) -> Design:
-        """The report's ``design`` key (contract section 4)."""
+        """The report's ``design`` key (docs/reference/report-keys.md)."""
         out: Design = {
             "overlap": "adaptive" if self.adaptive else "fixed",
             "min": self.minimum,

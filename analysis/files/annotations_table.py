@@ -1,4 +1,4 @@
-"""The annotations table (contract section 3): reading, validating and writing it.
+"""The annotations table (docs/reference/file-formats.md, annotations table): reading, validating and writing it.
 
 One row per (pair, annotator), the same columns in CSV, JSON Lines and Parquet. Validation is
 vectorised (a million rows take about a second) and lists every problem with its row number
@@ -142,7 +142,7 @@ def _read_parquet(path: Path) -> pd.DataFrame:
 
 
 def write_table(frame: pd.DataFrame, path: str | Path) -> None:
-    """Write the contract columns by suffix; missing values are empty cells / null / null."""
+    """Write the table's columns by suffix; missing values are empty cells / null / null."""
     path = Path(path)
     suffix = _suffix(path)
     frame = _typed(frame.reindex(columns=COLUMNS))
@@ -383,7 +383,7 @@ def validate_annotations(
 ) -> pd.DataFrame:
     """Check a raw annotations table and return it normalised, or raise InputError.
 
-    Normalised: exactly the contract columns in order, text columns as pandas strings (missing =
+    Normalised: exactly the table's columns in order, text columns as pandas strings (missing =
     <NA>), ratings as nullable Int64, seconds as Float64, pair_version as Int64 (<NA>: the
     pair's latest version; filled in from ``versions`` when given), aspects as plain lists
     (None when not scored), the original row order kept. With ``pair_ids``, every pair id must be one

@@ -1,4 +1,4 @@
-"""Model and judge outputs (contract section 7): reading and validating them.
+"""Model and judge outputs (docs/reference/file-formats.md, model files): reading and validating them.
 
 Three layouts, recognised by their columns (JSON Lines, CSV or Parquet, by suffix):
 

@@ -1,4 +1,4 @@
-"""Benchmark-wide estimates from a sample of labelled pairs (contract section 4, `population`).
+"""Benchmark-wide estimates from a sample of labelled pairs (docs/reference/report-keys.md, `population`).
 
 A sampled study holds the whole benchmark (the population, M pairs) but humans label only the
 pairs drawn by analysis/population/sampling.py: a stratified simple random sample without replacement,

@@ -1,6 +1,6 @@
-"""The agreement and pair-validation report (contract section 4), as pure functions.
+"""The agreement and pair-validation report (docs/reference/report-keys.md), as pure functions.
 
-``build_report`` turns an annotations table (contract section 3, as normalised by
+``build_report`` turns an annotations table (docs/reference/file-formats.md, annotations table, as normalised by
 ``analysis.files.annotations_table``) and the pairs into the report.json structure;
 ``analysis.report.files.write_report`` writes the report files. Every statistic that is
 undefined on the data is ``None`` with a sibling note.
@@ -584,7 +584,7 @@ def build_report(
     aspect_scores: pd.DataFrame | None = None,
     design: OverlapDesign | None = None,
 ) -> Report:
-    """The report.json structure (contract section 4) for one annotations table.
+    """The report.json structure (docs/reference/report-keys.md) for one annotations table.
 
     ``aspect_scores``: an automatic scorer's aspect scores (analysis.aspects.scorer) to compare
     with the annotators' (needs aspect scores in the annotations). ``design``: the study's

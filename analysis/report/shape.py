@@ -1,4 +1,4 @@
-"""The shape of report.json (contract section 4): its top-level keys, in the order written, and
+"""The shape of report.json (docs/reference/report-keys.md): its top-level keys, in the order written, and
 the types of their values. `build_report` makes its report with `assemble`, so a key missing,
 misspelt or of the wrong kind fails the type check (mypy --strict runs on this module).
 

@@ -25,13 +25,13 @@ from analysis.vocabulary import DECISIONS
 KEEP, DROP, REVISE = DECISIONS
 VALID = "valid"
 UNLABELLED = "insufficient_annotations"
-# A drop's category: what is wrong with the pair, in the verdicts' words (contract section 4).
+# A drop's category: what is wrong with the pair, in the verdicts' words (docs/reference/report-keys.md).
 DROP_CATEGORIES = tuple(
     verdict
     for verdict in (*VERDICTS[:-1], RUBRIC_NOT_REFLECTED)
     if verdict not in (VALID, UNLABELLED)
 )
-# The columns of a decisions table (contract section 1, `annotate review --export`)
+# The columns of a decisions table (docs/reference/command-line.md, `annotate review --export`)
 DECISION_COLUMNS = (
     "pair_id",
     "pair_version",

@@ -1,4 +1,4 @@
-"""Per-pair verdicts (contract section 4): the first rule that applies, in the contract's order.
+"""Per-pair verdicts (docs/reference/report-keys.md): the first rule that applies, in the documented order.
 
 The rules live in :func:`pair_table`, vectorised over every pair of a report;
 :func:`pair_verdict` applies the very same rules to one pair's answers (what a stopping rule
@@ -210,8 +210,8 @@ def pair_verdict(
     pair_gap: float,
     noise: GapNoise | None = None,
 ) -> Section:
-    """The verdict of one pair from its answers (rows of the annotations table, contract
-    section 3, as ``analysis.files.annotations_table`` normalises them; all with the same ``pair_id``), by the
+    """The verdict of one pair from its answers (rows of the annotations table,
+    docs/reference/file-formats.md, as ``analysis.files.annotations_table`` normalises them; all with the same ``pair_id``), by the
     rules of :func:`pair_table`: its row as a dict, ``flags`` a list. ``noise``: the study's
     gap prior, when the pair belongs to one."""
     ids = pd.unique(answers["pair_id"].to_numpy(dtype=object))

@@ -1,5 +1,5 @@
 """Which pairs the exports write (`--export-valid`, `--export-cleaned`), and why each other pair
-is left out: one home for both, over the report's pairs (contract sections 1 and 4).
+is left out: one home for both, over the report's pairs (docs/reference/command-line.md and report-keys.md).
 
 A reviewer's decision on a pair's current version overrides the crowd's verdict: `keep` writes
 the pair whatever its verdict, `drop` leaves it out whatever its verdict. Otherwise:

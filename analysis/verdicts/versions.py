@@ -1,4 +1,4 @@
-"""Versions of a pair in the report (contract sections 3 and 4): which answers count, and what
+"""Versions of a pair in the report (docs/reference/file-formats.md and report-keys.md): which answers count, and what
 each earlier version of a pair got.
 
 A pair revised after it was labelled (import-pairs --update, a reviewer's revision) has a new

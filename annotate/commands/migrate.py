@@ -1,4 +1,4 @@
-"""annotate migrate: upgrade the database schema explicitly (contract section 8)."""
+"""annotate migrate: upgrade the database schema explicitly (docs/reference/command-line.md, the schema)."""
 
 from __future__ import annotations
 

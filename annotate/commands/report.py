@@ -247,7 +247,7 @@ def _with_models(
 def _with_population(
     report: Report, pairs: pd.DataFrame, models: list[ModelJudgements], *, cleaned: str | None
 ) -> Report:
-    """A sampled study's report with its population key (contract section 4)."""
+    """A sampled study's report with its population key (docs/reference/report-keys.md)."""
     from analysis.population.estimates import is_sampled, with_population
 
     if not is_sampled(pairs):

@@ -149,7 +149,7 @@ class Question:
 
 
 def form_questions(study: Study, *, n_aspects: int = 0) -> list[Question]:
-    """Every required answer, in the order of contracts section 6: the choice, the ratings
+    """Every required answer, in the order of docs/reference/addresses.md, keys: the choice, the ratings
     (each dimension, response A then B: the digit cursor's order), with the aspect check the
     aspect scores (each aspect, A then B), the main reason."""
     questions = [Question("slot", "slot", "which response this user would prefer")]

@@ -49,7 +49,7 @@ from annotate.store.clock import naive_utc
 from annotate.store.models import Annotation, table_of
 from annotate.store.sqlite_engine import readers as sqlite_readers
 
-# An annotation row's answer: the contract's answer columns (its two keys are ids here), plus
+# An annotation row's answer: the annotations table's answer columns (its two keys are ids here), plus
 # where the answer came from. Every submit path derives its columns from this list.
 ANSWER_FIELDS = (*ANSWER_COLUMNS, "source")
 # SQLModel sets __table__ on table models without declaring it

@@ -1,4 +1,4 @@
-"""A study's data as files: annotations in the contract's table (section 3) and pairs in the
+"""A study's data as files: annotations in the annotations table (docs/reference/file-formats.md) and pairs in the
 import format (section 2)."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ EXPORT_FORMATS = {
 
 
 def export_annotations(engine: Engine, *, study: str, fmt: str) -> bytes:
-    """The study's annotations (contract section 3) as CSV, JSONL or Parquet bytes."""
+    """The study's annotations (docs/reference/file-formats.md, annotations table) as CSV, JSONL or Parquet bytes."""
     from analysis.files.annotations_table import write_table
     from annotate.results.frames import annotations_frame
 

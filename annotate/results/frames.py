@@ -27,7 +27,7 @@ def _in_read(source: Engine | Session, work: Callable[[Session], T]) -> T:
 
 
 def annotations_frame(source: Engine | Session, *, study: str) -> pd.DataFrame:
-    """The study's annotations in the contract's table layout (section 3); `source` is an
+    """The study's annotations in the annotations table's layout (docs/reference/file-formats.md); `source` is an
     engine (one read of its own) or the session of a larger snapshot."""
     import pandas as pd
 
@@ -49,7 +49,9 @@ def annotations_frame(source: Engine | Session, *, study: str) -> pd.DataFrame:
         if a.submitted_at:
             record["submitted_at"] = a.submitted_at.isoformat()
         records.append(record)
-    frame = pd.DataFrame.from_records(records, columns=COLUMNS)  # contract section 3
+    frame = pd.DataFrame.from_records(
+        records, columns=COLUMNS
+    )  # docs/reference/file-formats.md, annotations table
     for column in (*RATING_COLUMNS, "pair_version"):
         frame[column] = frame[column].astype("Int64")
     frame["seconds"] = frame["seconds"].astype("Float64")

@@ -185,7 +185,7 @@ def valid_pair_records(engine: Engine, *, study: str, report: Report) -> list[di
 def report_files(
     report: Report, *, engine: Engine, study: str, valid_pairs: bool = True
 ) -> dict[str, bytes]:
-    """The report files (contract section 4) and the valid pairs (valid_pairs.jsonl, their
+    """The report files (docs/reference/report-keys.md) and the valid pairs (valid_pairs.jsonl, their
     records read now), as bytes by file name."""
     from analysis.report.files import write_report
     from annotate.studies.pairs_files import write_pairs

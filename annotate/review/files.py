@@ -1,4 +1,4 @@
-"""Review decisions as files (contract section 1, `annotate review --export / --import`).
+"""Review decisions as files (docs/reference/command-line.md, `annotate review --export / --import`).
 
 One row per decided pair, its latest decision: `pair_id, pair_version, decision, category,
 note, reviewer, decided_at`; CSV or JSON Lines by the file's suffix. An import is validated

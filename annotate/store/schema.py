@@ -1,5 +1,5 @@
 """The database schema's version: created, upgraded or checked with the Alembic migrations
-shipped in annotate/store/migrations (no alembic.ini needed). Contract section 8.
+shipped in annotate/store/migrations (no alembic.ini needed). docs/reference/command-line.md, the schema.
 
 Who may change the schema (`ensure_schema`'s `mode`):
 - UPGRADE (`annotate migrate`, `annotate serve`, `annotate demo`): create it in an empty

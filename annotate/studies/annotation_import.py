@@ -124,7 +124,7 @@ class Imported:
 def import_annotation_rows(
     engine: Engine, *, study_id: int, rows: list[dict[str, Any]]
 ) -> Imported:
-    """Upsert already validated contract rows (pair_id = pair key) in one transaction."""
+    """Upsert already validated annotation rows (pair_id = pair key) in one transaction."""
     problems = _nul_problems(rows)
     if problems:
         from annotate.errors import InputError

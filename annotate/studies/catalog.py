@@ -21,7 +21,7 @@ DEFAULT_STUDY = "default"
 STUDY_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9 _.-]{0,63}$")
 COMPLETION_CODE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 MAX_LISTED_STUDIES = 20
-# Every rating is given with one digit key on the labelling page (contract section 6).
+# Every rating is given with one digit key on the labelling page (docs/reference/addresses.md, keys).
 SCALE_LOWEST, SCALE_HIGHEST = 0, 9
 
 # Options whose change would alter the meaning of annotations already collected.

@@ -35,7 +35,7 @@ def _draw(rng: np.random.Generator, probabilities: dict[int, float]) -> int:
 
 
 def simulated_annotations(records: list[dict[str, Any]], *, seed: int = 0) -> list[dict[str, Any]]:
-    """Annotation rows (contract section 3), one per pair and simulated annotator."""
+    """Annotation rows (docs/reference/file-formats.md, annotations table), one per pair and simulated annotator."""
     rng = np.random.Generator(np.random.PCG64(seed))
     rows = []
     for record in records:
@@ -65,7 +65,7 @@ def simulated_annotations(records: list[dict[str, Any]], *, seed: int = 0) -> li
 
 
 def simulated_scorer(records: list[dict[str, Any]], *, seed: int = 0) -> list[dict[str, Any]]:
-    """Scorer rows (contract section 7): id, response, scores in the pair's aspect order."""
+    """Scorer rows (docs/reference/file-formats.md, model files): id, response, scores in the pair's aspect order."""
     rng = np.random.Generator(np.random.PCG64(seed + 1))
     rows = []
     for record in records:

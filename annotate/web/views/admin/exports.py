@@ -17,8 +17,8 @@ name = study.name
 
 st.header("Annotations")
 st.caption(
-    "One row per pair and annotator (contract section 3), gold checks included; the same "
-    "columns in every format."
+    "One row per pair and annotator, gold checks included; the same columns in every format "
+    "(see docs/reference/file-formats.md)."
 )
 with st.container(horizontal=True):
     for fmt, mime in exports.EXPORT_FORMATS.items():
