@@ -180,6 +180,7 @@ def shown(page: Page) -> dict:
 
 @dataclass
 class Stats:
+    secret: str | None = None  # the study's secret, to read the drafts' handles
     steps: list[float] = field(default_factory=list)
     signins: list[float] = field(default_factory=list)
     submits: int = 0
@@ -200,6 +201,15 @@ class Stats:
     heartbeats: int = 0
     step_spans: list[tuple[float, float]] = field(default_factory=list)  # Submit to next page
     db_cpu_carry: float = 0.0  # CPU of the database's processes stopped by its restarts
+
+    def assignment_of(self, draft: dict) -> int:
+        """The assignment a draft names by its handle (no id reaches the page)."""
+        from annotate.labelling.drafts import handle_assignment
+
+        assignment = handle_assignment(draft["handle"], secret=self.secret)
+        if assignment is None:
+            raise RuntimeError("a draft handle that does not read back with the study's secret")
+        return assignment
 
 
 class Client:
@@ -362,7 +372,7 @@ class Client:
     async def post_draft(self, where: dict, extra: dict) -> str:
         """POST to the form's draft address; the response's status line."""
         parts = urlsplit(self.base)
-        fields = {"assignment": where["assignment"], "key": where["key"]}
+        fields = {"handle": where["handle"], "key": where["key"]}
         body = json.dumps({**fields, **extra}).encode()
         reader, writer = await asyncio.open_connection(
             parts.hostname, parts.port or 80, local_addr=self.local
@@ -544,7 +554,7 @@ async def label_one(
         if vanish_at is not None and when == vanish_at:
             # gone without a word: the socket stays open and silent (see the docstring)
             stats.silent.append(client.ws)
-            stats.vanished.append((client.name, int(data["draft"]["assignment"]), time.time()))
+            stats.vanished.append((client.name, stats.assignment_of(data["draft"]), time.time()))
             stats.faults["vanished"] += 1
             raise Vanished
         if beat_due is not None and when == beat_due:
@@ -582,8 +592,8 @@ async def label_one(
     stats.step_spans.append((sent, done))
     stats.last_page[client.name] = done
     stats.submits += 1
-    # the page's token is opaque (docs/security.md, N6); the draft route names the assignment
-    stats.acknowledged.append((client.name, int(data["draft"]["assignment"])))
+    # the page's token is opaque (docs/security.md, N6); the draft's handle names the assignment
+    stats.acknowledged.append((client.name, stats.assignment_of(data["draft"])))
     return reply
 
 
@@ -724,6 +734,20 @@ def prepare_study(args, workdir: Path) -> None:
     annotate_cli(
         "configure-study", args.study, "--overlap", str(args.overlap), "--db", args.db, cwd=workdir
     )
+
+
+def study_secret(db: str, study_name: str) -> str | None:
+    from sqlmodel import select
+
+    from annotate.engine import get_engine
+    from annotate.store.db import session
+    from annotate.store.models import Study
+
+    engine = get_engine(db)
+    with session(engine) as s:
+        secret = s.exec(select(Study).where(Study.name == study_name)).one().coin_secret
+    engine.dispose()
+    return secret
 
 
 def make_accounts(db: str, study_name: str, n: int, prefix: str) -> list[tuple[str, str]]:
@@ -1063,6 +1087,7 @@ def main(argv=None) -> int:
         if args.vanish:
             watcher.start()
         accounts = make_accounts(args.db, args.study, args.annotators, f"crowd{os.getpid()}-")
+        stats.secret = study_secret(args.db, args.study)
         draft_cpu = submit_cpu = page_cpu = None
         if replicas and args.calibrate:
             ((_, calib_token),) = make_accounts(args.db, args.study, 1, f"calib{os.getpid()}-")

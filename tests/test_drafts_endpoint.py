@@ -13,7 +13,7 @@ from starlette.testclient import TestClient
 
 from annotate.engine import get_engine
 from annotate.labelling.answers import FormState
-from annotate.labelling.drafts import draft_key
+from annotate.labelling.drafts import draft_handle, draft_key
 from annotate.labelling.step import submit
 from annotate.people.auth import reissue_token
 from annotate.store.db import read_session, session
@@ -49,6 +49,15 @@ def _key(engine, secret, item) -> str:
     )
 
 
+def _handle(secret, item, *, assignment_id: int | None = None) -> str:
+    """The name the page gives the assignment (labelling.draft_handle)."""
+    return draft_handle(
+        secret,
+        study_id=item.assignment.study_id,
+        assignment_id=item.assignment.id if assignment_id is None else assignment_id,
+    )
+
+
 def _draft(engine, item) -> dict | None:
     with read_session(engine) as s:
         return s.get_one(Assignment, item.assignment.id).draft
@@ -58,7 +67,7 @@ def test_a_draft_with_its_key_is_stored_as_the_page_would(site):
     engine, client, secret, items, (alice, _) = site
     item = items[alice]
     form = {"slot": "A", "ratings": {"correctness_A": 4, "relevance_B": 99}, "comment": "hm"}
-    body = {"assignment": item.assignment.id, "key": _key(engine, secret, item), "form": form}
+    body = {"handle": _handle(secret, item), "key": _key(engine, secret, item), "form": form}
     response = client.post("/draft", json={**body, "seconds": 12.34}, headers=SAME_SITE)
     assert response.status_code == 204
     draft = _draft(engine, item)
@@ -73,16 +82,26 @@ def test_wrong_keys_other_sites_and_big_bodies_change_nothing(site):
     form = {"slot": "B"}
     cases = [
         (
-            {"assignment": theirs.assignment.id, "key": _key(engine, secret, mine), "form": form},
+            {"handle": _handle(secret, theirs), "key": _key(engine, secret, mine), "form": form},
             403,
         ),
-        ({"assignment": mine.assignment.id, "key": "0" * 64, "form": form}, 403),
-        ({"assignment": 10**6, "key": _key(engine, secret, mine), "form": form}, 403),
-        ({"assignment": "1", "key": _key(engine, secret, mine), "form": form}, 400),
+        ({"handle": _handle(secret, mine), "key": "0" * 64, "form": form}, 403),
+        (
+            {
+                "handle": _handle(secret, mine, assignment_id=10**6),
+                "key": _key(engine, secret, mine),
+                "form": form,
+            },
+            403,
+        ),
+        ({"handle": 1, "key": _key(engine, secret, mine), "form": form}, 400),
+        # the raw id is no name for an assignment any more
+        ({"assignment": mine.assignment.id, "key": _key(engine, secret, mine), "form": form}, 400),
+        ({"handle": _handle("not the secret", mine), "key": _key(engine, secret, mine)}, 403),
     ]
     for body, status in cases:
         assert client.post("/draft", json=body, headers=SAME_SITE).status_code == status
-    good = {"assignment": mine.assignment.id, "key": _key(engine, secret, mine), "form": form}
+    good = {"handle": _handle(secret, mine), "key": _key(engine, secret, mine), "form": form}
     cross = client.post("/draft", json=good, headers={"Sec-Fetch-Site": "cross-site"})
     assert cross.status_code == 403
     big = {**good, "form": {"slot": "B", "comment": "x" * MAX_DRAFT_BYTES}}
@@ -101,7 +120,7 @@ def test_a_late_draft_of_an_answered_pair_is_ignored(site):
     )
     submit(engine, item=item, form=answer, seconds=3.0)
     body = {
-        "assignment": item.assignment.id,
+        "handle": _handle(secret, item),
         "key": _key(engine, secret, item),
         "form": {"slot": "B"},
     }
@@ -111,7 +130,7 @@ def test_a_late_draft_of_an_answered_pair_is_ignored(site):
 
 def test_a_deactivated_account_saves_no_draft_and_nan_seconds_are_not_stored(site):
     engine, client, secret, items, (alice, bob) = site
-    body = {"assignment": items[bob].assignment.id, "key": _key(engine, secret, items[bob])}
+    body = {"handle": _handle(secret, items[bob]), "key": _key(engine, secret, items[bob])}
     # NaN from the browser is no time spent (PostgreSQL would store NaN)
     raw = json.dumps({**body, "form": {"slot": "A"}, "seconds": float("nan")})
     headers = {**SAME_SITE, "Content-Type": "application/json"}
@@ -121,7 +140,7 @@ def test_a_deactivated_account_saves_no_draft_and_nan_seconds_are_not_stored(sit
         s.get(Annotator, alice).active = False
     item = items[alice]
     mine = {
-        "assignment": item.assignment.id,
+        "handle": _handle(secret, item),
         "key": _key(engine, secret, item),
         "form": {"slot": "B"},
     }
@@ -137,12 +156,12 @@ def test_an_open_tab_saves_no_draft_after_sign_out_or_a_new_link(site):
         for who in (alice, bob):  # Sign out (alice) and "New link" (bob) both reissue the token
             reissue_token(s, s.get(Annotator, who))
     for who in (alice, bob):
-        body = {"assignment": items[who].assignment.id, "key": keys[who], "form": {"slot": "A"}}
+        body = {"handle": _handle(secret, items[who]), "key": keys[who], "form": {"slot": "A"}}
         assert client.post("/draft", json=body, headers=SAME_SITE).status_code == 403
         assert _draft(engine, items[who]) is None
     # a page shown after the new sign-in saves its drafts again
     fresh = {
-        "assignment": items[alice].assignment.id,
+        "handle": _handle(secret, items[alice]),
         "key": _key(engine, secret, items[alice]),
         "form": {"slot": "A"},
     }
@@ -162,7 +181,10 @@ def test_what_a_draft_checks_is_not_kept_for_assignments_no_longer_drafted(site,
 
     def post(who) -> int:
         item = items[who]
-        body = {"assignment": item.assignment.id, "key": _key(engine, secret, item)}
+        body: dict[str, object] = {
+            "handle": _handle(secret, item),
+            "key": _key(engine, secret, item),
+        }
         body["form"] = {"slot": "A"}
         return client.post("/draft", json=body, headers=SAME_SITE).status_code
 
@@ -176,11 +198,11 @@ def test_what_a_draft_checks_is_not_kept_for_assignments_no_longer_drafted(site,
 @pytest.mark.parametrize(
     "raw",
     [
-        b'{"assignment": ' + b"[" * 10_000 + b"]" * 10_000 + b', "key": "k"}',
-        b'{"assignment": ' + str(10**24).encode() + b', "key": "' + b"0" * 64 + b'"}',
-        b'{"assignment": -' + str(10**24).encode() + b', "key": "k"}',
-        b'{"assignment": 1, "key": "k", "form": {"ratings": ' + str(10**24).encode() + b"}}",
-        b'{"assignment": 1, "key": "k", "form": {"slot": "' + b"9" * 4_400 + b'"}}',
+        b'{"handle": ' + b"[" * 10_000 + b"]" * 10_000 + b', "key": "k"}',
+        b'{"handle": ' + str(10**24).encode() + b', "key": "' + b"0" * 64 + b'"}',
+        b'{"handle": -' + str(10**24).encode() + b', "key": "k"}',
+        b'{"handle": 1, "key": "k", "form": {"ratings": ' + str(10**24).encode() + b"}}",
+        b'{"handle": 1, "key": "k", "form": {"slot": "' + b"9" * 4_400 + b'"}}',
     ],
     ids=["nested-10000", "assignment-10e24", "assignment-minus-10e24", "rating-10e24", "digits"],
 )
@@ -223,7 +245,7 @@ def test_a_stale_key_marks_no_pair_away_or_back_after_sign_out(site):
     # account was active: for up to FACTS_SECONDS the old key still moved the pair's lease.
     engine, client, secret, items, (alice, _) = site
     item = items[alice]
-    body = {"assignment": item.assignment.id, "key": _key(engine, secret, item)}
+    body = {"handle": _handle(secret, item), "key": _key(engine, secret, item)}
     assert client.post("/draft", json={**body, "away": True}, headers=SAME_SITE).status_code == 204
     with session(engine) as s:
         reissue_token(s, s.get(Annotator, alice))  # Sign out

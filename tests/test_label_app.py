@@ -20,7 +20,7 @@ from annotate.engine import get_engine
 from annotate.labelling.answers import FormState
 from annotate.labelling.step import submit
 from annotate.store.db import ENV_VAR, session
-from annotate.store.models import Annotation, Assignment, Study
+from annotate.store.models import Annotation, Assignment, Pair, Study
 from tests.factories import make_study
 from tests.labelling_helpers import current_item
 
@@ -431,3 +431,42 @@ def test_answers_to_gold_checks_count_in_the_progress_and_the_list_says_why_it_i
     send(at, "history")
     assert data(at)["history"] == []
     assert data(at)["history_empty"] == "None of your answers so far can be changed here."
+
+
+def test_no_assignment_id_or_gap_reaches_the_page_around_a_gold_pair(tmp_path, monkeypatch):
+    # The draft object carried the raw assignment id: ids come in sequence, so the gold pair
+    # the coin served out of turn showed as the one after a gap.
+    from annotate.labelling.drafts import handle_assignment
+    from annotate.queue import gold, rules
+
+    url = f"sqlite:///{tmp_path}/gold.db"
+    monkeypatch.setenv(ENV_VAR, url)
+    st.cache_resource.clear()
+    engine = get_engine(url)
+    study_id, [(annotator_id, token)] = make_study(engine, tmp_path, n_pairs=6, annotators=1)
+    gold.set_gold(engine, study_id=study_id, pair_keys=["p5"], answer="chosen")
+    monkeypatch.setattr(rules, "gold_due", lambda *_, position, **__: position == 3)
+    with session(engine) as s:
+        secret = s.get(Study, study_id).coin_secret
+    at = signed_in(token)
+    shown, ids = [], []
+    for _ in range(4):
+        page = data(at)
+        shown.append(page)
+        ids.append(handle_assignment(page["draft"]["handle"], secret=secret))
+        at = submit_form(at, full_form("A"))
+    with session(engine) as s:
+        gold_pair = s.exec(select(Pair.id).where(Pair.pair_key == "p5")).one()
+        mine = s.exec(select(Assignment).where(Assignment.annotator_id == annotator_id)).all()
+        served_gold = [a.id for a in mine if a.pair_id == gold_pair]
+    assert served_gold and served_gold[0] == ids[2]  # the walk met the gold pair third
+    assert len(set(ids)) == 4 and len({page["draft"]["handle"] for page in shown}) == 4
+    for page, assignment_id in zip(shown, ids, strict=True):
+        assert set(page["draft"]) == {"url", "handle", "key", "away"}
+        ciphered = page["draft"]["handle"].split(".", 1)[1]
+        assert len(ciphered) == 32 and int(ciphered, 16) != assignment_id
+        numbers = [
+            v for v in page["draft"].values() if isinstance(v, int) and not isinstance(v, bool)
+        ]
+        assert numbers == []  # no id, position or count in the draft object
+    st.cache_resource.clear()

@@ -18,7 +18,7 @@ from starlette.testclient import TestClient
 
 from annotate.engine import get_engine
 from annotate.labelling.answers import FormState
-from annotate.labelling.drafts import draft_key
+from annotate.labelling.drafts import draft_handle, draft_key
 from annotate.labelling.step import submit
 from annotate.queue.assignment import next_assignment, queue_status, skip
 from annotate.queue.rules import AWAY_HOLD, GivenAway, gone_hold
@@ -57,7 +57,10 @@ def _post(client, secret, item, **fields):
         annotator_id=item.assignment.annotator_id,
         sign_in=sign_in,
     )
-    body = {"assignment": item.assignment.id, "key": key, **fields}
+    handle = draft_handle(
+        secret, study_id=item.assignment.study_id, assignment_id=item.assignment.id
+    )
+    body = {"handle": handle, "key": key, **fields}
     return client.post("/draft", json=body, headers=SAME_SITE)
 
 

@@ -113,6 +113,52 @@ def draft_key(
     return hmac.new((secret or "").encode(), message, hashlib.sha256).hexdigest()
 
 
+_ID_BYTES = 8  # an assignment id, big-endian (bounded_json keeps ids within 64 bits)
+
+
+def _mask(key: bytes, label: bytes, data: bytes) -> bytes:
+    return hmac.new(key, label + data, hashlib.sha256).digest()[:_ID_BYTES]
+
+
+def draft_handle(secret: str | None, *, study_id: int, assignment_id: int) -> str:
+    """The name a page gives its assignment in a draft request, instead of the id: the id
+    enciphered with the study's secret ("{study id}.{32 hex digits}"). Ids are given in
+    sequence, so raw ids on the page told a pair served out of turn (a gold check) by the gap
+    before it; handles look random, the same for one assignment on every reload. The study id
+    is the same for every pair of an annotator's walk."""
+    key = (secret or "").encode()
+    plain = assignment_id.to_bytes(_ID_BYTES, "big", signed=True)
+    tag = _mask(key, b"handle-tag:", plain)  # synthetic IV: deterministic, checked on reading
+    masked = bytes(a ^ b for a, b in zip(plain, _mask(key, b"handle-mask:", tag), strict=True))
+    return f"{study_id}.{(tag + masked).hex()}"
+
+
+def handle_study(handle: object) -> int | None:
+    """The study id a handle names (draft_handle), or None when it is no handle."""
+    if not isinstance(handle, str) or len(handle) > 64:
+        return None
+    study, _, rest = handle.partition(".")
+    if not study.isdigit() or len(study) > 18 or len(rest) != 4 * _ID_BYTES:
+        return None
+    return int(study)
+
+
+def handle_assignment(handle: str, *, secret: str | None) -> int | None:
+    """The assignment id of a handle made with this study's `secret`, or None (not a handle,
+    or not one this study's secret made)."""
+    _, _, rest = handle.partition(".")
+    try:
+        raw = bytes.fromhex(rest)
+    except ValueError:
+        return None
+    key = (secret or "").encode()
+    tag, masked = raw[:_ID_BYTES], raw[_ID_BYTES:]
+    plain = bytes(a ^ b for a, b in zip(masked, _mask(key, b"handle-mask:", tag), strict=True))
+    if len(raw) != 2 * _ID_BYTES or not hmac.compare_digest(tag, _mask(key, b"handle-tag:", plain)):
+        return None
+    return int.from_bytes(plain, "big", signed=True)
+
+
 def draft_seconds(draft: Mapping[str, Any] | None) -> float:
     """Seconds spent on the pair before the draft was saved (0 for an older draft)."""
     value = (draft or {}).get(DRAFT_SECONDS)

@@ -14,14 +14,18 @@ IPV4_PREFIX = 32
 IPV6_PREFIX = 64
 
 
-def client_key(address: str | None) -> str:
+def client_key(address: object) -> str:
     """The key the per-client limits count `address` under: its IPv6 /64 or IPv4 /32 network
-    (an IPv4 address mapped into IPv6 counts as that IPv4 address); anything that is not an
-    address (a Unix socket, none at all) is one client, "unknown"."""
-    try:
-        ip = ipaddress.ip_address((address or "").strip().split("%", 1)[0])
-    except ValueError:
+    (an IPv4 address mapped into IPv6 counts as that IPv4 address). Something that is not an
+    IP address counts as itself, as before there were prefixes (a server on a Unix socket
+    sees no address: its visitors share "unknown")."""
+    if address is None or address == "":
         return "unknown"
+    text = str(address).strip()
+    try:
+        ip = ipaddress.ip_address(text.split("%", 1)[0])
+    except ValueError:
+        return text
     if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
         ip = ip.ipv4_mapped
     prefix = IPV4_PREFIX if ip.version == 4 else IPV6_PREFIX

@@ -5,7 +5,9 @@ the page is hidden: at a human pace that is most of what the server hears. Throu
 websocket each draft was a whole page run (sign-in check, pair, progress, the pair's texts
 rendered and sent again), more CPU than a Submit. Here a draft is one small JSON request:
 
-- it names the assignment and carries the key the form was given with it
+- it names the assignment by its handle (`labelling.draft_handle`: the id enciphered with the
+  study's secret, so no id or gap in the ids reaches the page) and carries the key the form
+  was given with it
   (`labelling.draft_key`, an HMAC with the study's secret): only a page that was shown that pair
   can save its draft, whichever way its annotator signed in (link cookie or Prolific), and
   only while that sign-in lasts (the key includes the account's token hash: after Sign out
@@ -47,7 +49,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from annotate.labelling.answers import FormState
-from annotate.labelling.drafts import draft_key, save_draft
+from annotate.labelling.drafts import draft_key, handle_assignment, handle_study, save_draft
 from annotate.queue.assignment import mark_away
 from annotate.store import db
 from annotate.store.models import Annotator, Assignment, Pair, Study
@@ -155,18 +157,43 @@ def _state(engine: Engine, assignment_id: int, *, sign_in: str | None) -> tuple[
     return status, bool(active) and token_hash == sign_in
 
 
+_secrets: dict[tuple[str, int], tuple[float, str | None]] = {}  # studies' secrets, by id
+
+
+def _study_secret(engine: Engine, study_id: int) -> tuple[bool, str | None]:
+    """Whether the study exists, and its secret (read at most every FACTS_SECONDS)."""
+    key = (engine.url.render_as_string(hide_password=False), study_id)
+    now = time.monotonic()
+    cached = _secrets.get(key)
+    if cached is not None and now - cached[0] < FACTS_SECONDS:
+        return True, cached[1]
+    study = db.read(engine, lambda s: s.get(Study, study_id))
+    if study is None:
+        return False, None
+    _secrets[key] = (now, study.coin_secret)
+    return True, study.coin_secret
+
+
+def _assignment_of(engine: Engine, handle: str, study_id: int) -> int | None:
+    """The assignment a page's handle names (labelling.draft_handle), or None."""
+    found, secret = _study_secret(engine, study_id)
+    return handle_assignment(handle, secret=secret) if found else None
+
+
 def store_draft(engine: Engine, body: dict[str, Any]) -> int:
     """Check and store one draft request's body; the HTTP status. The common draft is one
     write (labelling.save_draft); the rest reads the assignment's state first."""
-    assignment_id, key = body.get("assignment"), body.get("key")
-    if not isinstance(assignment_id, int) or isinstance(assignment_id, bool):
+    handle, key = body.get("handle"), body.get("key")
+    study_id = handle_study(handle)
+    if study_id is None or not isinstance(handle, str) or not isinstance(key, str):
         return 400
-    if not isinstance(key, str):
-        return 400
+    assignment_id = _assignment_of(engine, handle, study_id)
+    if assignment_id is None:
+        return 403
     facts = draft_facts(engine, assignment_id)
     if facts is not None and not _key_fits(facts, assignment_id, key):
         facts = draft_facts(engine, assignment_id, fresh=True)  # signed in anew since?
-    if facts is None or not _key_fits(facts, assignment_id, key):
+    if facts is None or facts.study.id != study_id or not _key_fits(facts, assignment_id, key):
         return 403
     away = body.get("away") is True
     if "form" in body and body.get("back") is not True:

@@ -23,7 +23,7 @@ import streamlit as st
 
 from analysis.vocabulary import SLOTS, TIE
 from annotate.labelling.answers import FormState, Question, form_questions
-from annotate.labelling.drafts import draft_key
+from annotate.labelling.drafts import draft_handle, draft_key
 from annotate.labelling.earlier import EarlierAnswer
 from annotate.labelling.page import Item
 from annotate.queue.rules import heartbeat_seconds
@@ -144,7 +144,13 @@ def form_data(
         if item.editing or draft_url is None
         else {
             "url": draft_url,
-            "assignment": item.assignment.id,
+            # no raw id on the page: ids come in sequence, and a gold pair served out of
+            # turn showed as a gap before it
+            "handle": draft_handle(
+                study.coin_secret,
+                study_id=item.assignment.study_id,
+                assignment_id=item.assignment.id,
+            ),
             "key": draft_key(
                 study.coin_secret,
                 assignment_id=item.assignment.id,

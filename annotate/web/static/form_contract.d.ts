@@ -77,10 +77,11 @@ export interface FormData {
   reset: boolean;
   sign_out_url: string;
   /** Where drafts are posted without a page run (annotate/web/drafts.py), with this
-   * assignment's key; null when editing an earlier answer (or no draft route). `away`: the
-   * page had said it went away (hidden or closed), so it says it is back. `heartbeat`: every
-   * so many seconds a shown page says it is still there (else its pair is given back). */
-  draft: { url: string; assignment: number; key: string; away: boolean; heartbeat: number } | null;
+   * assignment's opaque handle (no id reaches the page) and key; null when editing an earlier
+   * answer (or no draft route). `away`: the page had said it went away (hidden or closed), so it
+   * says it is back. `heartbeat`: every so many seconds a shown page says it is still there
+   * (else its pair is given back). */
+  draft: { url: string; handle: string; key: string; away: boolean; heartbeat: number } | null;
   guidelines_html: string;
   question_html: string;
   aspects: Aspect[];

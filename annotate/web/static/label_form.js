@@ -1147,14 +1147,14 @@ function createDrafts(state, setTriggerValue) {
       if (!r?.ok) viaPage();
     });
   }
-  /** A request to the draft address with this assignment's key (annotate/web/drafts.py);
+  /** A request to the draft address with this assignment's handle and key (annotate/web/drafts.py);
    * resolves to the response, or null when it could not be sent. @param {Record<string, unknown>} fields */
   function post(fields) {
     if (!data.draft) return Promise.resolve(null);
-    const { url, assignment, key } = data.draft;
+    const { url, handle, key } = data.draft;
     return fetch(url, {
       method: "POST",
-      body: JSON.stringify({ assignment, key, ...fields }),
+      body: JSON.stringify({ handle, key, ...fields }),
       headers: { "Content-Type": "application/json" },
       credentials: "same-origin",
       keepalive: true,
