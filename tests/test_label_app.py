@@ -462,7 +462,7 @@ def test_no_assignment_id_or_gap_reaches_the_page_around_a_gold_pair(tmp_path, m
     assert served_gold and served_gold[0] == ids[2]  # the walk met the gold pair third
     assert len(set(ids)) == 4 and len({page["draft"]["handle"] for page in shown}) == 4
     for page, assignment_id in zip(shown, ids, strict=True):
-        assert set(page["draft"]) == {"url", "handle", "key", "away"}
+        assert set(page["draft"]) == {"url", "handle", "key", "away", "heartbeat"}
         ciphered = page["draft"]["handle"].split(".", 1)[1]
         assert len(ciphered) == 32 and int(ciphered, 16) != assignment_id
         numbers = [
