@@ -257,3 +257,13 @@ def test_a_stale_key_marks_no_pair_away_or_back_after_sign_out(site):
     assert client.post("/draft", json={**body, "away": True}, headers=SAME_SITE).status_code == 403
     with read_session(engine) as s:
         assert s.get_one(Assignment, item.assignment.id).away_since is None
+
+
+def test_a_handle_reads_back_only_whole_and_with_its_studys_secret():
+    from annotate.labelling.drafts import handle_assignment
+
+    handle = draft_handle("s3cret", study_id=7, assignment_id=42)
+    assert handle_assignment(handle, secret="s3cret") == 42
+    assert handle_assignment(handle, secret="other") is None
+    for cut in (handle[:-2], handle + "00", "7.", "7.zz", "nothing"):
+        assert handle_assignment(cut, secret="s3cret") is None, cut

@@ -151,10 +151,12 @@ def handle_assignment(handle: str, *, secret: str | None) -> int | None:
         raw = bytes.fromhex(rest)
     except ValueError:
         return None
+    if len(raw) != 2 * _ID_BYTES:
+        return None
     key = (secret or "").encode()
     tag, masked = raw[:_ID_BYTES], raw[_ID_BYTES:]
     plain = bytes(a ^ b for a, b in zip(masked, _mask(key, b"handle-mask:", tag), strict=True))
-    if len(raw) != 2 * _ID_BYTES or not hmac.compare_digest(tag, _mask(key, b"handle-tag:", plain)):
+    if not hmac.compare_digest(tag, _mask(key, b"handle-tag:", plain)):
         return None
     return int.from_bytes(plain, "big", signed=True)
 

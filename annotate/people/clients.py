@@ -17,8 +17,8 @@ IPV6_PREFIX = 64
 def client_key(address: object) -> str:
     """The key the per-client limits count `address` under: its IPv6 /64 or IPv4 /32 network
     (an IPv4 address mapped into IPv6 counts as that IPv4 address). Something that is not an
-    IP address counts as itself, as before there were prefixes (a server on a Unix socket
-    sees no address: its visitors share "unknown")."""
+    IP address counts as itself (a test's mock address); no address at all (a server on a Unix
+    socket) counts as "unknown", which its visitors share."""
     if address is None or address == "":
         return "unknown"
     text = str(address).strip()
