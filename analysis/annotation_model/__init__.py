@@ -1,0 +1,1 @@
+"""The model of annotation: what each pair truly is, and how each annotator answers."""

@@ -1,0 +1,213 @@
+"""The model of annotation over a report's pairs (docs/annotation-model.md).
+
+Per pair, the probability of each verdict the answers could be truly about, in the order of the
+crowd's verdicts (each pair's probabilities sum to 1):
+
+- ``preference_flip``: the user truly prefers the rejected response,
+- ``no_consensus``: the responses are truly tied for this user (studies that allow ties; 0 otherwise),
+- ``low_quality``: chosen is truly preferred and some response is truly below the quality threshold,
+- ``quality_confound``: chosen is truly preferred, no response is low, and chosen is truly better
+  than rejected by more than the pair gap on some dimension,
+- ``valid``: chosen is truly preferred and neither quality problem holds.
+
+The preference part is :mod:`analysis.annotation_model.preference`, the quality part
+:mod:`analysis.annotation_model.quality`; the model takes them as independent. The crowd's other
+reason for ``quality_confound`` (annotators naming general quality as their main reason) and
+``rubric_not_reflected`` are the annotators' own statements, not levels to estimate: they stay
+flags of the crowd's verdict, outside the probabilities.
+
+The model's verdict (``model_verdict``) is the verdict of highest probability.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+from numpy.typing import NDArray
+from scipy import stats
+
+from analysis.annotation_model.preference import (
+    ONE_COIN_BELOW,
+    Labels,
+    PreferenceFit,
+    answers_per_class,
+    fit_preference,
+)
+from analysis.annotation_model.quality import Ratings, fit_quality
+from analysis.frames import Coded
+from analysis.report.shape import Section
+from analysis.vocabulary import SIDES, TIE
+
+VERDICTS = ("preference_flip", "no_consensus", "low_quality", "quality_confound", "valid")
+PROBABILITY_COLUMNS = [f"p_{verdict}" for verdict in VERDICTS]
+# An annotator is judged near random or adversarial only on this many answers or more.
+MIN_JUDGED_ANSWERS = 10
+NEAR_RANDOM_MARGIN = 0.1  # balanced accuracy within this of chance
+MIN_CLASS_SHARE = 0.05  # classes rarer than this are left out of the balanced accuracy
+
+
+@dataclass(frozen=True)
+class ModelFit:
+    probabilities: pd.DataFrame  # one row per pair of coded.pair_ids: p_* columns, model_verdict
+    annotators: pd.DataFrame  # annotator, accuracy, accuracy_ci95_lo/hi, balanced_accuracy, ...
+    summary: Section = field(default_factory=dict)
+
+
+def _labels(coded: Coded, classes: tuple[str, ...]) -> tuple[Labels, pd.Index[str]]:
+    names = pd.Index(pd.unique(coded.annotations["annotator"].astype(str)))
+    worker = names.get_indexer(coded.annotations["annotator"].astype(str))
+    keep = (coded.preference >= 0) & (coded.preference < len(classes))
+    return (
+        Labels(
+            item=coded.pair[keep],
+            worker=worker[keep].astype(np.int64),
+            label=coded.preference[keep],
+            n_items=coded.n_pairs,
+            n_workers=len(names),
+            n_classes=len(classes),
+        ),
+        names,
+    )
+
+
+def _ratings(coded: Coded, names: pd.Index[str], dimensions: tuple[str, ...]) -> Ratings:
+    columns = [f"{d}_{side}" for side in SIDES for d in dimensions]
+    values = np.column_stack([coded.rating(c) for c in columns])
+    complete = ~np.isnan(values).any(axis=1)
+    worker = names.get_indexer(coded.annotations["annotator"].astype(str))
+    return Ratings(
+        pair=coded.pair[complete],
+        worker=worker[complete].astype(np.int64),
+        values=values[complete],
+        n_pairs=coded.n_pairs,
+        n_workers=len(names),
+    )
+
+
+def _annotators(
+    labels: Labels, fit: PreferenceFit, names: pd.Index[str]
+) -> pd.DataFrame:
+    """Each annotator's accuracy (the expected share of their answers that match the pair's
+    true class), with a Jeffreys interval on that count, and their balanced accuracy (the mean
+    over the classes of the probability of answering a pair of that class right) against chance."""
+    n = np.bincount(labels.worker, minlength=labels.n_workers).astype(np.float64)
+    right = np.bincount(
+        labels.worker,
+        weights=fit.posterior[labels.item, labels.label],
+        minlength=labels.n_workers,
+    )
+    with np.errstate(invalid="ignore", divide="ignore"):
+        accuracy = np.where(n > 0, right / n, np.nan)
+    lo = stats.beta.ppf(0.025, right + 0.5, n - right + 0.5)
+    hi = stats.beta.ppf(0.975, right + 0.5, n - right + 0.5)
+    counted = fit.prevalence >= MIN_CLASS_SHARE
+    diagonal = np.diagonal(fit.confusion, axis1=1, axis2=2)[:, counted]
+    per_class = answers_per_class(labels, fit.posterior)[:, counted]
+    balanced = diagonal.mean(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        variance = (diagonal * (1 - diagonal) / np.maximum(per_class, 1.0)).sum(axis=1) / (
+            counted.sum() ** 2
+        )
+    half = 1.959963984540054 * np.sqrt(variance)
+    chance = 1.0 / max(int(counted.sum()), 1)
+    judged = n >= MIN_JUDGED_ANSWERS
+    pool = float(np.median(balanced[judged])) if judged.any() else np.nan
+    flag = np.where(
+        judged & (balanced + half < chance),
+        "adversarial",
+        np.where(
+            judged & (balanced < chance + NEAR_RANDOM_MARGIN) & (balanced + half < pool),
+            "near_random",
+            "",
+        ),
+    )
+    return pd.DataFrame(
+        {
+            "annotator": names.to_numpy(dtype=object),
+            "model_answers": n.astype(np.int64),
+            "accuracy": accuracy,
+            "accuracy_ci95_lo": np.where(n > 0, lo, np.nan),
+            "accuracy_ci95_hi": np.where(n > 0, hi, np.nan),
+            "balanced_accuracy": balanced,
+            "balanced_accuracy_ci95_lo": np.clip(balanced - half, 0, 1),
+            "balanced_accuracy_ci95_hi": np.clip(balanced + half, 0, 1),
+            "one_coin": fit.one_coin,
+            "model_flag": flag,
+        }
+    )
+
+
+def fit_model(
+    coded: Coded,
+    *,
+    dimensions: tuple[str, ...],
+    quality_threshold: float,
+    pair_gap: float,
+    allow_ties: bool,
+    seed: int = 0,
+) -> ModelFit:
+    """Fit the model of annotation to the answers in ``coded`` (module docstring)."""
+    classes = (*SIDES, TIE) if allow_ties else SIDES
+    labels, names = _labels(coded, classes)
+    preference = fit_preference(labels)
+    answered = np.bincount(labels.item, minlength=coded.n_pairs) > 0
+    quality = fit_quality(
+        _ratings(coded, names, dimensions),
+        threshold=quality_threshold,
+        pair_gap=pair_gap,
+        seed=seed,
+    )
+    post = preference.posterior
+    p_chosen = post[:, 0]
+    if quality is None:
+        p_low = p_gap_only = p_ok = np.full(coded.n_pairs, np.nan)
+    else:
+        p_low = quality.p_low
+        p_ok = quality.p_neither
+        p_gap_only = 1.0 - p_low - p_ok
+    frame = pd.DataFrame(
+        {
+            "p_preference_flip": post[:, 1],
+            "p_no_consensus": post[:, 2] if allow_ties else 0.0,
+            "p_low_quality": p_chosen * p_low,
+            "p_quality_confound": p_chosen * p_gap_only,
+            "p_valid": p_chosen * p_ok,
+        }
+    )
+    frame.loc[~answered, PROBABILITY_COLUMNS] = np.nan
+    values = frame[PROBABILITY_COLUMNS].to_numpy()
+    defined = ~np.isnan(values).any(axis=1)
+    best = np.argmax(np.nan_to_num(values, nan=-1.0), axis=1)
+    frame["model_verdict"] = np.where(defined, np.array(VERDICTS, dtype=object)[best], None)
+    if quality is not None:
+        frame["p_gap_any"] = np.where(answered, quality.p_gap, np.nan)
+    summary: Section = {
+        "method": (
+            "Dawid-Skene (EM, maximum a posteriori) for the preference; a normal model of "
+            "response levels with annotator offsets for quality"
+        ),
+        "classes": list(classes),
+        "prevalence": {c: float(p) for c, p in zip(classes, preference.prevalence, strict=True)},
+        "iterations": preference.iterations,
+        "converged": preference.converged,
+        "annotators_one_coin": int(preference.one_coin.sum()),
+        "one_coin_rule": (
+            f"one accuracy for an annotator with fewer than {ONE_COIN_BELOW} expected answers "
+            "on pairs of some class; a full confusion matrix otherwise"
+        ),
+        "decision_rule": "model_verdict: the verdict of highest probability",
+    }
+    if quality is None:
+        summary["quality_note"] = (
+            "too few pairs with two or more complete quality ratings to estimate the rating "
+            "noise: the quality probabilities are null"
+        )
+    else:
+        summary["rating_noise_sd"] = [float(v) for v in np.sqrt(np.diag(quality.noise_covariance))]
+    return ModelFit(
+        probabilities=frame,
+        annotators=_annotators(labels, preference, names),
+        summary=summary,
+    )

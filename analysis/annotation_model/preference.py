@@ -1,0 +1,171 @@
+"""Dawid and Skene (1979): each pair's true preference class from its annotators' labels.
+
+Each pair i has a true class k (``chosen`` preferred, ``rejected`` preferred and, where the
+study allows ties, ``tie``), drawn with the study's prevalences pi. Annotator w answers label l
+for a pair of class k with probability ``confusion[w, k, l]``, independently of the other
+annotators. The EM algorithm alternates the pairs' posterior class probabilities (E step) and
+the prevalences and confusion matrices (M step) until the posteriors stop moving.
+
+Two choices go beyond the 1979 paper, both after Passonneau and Carpenter, "The Benefits of a
+Model of Annotation" (TACL 2014):
+
+- Priors. The M step is a maximum a posteriori step: every confusion row gets
+  ``PRIOR_CORRECT`` pseudo-answers on its diagonal and ``PRIOR_WRONG`` on each other label,
+  and the prevalences ``PRIOR_PREVALENCE`` pseudo-pairs per class. With few answers an
+  annotator is thereby taken as better than chance but not perfect; with many the data speak.
+  A confusion entry of exactly 0 (never seen an error) would make one answer decisive.
+- One coin for thin data. A confusion row is estimated from the annotator's answers on pairs
+  of that class; with few of them it is noise, and a noisy row for the rare class (rejected
+  preferred) makes the posteriors of that class too high (tests/test_annotation_model.py
+  shows it). So an annotator gets a full matrix only with at least ``ONE_COIN_BELOW``
+  answers on pairs of every class (counted from the majority start, fixed for the fit);
+  otherwise one accuracy, the same for every class, errors spread evenly over the others.
+
+``priors=False`` and ``one_coin_below=0`` give the plain maximum-likelihood algorithm, which is
+what crowd-kit's ``DawidSkene`` computes (tests/test_annotation_model.py compares them on
+recorded crowd-kit outputs).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+PRIOR_CORRECT = 2.0
+PRIOR_WRONG = 1.0
+PRIOR_PREVALENCE = 1.0
+ONE_COIN_BELOW = 30
+MAX_ITERATIONS = 500
+TOLERANCE = 1e-9  # largest change of a posterior probability between two iterations
+
+
+@dataclass(frozen=True)
+class Labels:
+    """Answers in long form: one entry per answer (an annotator may answer a pair twice, as
+    the 1979 data's first observer did)."""
+
+    item: NDArray[np.int64]
+    worker: NDArray[np.int64]
+    label: NDArray[np.int64]
+    n_items: int
+    n_workers: int
+    n_classes: int
+
+
+
+@dataclass(frozen=True)
+class PreferenceFit:
+    posterior: NDArray[np.float64]  # items x classes; rows of items without answers = prevalence
+    prevalence: NDArray[np.float64]  # classes
+    confusion: NDArray[np.float64]  # workers x classes (true) x labels (given)
+    one_coin: NDArray[np.bool_]  # workers fitted with one accuracy
+    iterations: int
+    converged: bool
+    log_likelihood: float
+
+
+def majority_start(labels: Labels) -> NDArray[np.float64]:
+    """Each pair's share of answers per label (the 1979 paper's start); pairs without answers
+    get equal shares."""
+    counts = np.zeros((labels.n_items, labels.n_classes))
+    np.add.at(counts, (labels.item, labels.label), 1.0)
+    totals = counts.sum(axis=1, keepdims=True)
+    return np.where(totals > 0, counts / np.maximum(totals, 1.0), 1.0 / labels.n_classes)
+
+
+def answers_per_class(labels: Labels, posterior: NDArray[np.float64]) -> NDArray[np.float64]:
+    """workers x classes: each annotator's expected number of answers on pairs of each class."""
+    out = np.zeros((labels.n_workers, labels.n_classes))
+    np.add.at(out, labels.worker, posterior[labels.item])
+    return out
+
+
+def _coin(accuracy: NDArray[np.float64], k: int) -> NDArray[np.float64]:
+    """Confusion matrices of one accuracy each, errors spread evenly over the other labels."""
+    wrong = (1.0 - accuracy) / max(k - 1, 1)
+    coin = np.broadcast_to(wrong[:, None, None], (len(accuracy), k, k)).copy()
+    coin[:, np.arange(k), np.arange(k)] = accuracy[:, None]
+    return coin
+
+
+def _m_step(
+    labels: Labels,
+    posterior: NDArray[np.float64],
+    *,
+    priors: bool,
+    one_coin: NDArray[np.bool_],
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    k = labels.n_classes
+    counts = np.zeros((labels.n_workers, k, k))
+    # counts[w, true k, given l] = sum over w's answers l of the pair's P(class k)
+    np.add.at(counts, (labels.worker, slice(None), labels.label), posterior[labels.item])
+    prevalence = posterior.sum(axis=0)
+    if priors:
+        counts = counts + PRIOR_WRONG + (PRIOR_CORRECT - PRIOR_WRONG) * np.eye(k)
+        prevalence = prevalence + PRIOR_PREVALENCE
+    prevalence = prevalence / prevalence.sum()
+    with np.errstate(invalid="ignore", divide="ignore"):
+        confusion = counts / counts.sum(axis=2, keepdims=True)
+    # a class no answer of this worker can be weighed against: their row says nothing
+    confusion = np.where(np.isfinite(confusion), confusion, 1.0 / k)
+    if one_coin.any():
+        diagonal = np.trace(counts[one_coin], axis1=1, axis2=2)
+        accuracy = diagonal / counts[one_coin].sum(axis=(1, 2))
+        confusion[one_coin] = _coin(accuracy, k)
+    return prevalence, confusion
+
+
+def _e_step(
+    labels: Labels,
+    prevalence: NDArray[np.float64],
+    confusion: NDArray[np.float64],
+) -> tuple[NDArray[np.float64], float]:
+    with np.errstate(divide="ignore"):
+        log_conf = np.log(confusion)
+        log_prior = np.log(prevalence)
+    joint = np.tile(log_prior, (labels.n_items, 1))
+    np.add.at(joint, labels.item, log_conf[labels.worker, :, labels.label])
+    top = joint.max(axis=1, keepdims=True)
+    top = np.where(np.isfinite(top), top, 0.0)
+    weights = np.exp(joint - top)
+    total = weights.sum(axis=1, keepdims=True)
+    log_likelihood = float((np.log(total) + top).sum())
+    return weights / total, log_likelihood
+
+
+def fit_preference(
+    labels: Labels,
+    *,
+    priors: bool = True,
+    one_coin_below: int = ONE_COIN_BELOW,
+    start: NDArray[np.float64] | None = None,
+    max_iterations: int = MAX_ITERATIONS,
+    tolerance: float = TOLERANCE,
+) -> PreferenceFit:
+    """Fit the model by EM from ``start`` (default: :func:`majority_start`)."""
+    posterior = majority_start(labels) if start is None else start.copy()
+    one_coin = answers_per_class(labels, posterior).min(axis=1) < one_coin_below
+    log_likelihood = -np.inf
+    converged = False
+    iterations = 0
+    for iterations in range(1, max_iterations + 1):
+        prevalence, confusion = _m_step(labels, posterior, priors=priors, one_coin=one_coin)
+        updated, log_likelihood = _e_step(labels, prevalence, confusion)
+        change = float(np.abs(updated - posterior).max()) if len(posterior) else 0.0
+        posterior = updated
+        if change < tolerance:
+            converged = True
+            break
+    prevalence, confusion = _m_step(labels, posterior, priors=priors, one_coin=one_coin)
+    posterior, log_likelihood = _e_step(labels, prevalence, confusion)
+    return PreferenceFit(
+        posterior=posterior,
+        prevalence=prevalence,
+        confusion=confusion,
+        one_coin=one_coin,
+        iterations=iterations,
+        converged=converged,
+        log_likelihood=log_likelihood,
+    )

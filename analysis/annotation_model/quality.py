@@ -1,0 +1,325 @@
+"""Each response's true quality level per dimension, from its annotators' ratings.
+
+A rating is the response's level on that dimension, plus the annotator's own offset on that
+dimension (a lenient or a strict annotator, the same for both responses of a pair), plus
+noise:
+
+    rating[a, pair, side, d] = level[pair, side, d] + offset[a, d] + noise
+
+Per pair the levels of both responses on every dimension form one vector (2 x D numbers). Its
+prior is a normal distribution whose mean and covariance are estimated from the study (the
+spread of the pairs' mean ratings beyond what their noise explains), so the levels of one
+response's dimensions, and the two responses' levels, are as correlated as the study shows
+them to be. The noise of one annotator's ratings of a pair is normal with a covariance pooled
+within pairs (an annotator who rates one dimension high tends to rate the others high too).
+The posterior of the vector is normal, and a Monte Carlo over it gives, per pair:
+
+- ``p_low``: some level is below the quality threshold (the ``low_quality`` rule),
+- ``p_gap``: on some dimension chosen's level exceeds rejected's by more than the pair gap
+  (the rating part of the ``quality_confound`` rule),
+- ``p_neither``: neither, read jointly (so one does not hide the other).
+
+The offsets are random effects, shrunk towards 0 by how much the annotators' mean deviations
+from the others on the same pairs exceed what noise alone gives. Levels are on the rating
+scale; ratings are whole numbers cut at the scale's ends, which this normal model does not
+see: near the ends of the scale a level is read less extreme than it is (stated in
+docs/annotation-model.md).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+DRAWS = 1000  # Monte Carlo draws per pair (half of them antithetic)
+MIN_PAIRS = 10  # pairs with two or more complete ratings needed to estimate the noise
+OFFSET_ROUNDS = 3
+EIGEN_FLOOR = 1e-4
+SCALE_PRIOR = 10.0  # pseudo-answers of typical noise in each annotator's noise scale
+MIN_SCALE = 0.2
+COUNT_STEP = 0.25  # effective rating counts are rounded to this, to group pairs
+COMPONENTS = 2  # normal components of the levels' prior (fewer with few pairs)
+
+
+@dataclass(frozen=True)
+class Ratings:
+    """Complete ratings in long form: one row per annotation that rated every asked dimension
+    of both responses. Columns of ``values``: the chosen response's dimensions, then the
+    rejected response's, in the same order."""
+
+    pair: NDArray[np.int64]
+    worker: NDArray[np.int64]
+    values: NDArray[np.float64]  # annotations x (2 * dimensions)
+    n_pairs: int
+    n_workers: int
+
+    @property
+    def n_dimensions(self) -> int:
+        return int(self.values.shape[1] // 2)
+
+
+@dataclass(frozen=True)
+class QualityFit:
+    p_low: NDArray[np.float64]  # per pair
+    p_gap: NDArray[np.float64]
+    p_neither: NDArray[np.float64]
+    level_mean: NDArray[np.float64]  # pairs x (2 * dimensions), posterior means
+    offsets: NDArray[np.float64]  # workers x dimensions
+    prior: Mixture
+    noise_covariance: NDArray[np.float64]
+
+
+def _pair_means(
+    ratings: Ratings, values: NDArray[np.float64]
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    k = np.bincount(ratings.pair, minlength=ratings.n_pairs).astype(np.float64)
+    sums = np.zeros((ratings.n_pairs, values.shape[1]))
+    np.add.at(sums, ratings.pair, values)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        means = sums / k[:, None]
+    return k, means
+
+
+def _offsets(ratings: Ratings) -> NDArray[np.float64]:
+    """Each annotator's offset per dimension: their mean deviation from the other annotators
+    of the same pairs, shrunk by its reliability (a random effect)."""
+    d = ratings.n_dimensions
+    offsets = np.zeros((ratings.n_workers, d))
+    k, _ = _pair_means(ratings, ratings.values)
+    multi = k[ratings.pair] >= 2
+    if not multi.any():
+        return offsets
+    for _ in range(OFFSET_ROUNDS):
+        adjusted = ratings.values - np.tile(offsets, 2)[ratings.worker]
+        _, means = _pair_means(ratings, adjusted)
+        kk = k[ratings.pair][multi, None]
+        others = (kk * means[ratings.pair][multi] - adjusted[multi]) / (kk - 1)
+        deviation = ratings.values[multi] - others  # the own offset plus noise
+        per_dim = (deviation[:, :d] + deviation[:, d:]) / 2
+        workers = ratings.worker[multi]
+        n = np.bincount(workers, minlength=ratings.n_workers).astype(np.float64)
+        raw = np.zeros((ratings.n_workers, d))
+        np.add.at(raw, workers, per_dim)
+        seen = n > 0
+        raw[seen] /= n[seen, None]
+        noise = np.array(
+            [np.mean((per_dim[:, j] - raw[workers, j]) ** 2) for j in range(d)]
+        )
+        spread = np.array(
+            [
+                np.var(raw[seen, j]) - np.mean(noise[j] / n[seen]) if seen.sum() > 1 else 0.0
+                for j in range(d)
+            ]
+        )
+        spread = np.maximum(spread, 0.0)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            weight = np.where(
+                spread > 0, spread / (spread + noise / np.maximum(n, 1)[:, None]), 0.0
+            )
+        offsets = np.where(seen[:, None], raw * weight, 0.0)
+    return offsets
+
+
+def _noise_scales(
+    ratings: Ratings,
+    adjusted: NDArray[np.float64],
+    k: NDArray[np.float64],
+    noise: NDArray[np.float64],
+) -> NDArray[np.float64]:
+    """Each annotator's noise as a multiple of the pooled noise (1 = typical), from how far
+    their ratings stray from the other annotators' mean on the same pairs, shrunk towards 1 by
+    ``SCALE_PRIOR`` pseudo-answers."""
+    kk = k[ratings.pair]
+    multi = kk >= 2
+    scale = np.ones(ratings.n_workers)
+    if not multi.any():
+        return scale
+    _, means = _pair_means(ratings, adjusted)
+    km = kk[multi, None]
+    others = (km * means[ratings.pair][multi] - adjusted[multi]) / (km - 1)
+    deviation = adjusted[multi] - others
+    j = adjusted.shape[1]
+    distance = np.einsum("nj,jk,nk->n", deviation, np.linalg.inv(noise), deviation) / j
+    # E[distance] = own scale + the others' mean's, about 1 / (k - 1) of a typical one
+    excess = distance - 1.0 / (kk[multi] - 1)
+    workers = ratings.worker[multi]
+    n = np.bincount(workers, minlength=ratings.n_workers)
+    total = np.bincount(workers, weights=excess, minlength=ratings.n_workers)
+    scale = (total + SCALE_PRIOR) / (n + SCALE_PRIOR)
+    return np.maximum(scale, MIN_SCALE)
+
+
+def _psd(matrix: NDArray[np.float64]) -> NDArray[np.float64]:
+    values, vectors = np.linalg.eigh((matrix + matrix.T) / 2)
+    return (vectors * np.maximum(values, EIGEN_FLOOR)) @ vectors.T
+
+
+@dataclass(frozen=True)
+class Mixture:
+    """The prior of a pair's levels: a mixture of normal distributions."""
+
+    weight: NDArray[np.float64]  # components
+    mean: NDArray[np.float64]  # components x j
+    covariance: NDArray[np.float64]  # components x j x j
+    noise: NDArray[np.float64]  # j x j, one rating's
+
+    @property
+    def components(self) -> int:
+        return len(self.weight)
+
+    def _log_density(
+        self, observed: NDArray[np.float64], count: float
+    ) -> NDArray[np.float64]:
+        """pairs x components: log weight + log density of a mean of ``count`` ratings."""
+        out = np.empty((len(observed), self.components))
+        for c in range(self.components):
+            total = self.covariance[c] + self.noise / count
+            chol = np.linalg.cholesky(total)
+            solved = np.linalg.solve(chol, (observed - self.mean[c]).T)
+            out[:, c] = (
+                np.log(self.weight[c])
+                - np.log(np.diag(chol)).sum()
+                - 0.5 * (solved**2).sum(axis=0)
+                - 0.5 * observed.shape[1] * np.log(2 * np.pi)
+            )
+        return out
+
+    def posterior(
+        self, observed: NDArray[np.float64], count: float
+    ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+        """For pairs whose mean of ``count`` ratings is ``observed``: each component's posterior
+        weight (pairs x c), mean (pairs x c x j) and covariance (c x j x j)."""
+        log = self._log_density(observed, count)
+        log -= log.max(axis=1, keepdims=True)
+        weights = np.exp(log)
+        weights /= weights.sum(axis=1, keepdims=True)
+        centres = np.empty((len(observed), self.components, observed.shape[1]))
+        covariances = np.empty_like(self.covariance)
+        for c in range(self.components):
+            gain = self.covariance[c] @ np.linalg.inv(self.covariance[c] + self.noise / count)
+            centres[:, c, :] = self.mean[c] + (observed - self.mean[c]) @ gain.T
+            covariances[c] = _psd(self.covariance[c] - gain @ self.covariance[c])
+        return weights, centres, covariances
+
+
+def deconvolve(
+    means: NDArray[np.float64],
+    counts: NDArray[np.float64],
+    *,
+    noise: NDArray[np.float64],
+    components: int = COMPONENTS,
+    seed: int = 0,
+    iterations: int = 200,
+) -> Mixture:
+    """The prior of the pairs' levels from their mean ratings (a mean of k ratings is the level
+    plus noise of covariance noise / k): a mixture of normals fitted by extreme deconvolution
+    (Bovy, Hogg and Roweis 2011, EM), started from a random split of the pairs."""
+    n, j = means.shape
+    components = max(1, min(components, n // (4 * j)))
+    rng = np.random.default_rng(seed)
+    start = rng.integers(components, size=n)
+    weight = np.full(components, 1.0 / components)
+    mean = np.array([means[start == c].mean(axis=0) if (start == c).any() else means.mean(axis=0) for c in range(components)])
+    covariance = np.array([_psd(np.cov(means, rowvar=False)) for _ in range(components)])
+    mixture = Mixture(weight, mean, covariance, noise)
+    previous = -np.inf
+    groups = [(count, np.flatnonzero(counts == count)) for count in np.unique(counts)]
+    for _ in range(iterations):
+        resp = np.empty((n, components))
+        b = np.empty((n, components, j))
+        big_b = np.zeros((components, j, j))
+        total = 0.0
+        for count, members in groups:
+            log = mixture._log_density(means[members], count)
+            top = log.max(axis=1, keepdims=True)
+            total += float((np.log(np.exp(log - top).sum(axis=1)) + top[:, 0]).sum())
+            r, centres, covariances = mixture.posterior(means[members], count)
+            resp[members] = r
+            b[members] = centres
+            big_b += r.sum(axis=0)[:, None, None] * covariances
+        mass = resp.sum(axis=0) + 1e-12
+        weight = mass / n
+        mean = np.einsum("nc,ncj->cj", resp, b) / mass[:, None]
+        covariance = np.empty((components, j, j))
+        for c in range(components):
+            centred = b[:, c, :] - mean[c]
+            covariance[c] = _psd(((resp[:, c, None] * centred).T @ centred + big_b[c]) / mass[c])
+        mixture = Mixture(weight, mean, covariance, noise)
+        if total - previous < 1e-6 * n:
+            break
+        previous = total
+    return mixture
+
+
+def fit_quality(
+    ratings: Ratings,
+    *,
+    threshold: float,
+    pair_gap: float,
+    seed: int = 0,
+    draws: int = DRAWS,
+) -> QualityFit | None:
+    """The model (module docstring); None when fewer than ``MIN_PAIRS`` pairs have two or more
+    complete ratings (nothing to estimate the noise from)."""
+    k, _ = _pair_means(ratings, ratings.values)
+    if int((k >= 2).sum()) < MIN_PAIRS:
+        return None
+    offsets = _offsets(ratings)
+    adjusted = ratings.values - np.tile(offsets, 2)[ratings.worker]
+    _, means = _pair_means(ratings, adjusted)
+    within = adjusted - means[ratings.pair]
+    dof = float((k[k >= 1] - 1).sum())
+    noise = _psd(within.T @ within / dof)
+    scale = _noise_scales(ratings, adjusted, k, noise)
+    # a pair's mean weighs each annotator by the inverse of their noise scale; it is then a
+    # mean of k_eff ratings of unit noise
+    weight = 1.0 / scale[ratings.worker]
+    k_eff = np.bincount(ratings.pair, weights=weight, minlength=ratings.n_pairs)
+    k_eff = np.round(k_eff / COUNT_STEP) * COUNT_STEP
+    sums = np.zeros_like(means)
+    np.add.at(sums, ratings.pair, adjusted * weight[:, None])
+    with np.errstate(invalid="ignore", divide="ignore"):
+        means = sums / k_eff[:, None]
+    within = (adjusted - means[ratings.pair]) * np.sqrt(weight)[:, None]
+    noise = _psd(within.T @ within / dof)
+    k = k_eff
+    rated = k > 0
+    mixture = deconvolve(means[rated], k[rated], noise=noise, seed=seed)
+
+    j = ratings.values.shape[1]
+    d = j // 2
+    rng = np.random.default_rng(seed)
+    half = rng.standard_normal((draws // 2, j))
+    z = np.concatenate([half, -half])
+    p_low = np.zeros(ratings.n_pairs)
+    p_gap = np.zeros(ratings.n_pairs)
+    p_neither = np.zeros(ratings.n_pairs)
+    level_mean = np.zeros((ratings.n_pairs, j))
+    for count in np.unique(k):
+        members = np.flatnonzero(k == count)
+        observed = np.nan_to_num(means[members])
+        weights, centres, covariances = mixture.posterior(observed, count)
+        level_mean[members] = np.einsum("pc,pcj->pj", weights, centres)
+        for c in range(mixture.components):
+            spread_draws = z @ np.linalg.cholesky(covariances[c]).T
+            for start in range(0, len(members), 256):
+                rows = slice(start, start + 256)
+                chunk = members[rows]
+                levels = centres[rows, c, None, :] + spread_draws[None]
+                low = (levels < threshold).any(axis=2)
+                gap = ((levels[:, :, :d] - levels[:, :, d:]) > pair_gap).any(axis=2)
+                w = weights[rows, c]
+                p_low[chunk] += w * low.mean(axis=1)
+                p_gap[chunk] += w * gap.mean(axis=1)
+                p_neither[chunk] += w * (~low & ~gap).mean(axis=1)
+    return QualityFit(
+        p_low=p_low,
+        p_gap=p_gap,
+        p_neither=p_neither,
+        level_mean=level_mean,
+        offsets=offsets,
+        prior=mixture,
+        noise_covariance=noise,
+    )

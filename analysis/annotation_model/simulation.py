@@ -1,0 +1,103 @@
+"""Studies with a known truth, for checking the model of annotation (tests and
+benchmarks/bench_annotation_model.py).
+
+A study of ``pairs`` pairs, each answered by ``per_pair`` annotators of a pool of ``pool``:
+
+- the truth: ``flip_share`` of the pairs are truly preferred the other way; ``confound_share``
+  have chosen better than rejected by a gap drawn from ``CONFOUND_GAPS`` on every dimension
+  (or on one), at a base level anywhere on the upper half of the scale; ``low_share`` have one
+  response below the threshold on one dimension or all; the rest are alike, up to small
+  natural differences;
+- the annotators differ: each answers the true preference with an accuracy drawn from
+  ``accuracy``, has an offset per dimension and a noise level of their own; annotator 0 is near
+  random (accuracy 0.5, noisy ratings) when ``near_random`` is set;
+- a rating is the level plus the annotator's offset plus noise (half shared by the
+  annotation's dimensions), rounded and cut to the 1-5 scale.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from analysis.vocabulary import DIMENSIONS
+
+CONFOUND_GAPS = (0.5, 1.0, 1.5, 2.0, 2.5)
+
+
+@dataclass(frozen=True)
+class SimulatedStudy:
+    annotations: pd.DataFrame  # the annotations table
+    truth: pd.DataFrame  # pair_id, preferred, low, confound, valid
+
+
+def simulate_study(
+    *,
+    pairs: int = 400,
+    per_pair: int = 3,
+    pool: int = 12,
+    flip_share: float = 0.2,
+    confound_share: float = 0.15,
+    low_share: float = 0.1,
+    accuracy: tuple[float, float] = (0.65, 0.95),
+    near_random: bool = True,
+    threshold: float = 3.0,
+    pair_gap: float = 1.0,
+    seed: int = 0,
+) -> SimulatedStudy:
+    rng = np.random.default_rng(seed)
+    d = len(DIMENSIONS)
+    base = rng.uniform(3.0, 4.7, pairs)
+    levels = np.empty((pairs, 2, d))
+    levels[:] = base[:, None, None] + rng.normal(0, 0.15, (pairs, 2, d))
+    kind = rng.choice(3, size=pairs, p=[confound_share, low_share, 1 - confound_share - low_share])
+    for i in np.flatnonzero(kind == 0):
+        gap = rng.choice(CONFOUND_GAPS)
+        dims = slice(None) if rng.random() < 0.6 else rng.integers(d)
+        levels[i, 0, dims] = base[i] + gap / 2
+        levels[i, 1, dims] = base[i] - gap / 2
+    for i in np.flatnonzero(kind == 1):
+        side = rng.integers(2)
+        dims = slice(None) if rng.random() < 0.5 else rng.integers(d)
+        levels[i, side, dims] = rng.uniform(1.8, 3.2)
+    levels = np.clip(levels, 1.0, 5.0)
+    flipped = rng.random(pairs) < flip_share
+
+    acc = rng.uniform(*accuracy, pool)
+    offsets = rng.normal(0, 0.3, (pool, d))
+    noise = rng.uniform(0.5, 0.9, pool)
+    if near_random:
+        acc[0], noise[0] = 0.5, 1.5
+    rows = []
+    for i in range(pairs):
+        for w in rng.choice(pool, per_pair, replace=False):
+            right = rng.random() < acc[w]
+            prefers_chosen = right != flipped[i]
+            shared = rng.normal()
+            error = noise[w] * (np.sqrt(0.5) * shared + np.sqrt(0.5) * rng.normal(size=(2, d)))
+            rating = np.clip(np.rint(levels[i] + offsets[w][None, :] + error), 1, 5)
+            row = {
+                "pair_id": f"p{i:05d}",
+                "annotator": f"a{w:03d}",
+                "preference": "chosen" if prefers_chosen else "rejected",
+                "chosen_position": "A" if rng.random() < 0.5 else "B",
+                "main_reason": "personal_fit",
+            }
+            for s, side in enumerate(("chosen", "rejected")):
+                for j, dim in enumerate(DIMENSIONS):
+                    row[f"{dim}_{side}"] = int(rating[s, j])
+            rows.append(row)
+    low = (levels < threshold).any(axis=(1, 2))
+    confound = ((levels[:, 0, :] - levels[:, 1, :]) > pair_gap).any(axis=1)
+    truth = pd.DataFrame(
+        {
+            "pair_id": [f"p{i:05d}" for i in range(pairs)],
+            "preferred": np.where(flipped, "rejected", "chosen"),
+            "low": low,
+            "confound": confound,
+            "valid": ~flipped & ~low & ~confound,
+        }
+    )
+    return SimulatedStudy(pd.DataFrame(rows), truth)
