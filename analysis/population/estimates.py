@@ -43,12 +43,14 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
+from analysis.annotation_model.fit import VERDICTS as MODEL_VERDICTS
 from analysis.report.shape import Population, Report, Section
 
 if TYPE_CHECKING:  # for the annotations only: judge_values imports them where it needs them
     from analysis.judges.files import ModelJudgements
 
 Z95 = 1.959963984540054
+
 NOT_LABELLED = "insufficient_annotations"
 VALID = "valid"
 
@@ -153,6 +155,62 @@ def stratified_share(
     }
 
 
+def true_share(
+    p: NDArray[np.float64], strata: NDArray[np.object_], sizes: dict[str, int]
+) -> Section:
+    """The population share of pairs truly of a kind, from the labelled pairs' posterior
+    probabilities ``p`` of being of that kind (the model of annotation). In stratum h the
+    estimate is the mean of p, and its error against the stratum's true share has two parts:
+    the unlabelled pairs' (as the design-based estimate's, with the spread of p) and the
+    labelled pairs' own (each is of that kind with probability p):
+
+        var_h = (1 - n_h / M_h) * s_h^2(p) / n_h + mean_h(p (1 - p)) / M_h
+
+    (it is the variance of the mean of p when the probabilities are calibrated; docs/annotation-model.md)."""
+    total = sum(sizes.values())
+    share = 0.0
+    variance = 0.0
+    for name, size in sizes.items():
+        values = p[strata == name]
+        n = len(values)
+        if size == 0:
+            continue
+        if n == 0:
+            return {"share": None, "ci95": None, "note": f"stratum {name!r}: no labelled pair"}
+        spread = float(np.var(values, ddof=1)) if n > 1 else 0.25
+        own = float(np.mean(values * (1 - values)))
+        share += size / total * float(values.mean())
+        variance += (size / total) ** 2 * (max(1 - n / size, 0.0) * spread / n + own / size)
+    return {"share": share, "variance": variance, "ci95": _ci(share, variance)}
+
+
+def truly_bad_left(
+    p_valid: NDArray[np.float64],
+    kept: NDArray[np.bool_],
+    strata: NDArray[np.object_],
+    sizes: dict[str, int],
+) -> Section:
+    """The number of truly not-valid pairs that cleaning leaves: the labelled pairs it keeps
+    (``kept``: verdict valid), each not valid with probability 1 - p_valid, plus the pairs no
+    one labelled, not valid at their stratum's estimated rate."""
+    value = float((1 - p_valid[kept]).sum())
+    variance = float((p_valid[kept] * (1 - p_valid[kept])).sum())
+    for name, size in sizes.items():
+        values = p_valid[strata == name]
+        n = len(values)
+        rest = size - n
+        if rest <= 0:
+            continue
+        if n == 0:
+            return {"value": None, "ci95": None, "note": f"stratum {name!r}: no labelled pair"}
+        theta = float(values.mean())
+        spread = float(np.var(values, ddof=1)) if n > 1 else 0.25
+        value += rest * (1 - theta)
+        variance += rest * theta * (1 - theta) + rest**2 * spread / n
+    half = Z95 * math.sqrt(variance)
+    return {"value": value, "ci95": [max(0.0, value - half), value + half]}
+
+
 def ppi_mean_ci(
     y: Sequence[float],
     yhat: Sequence[float],
@@ -214,6 +272,7 @@ def population_section(
             human = ppi if ppi["note"] else human
         if human["note"]:
             entry["note"] = human["note"]
+        entry.update(_true_entry(units, name, labelled, strata, sizes))
         estimates[name] = {k: entry[k] for k in ("share", "ci95", *entry.keys()) if k in entry}
     found = int((labelled & (verdict != VALID)).sum())
     unchecked = total - int(labelled.sum())
@@ -234,6 +293,20 @@ def population_section(
         )
     else:
         bad_left["note"] = valid.get("note", "the valid share is not estimable")
+    column = f"p_{VALID}"
+    probabilities = units[column].to_numpy(dtype=float) if column in units else None
+    if probabilities is not None and not np.isnan(probabilities[labelled]).any():
+        truly = truly_bad_left(
+            probabilities[labelled], verdict[labelled] == VALID, strata[labelled], sizes
+        )
+        bad_left["true_value"] = truly["value"]
+        bad_left["true_ci95"] = truly["ci95"]
+        if truly.get("note"):
+            bad_left["true_note"] = truly["note"]
+    else:
+        bad_left["true_value"] = None
+        bad_left["true_ci95"] = None
+        bad_left["true_note"] = NO_MODEL
     not_labelled = int((sampled & ~labelled).sum())
     section: Population = {
         "pairs_total": total,
@@ -274,6 +347,36 @@ def population_section(
     return section
 
 
+NO_MODEL = "the model of annotation gave no probabilities for these pairs"
+
+
+def _true_entry(
+    units: pd.DataFrame,
+    name: str,
+    labelled: NDArray[np.bool_],
+    strata: NDArray[np.object_],
+    sizes: dict[str, int],
+) -> Section:
+    """``true_share`` and ``true_ci95`` of a verdict from the labelled pairs' probabilities."""
+    column = f"p_{name}"
+    if column not in units:
+        note = (
+            NO_MODEL
+            if "p_valid" not in units
+            else "the model of annotation does not estimate this kind (it is an evidence state, "
+            "not a kind of pair)"
+        )
+        return {"true_share": None, "true_ci95": None, "true_note": note}
+    p = units[column].to_numpy(dtype=float)[labelled]
+    if np.isnan(p).any():
+        return {"true_share": None, "true_ci95": None, "true_note": NO_MODEL}
+    estimate = true_share(p, strata[labelled], sizes)
+    out: Section = {"true_share": estimate["share"], "true_ci95": estimate["ci95"]}
+    if estimate.get("note"):
+        out["true_note"] = estimate["note"]
+    return out
+
+
 def population_sentence(section: Population) -> str:
     """One plain sentence a paper can quote."""
     valid = section["estimates"][VALID]
@@ -295,10 +398,18 @@ def population_sentence(section: Population) -> str:
             f"estimated {left['value']:.0f} not-valid pairs{span} among the "
             f"{total - section['bad_found']:,} that remain"
         )
+    truly = ""
+    if valid.get("true_share") is not None:
+        true_ci = valid.get("true_ci95")
+        span = f" (95% CI {100 * true_ci[0]:.1f}-{100 * true_ci[1]:.1f}%)" if true_ci else ""
+        truly = (
+            f"; corrected for the annotators' errors by the model of annotation, an estimated "
+            f"{100 * valid['true_share']:.1f}% of all pairs are truly valid{span}"
+        )
     return (
-        f"Humans checked {labelled:,} of the benchmark's {total:,} pairs; an estimated "
-        f"{100 * valid['share']:.1f}% of all pairs are valid{interval}, by "
-        f"{valid['method']}{left_text}."
+        f"Humans checked {labelled:,} of the benchmark's {total:,} pairs; by the annotators' "
+        f"verdicts an estimated {100 * valid['share']:.1f}% of all pairs are valid{interval}, "
+        f"by {valid['method']}{truly}{left_text}."
     )
 
 
@@ -325,16 +436,21 @@ def with_population(
     The first --model is the judge of the prediction-powered estimates."""
     frame = pairs[~pairs["is_gold"].astype(bool)].reset_index(drop=True)
     ids = frame["pair_id"].astype(str)
-    verdicts = {p["pair_id"]: p["verdict"] for p in report["pairs"]}
+    by_id = {p["pair_id"]: p for p in report["pairs"]}
     units = pd.DataFrame(
         {
             "pair_id": ids,
             "sampled": frame["queued"].astype(bool),
             "inclusion_probability": frame["inclusion_probability"].astype(float),
             "stratum": frame["stratum"].fillna("all").astype(str),
-            "verdict": [verdicts.get(i) for i in ids],
+            "verdict": [by_id[i]["verdict"] if i in by_id else None for i in ids],
         }
     )
+    for name in MODEL_VERDICTS:
+        units[f"p_{name}"] = [
+            (by_id[i].get("probabilities") or {}).get(name, np.nan) if i in by_id else np.nan
+            for i in ids
+        ]
     judge = models[0] if models else None
     section = population_section(
         units,

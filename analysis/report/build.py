@@ -28,6 +28,8 @@ from analysis.agreement.coefficients import (
 )
 from analysis.agreement.intervals import MIN_ANNOTATORS
 from analysis.agreement.panel import Panel
+from analysis.annotation_model.fit import PROBABILITY_COLUMNS, fit_model
+from analysis.annotation_model.fit import VERDICTS as MODEL_VERDICTS
 from analysis.aspects import check as aspect_check
 from analysis.design.stopping import OverlapDesign
 from analysis.errors import UserError
@@ -629,6 +631,17 @@ def build_report(
             ignore_index=True,
         )
 
+    model = fit_model(
+        stats,
+        dimensions=tuple(options.asked_dimensions),
+        quality_threshold=options.quality_threshold,
+        pair_gap=options.pair_gap,
+        allow_ties=options.allow_ties,
+        seed=options.seed,
+    )
+    table = _with_model(table, model.probabilities)
+    annotators = annotators.merge(model.annotators, on="annotator", how="left")
+
     if design is not None:
         counts = table[[f"n_{label}" for label in PREFERENCES]].to_numpy()
         stopped = design.stopped(list(table["pair_id"]), counts)
@@ -684,6 +697,7 @@ def build_report(
         ),
         aspects=aspects_section if with_aspects else None,
     )
+    report["annotation_model"] = json_safe(model.summary)
     if with_aspects:
         report["verdicts"] = aspect_check.verdict_counts(
             report["verdicts"], table[~table["is_gold"]]
@@ -692,9 +706,43 @@ def build_report(
     # Records are plain Python values already (NaN -> None in _records): no second pass.
     return with_records(
         json_safe(report),
-        pairs=_records(table, list_columns=("flags",)),  # (aspect means stay lists)
-        annotators=_records(annotators),
+        pairs=[_nest_probabilities(r) for r in _records(table, list_columns=("flags",))],
+        annotators=[_nest_accuracy(r) for r in _records(annotators)],
     )
+
+
+def _with_model(table: pd.DataFrame, probabilities: pd.DataFrame) -> pd.DataFrame:
+    """The pair table with the model's probabilities and verdict after the crowd's verdict
+    columns (rows in the same pair order)."""
+    out = table.copy()
+    where = list(out.columns).index("flags") + 1
+    for offset, column in enumerate([*PROBABILITY_COLUMNS, "model_verdict"]):
+        out.insert(where + offset, column, probabilities[column].to_numpy())
+    return out
+
+
+def _nest_probabilities(record: Section) -> Section:
+    """report.json's pairs carry ``probabilities: {verdict: p}`` (pairs.csv: p_* columns)."""
+    out = {k: v for k, v in record.items() if k not in PROBABILITY_COLUMNS}
+    values = [record.get(column) for column in PROBABILITY_COLUMNS]
+    out["probabilities"] = (
+        None
+        if any(v is None for v in values)
+        else dict(zip(MODEL_VERDICTS, values, strict=True))
+    )
+    return out
+
+
+def _nest_accuracy(record: Section) -> Section:
+    """annotators' ``accuracy: {value, ci95}`` from the model's flat columns."""
+    out = {
+        k: v
+        for k, v in record.items()
+        if k not in ("accuracy", "accuracy_ci95_lo", "accuracy_ci95_hi")
+    }
+    value, lo, hi = (record.get(k) for k in ("accuracy", "accuracy_ci95_lo", "accuracy_ci95_hi"))
+    out["accuracy"] = {"value": value, "ci95": None if lo is None else [lo, hi]}
+    return out
 
 
 def _with_versions(

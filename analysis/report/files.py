@@ -41,7 +41,10 @@ def write_report(
     }
     write_json(report, paths["report.json"])
     write_records_csv(report["pairs"], paths["pairs.csv"], list_columns=("flags",))
-    neutralise_frame(pd.DataFrame(report["annotators"])).to_csv(
+    annotators = pd.DataFrame(report["annotators"])
+    if "accuracy" in annotators:
+        annotators = _accuracy_columns(annotators)
+    neutralise_frame(annotators).to_csv(
         paths["annotators.csv"], index=False
     )
     paths["summary.md"].write_text(
@@ -85,6 +88,32 @@ def write_json(report: Report, path: Path) -> None:
         handle.write("}")
 
 
+def _flattened(frame: pd.DataFrame, column: str, *, prefix: str) -> pd.DataFrame:
+    """A column of {key: value} dicts (or None) as one column per key, in its place."""
+    values = frame[column].tolist()
+    keys = next((list(v) for v in values if v), [])
+    where = list(frame.columns).index(column)
+    out = frame.drop(columns=[column])
+    for offset, key in enumerate(keys):
+        out.insert(where + offset, prefix + key, [v.get(key) if v else None for v in values])
+    return out
+
+
+def _accuracy_columns(frame: pd.DataFrame) -> pd.DataFrame:
+    """annotators.csv: the model's ``accuracy: {value, ci95}`` as accuracy, accuracy_ci95_lo/hi."""
+    values = frame["accuracy"].tolist()
+    where = list(frame.columns).index("accuracy")
+    out = frame.drop(columns=["accuracy"])
+    out.insert(where, "accuracy", [v.get("value") if v else None for v in values])
+    for offset, side in enumerate(("lo", "hi"), start=1):
+        out.insert(
+            where + offset,
+            f"accuracy_ci95_{side}",
+            [v["ci95"][offset - 1] if v and v.get("ci95") else None for v in values],
+        )
+    return out
+
+
 def write_records_csv(
     records: list[Section], path: Path, *, list_columns: Sequence[str] = ()
 ) -> None:
@@ -99,6 +128,8 @@ def write_records_csv(
             chunk[column] = chunk[column].map(";".join)
         for column in chunk.columns[chunk.columns.str.endswith("_means")]:
             chunk[column] = chunk[column].map(lambda v: ";".join(f"{x:g}" for x in v))
+        if "probabilities" in chunk:  # report.json's {verdict: p}: one p_<verdict> column each
+            chunk = _flattened(chunk, "probabilities", prefix="p_")
         if "earlier_versions" in chunk:  # a list of versions: one readable cell
             chunk["earlier_versions"] = chunk["earlier_versions"].map(versions.history_text)
         # pair ids and annotator names come from imported files: no cell may be a formula

@@ -215,6 +215,15 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "format; the report's population key estimates the not-valid pairs left",
     )
     parser.add_argument(
+        "--max-bad-share",
+        type=_share,
+        metavar="X",
+        help="with --export-valid or --export-cleaned: leave out the pairs least likely to be "
+        "valid (the model of annotation's probabilities) until the expected share of not-valid "
+        "pairs among those written is at most X (0 to 1); both print the expected good pairs "
+        "dropped and bad pairs kept",
+    )
+    parser.add_argument(
         "--model",
         action="append",
         default=[],
@@ -227,6 +236,17 @@ def configure(parser: argparse.ArgumentParser) -> None:
             "with score_chosen and score_rejected, or with preference); adds models.csv"
         ),
     )
+
+
+def _share(text: str) -> float:
+    """A share from 0 to 1 (argparse type)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"expected a share from 0 to 1, got {text!r}")
+    return value
 
 
 def _with_models(
@@ -374,6 +394,8 @@ def run(args: argparse.Namespace) -> int:
     cleaned = (
         output_file(args.export_cleaned, option="--export-cleaned") if args.export_cleaned else None
     )
+    if args.max_bad_share is not None and not (export or cleaned):
+        raise UserError("--max-bad-share goes with --export-valid or --export-cleaned")
     decisions = None  # review decisions: a study's, in the database
     if args.annotations:
         annotations, pairs, scale, design = _from_files(args)
@@ -419,9 +441,17 @@ def run(args: argparse.Namespace) -> int:
     write_report(report, out, pairs=pairs)
     exports: list[tuple[str, Shipment, Path]] = []
     if export is not None:
-        exports.append(("--export-valid", valid_shipment(report), export))
+        exports.append(
+            ("--export-valid", valid_shipment(report, max_bad_share=args.max_bad_share), export)
+        )
     if cleaned is not None:
-        exports.append(("--export-cleaned", cleaned_shipment(report), cleaned))
+        exports.append(
+            (
+                "--export-cleaned",
+                cleaned_shipment(report, max_bad_share=args.max_bad_share),
+                cleaned,
+            )
+        )
     for _, shipment, path in exports:
         _write_shipment(shipment, pairs, path)
     counts = report["counts"]
