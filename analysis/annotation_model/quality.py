@@ -190,7 +190,14 @@ class Mixture:
         self, observed: NDArray[np.float64], count: float
     ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
         """For pairs whose mean of ``count`` ratings is ``observed``: each component's posterior
-        weight (pairs x c), mean (pairs x c x j) and covariance (c x j x j)."""
+        weight (pairs x c), mean (pairs x c x j) and covariance (c x j x j); with no rating
+        (``count`` 0) the prior itself."""
+        if count <= 0:
+            weights = np.broadcast_to(self.weight, (len(observed), self.components)).copy()
+            centres = np.broadcast_to(
+                self.mean, (len(observed), self.components, self.mean.shape[1])
+            ).copy()
+            return weights, centres, self.covariance.copy()
         log = self._log_density(observed, count)
         log -= log.max(axis=1, keepdims=True)
         weights = np.exp(log)
@@ -239,11 +246,14 @@ def deconvolve(
             resp[members] = r
             b[members] = centres
             big_b += r.sum(axis=0)[:, None, None] * covariances
-        mass = resp.sum(axis=0) + 1e-12
-        weight = mass / n
-        mean = np.einsum("nc,ncj->cj", resp, b) / mass[:, None]
-        covariance = np.empty((components, j, j))
+        mass = resp.sum(axis=0)
+        weight = np.maximum(mass / n, 1e-12)
+        mean = mixture.mean.copy()
+        covariance = mixture.covariance.copy()
         for c in range(components):
+            if mass[c] < 1e-9:  # an empty component keeps its place (and a negligible weight)
+                continue
+            mean[c] = resp[:, c] @ b[:, c, :] / mass[c]
             centred = b[:, c, :] - mean[c]
             covariance[c] = _psd(((resp[:, c, None] * centred).T @ centred + big_b[c]) / mass[c])
         mixture = Mixture(weight, mean, covariance, noise)
@@ -277,7 +287,7 @@ def fit_quality(
     # mean of k_eff ratings of unit noise
     weight = 1.0 / scale[ratings.worker]
     k_eff = np.bincount(ratings.pair, weights=weight, minlength=ratings.n_pairs)
-    k_eff = np.round(k_eff / COUNT_STEP) * COUNT_STEP
+    k_eff = np.where(k_eff > 0, np.maximum(np.round(k_eff / COUNT_STEP), 1) * COUNT_STEP, 0.0)
     sums = np.zeros_like(means)
     np.add.at(sums, ratings.pair, adjusted * weight[:, None])
     with np.errstate(invalid="ignore", divide="ignore"):

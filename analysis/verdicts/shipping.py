@@ -199,7 +199,7 @@ def valid_shipment(report: Report, *, max_bad_share: float | None = None) -> Shi
 def cleaned_shipment(report: Report, *, max_bad_share: float | None = None) -> Shipment:
     """`--export-cleaned` (module docstring): over the population of a sampled study."""
     pairs = {pair["pair_id"]: pair for pair in report["pairs"]}
-    true_share = report["population"]["estimates"].get(VALID, {}).get("true_share")
+    true_share = report["population"].get("estimates", {}).get(VALID, {}).get("true_share")
     unknown_bad = None if true_share is None else 1.0 - true_share
     draft = _Draft()
     for unit in report["population"]["pairs"]:
