@@ -17,6 +17,12 @@ Three more cells run only when asked for (``--cells 7,8,9``): a panel of five wh
 40 x 5 and 100 x 5 and one of four at 60 x 4, to tell which misses of the panel of three come
 from having three annotators and which from the rule.
 
+And the cells behind the report's evidence rule (``--cells 10,11,12,13,14,15``,
+``analysis.agreement.intervals.MIN_PAIRS_WITH_THREE``): a panel of three who differ in which two
+annotators rate all 100 pairs and the third only 3, 10, 20, 30, 50 or 100 of them. The report
+gives no ``ci95_annotators`` below the rule's count, so run these with ``--no-evidence-rule``
+to see the intervals the rule holds back.
+
 Every pair has its own propensity to be judged chosen / rejected / tie and its own quality; an
 annotation is a draw from the pair's, shifted by its annotator's lean and offset.
 
@@ -72,10 +78,15 @@ class Cell:
     spread: float  # sd of the annotators' lean (log-odds) and rating offset
     missing: float = 0.0
     pair_mean: float = PAIR_MEAN
+    # Topped up: two annotators on every pair, a third on this many of ``pairs`` (the same
+    # share in the population study); None: sizes drawn at even odds.
+    third: int | None = None
 
     @property
     def label(self) -> str:
         sizes = " or ".join(map(str, self.sizes))
+        if self.third is not None:
+            sizes = f"2, a third on {self.third}"
         extra = f", pool {self.pool}, {self.missing:.0%} missing" if self.missing else ""
         if self.pair_mean != PAIR_MEAN:
             extra += f", pairs' log-odds mean {self.pair_mean:g}"
@@ -94,6 +105,8 @@ CELLS = (
     Cell("panel", 40, (5,), 5, SPREAD),
     Cell("panel", 100, (5,), 5, SPREAD),
     Cell("panel", 60, (4,), 4, SPREAD),
+    # the evidence rule: two of a panel of three on every pair, the third on some (--cells 10-15: 10,11,...)
+    *(Cell("topped up", 100, (2, 3), 3, SPREAD, third=m) for m in (3, 10, 20, 30, 50, 100)),
 )
 AUDIT_CELLS = 7  # the default run: the first seven
 
@@ -102,7 +115,11 @@ def simulate(rng, cell: Cell, *, n_pairs: int, lean=None, offset=None):
     """Annotations as arrays: pair, annotator, preference code (0 chosen, 1 rejected, 2 tie),
     chosen and rejected rating, and a per-pair coin for the neutral orientation. Without
     ``lean``/``offset`` every annotation has a fresh annotator of the population."""
-    sizes = rng.choice(cell.sizes, size=n_pairs)
+    if cell.third is None:
+        sizes = rng.choice(cell.sizes, size=n_pairs)
+    else:
+        sizes = np.full(n_pairs, 2)
+        sizes[rng.permutation(n_pairs)[: round(cell.third * n_pairs / cell.pairs)]] = 3
     pair = np.repeat(np.arange(n_pairs), sizes)
     n = pair.size
     if lean is None:
@@ -111,6 +128,8 @@ def simulate(rng, cell: Cell, *, n_pairs: int, lean=None, offset=None):
         offset = rng.normal(0, cell.spread, n) if cell.spread else np.zeros(n)
     elif cell.pool == max(cell.sizes) and len(cell.sizes) == 1:
         annotator = np.tile(np.arange(cell.pool), n_pairs)
+    elif cell.third is not None:  # the panel's first two on every pair, the third where drawn
+        annotator = np.concatenate([np.arange(size) for size in sizes])
     else:
         order = np.argsort(rng.random((n_pairs, cell.pool)), axis=1)
         annotator = np.concatenate([order[p, : sizes[p]] for p in range(n_pairs)])

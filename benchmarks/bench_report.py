@@ -3,10 +3,11 @@
     python benchmarks/bench_report.py                  # 100,000 annotations, time ratio
     python benchmarks/bench_report.py --rows 1000000   # memory run: peak RSS of the report
     python benchmarks/bench_report.py --models 2       # with two --model files (judge, scores)
+    python benchmarks/bench_report.py --per-pair 3     # three annotators a pair instead of five
 
 Both commands run in the same session (the machine may be shared: CPU time is printed
 next to wall time, since it is less sensitive to other load) on the same generated files: an annotations CSV (five
-annotators per pair, from a pool of 40) and a pairs JSON Lines file. The baseline only reads
+annotators per pair by default, ``--per-pair``, from a pool of 40) and a pairs JSON Lines file. The baseline only reads
 both files with pandas and computes the four point alphas (preference nominal, three quality
 dimensions ordinal with units (pair, response)) with the `krippendorff` package. Each process
 is started by a small wrapper that reports its wall time and peak RSS (RUSAGE_CHILDREN of the
@@ -187,12 +188,22 @@ def main() -> None:
         default=0,
         help="also compare this many generated model files (--model; default 0)",
     )
+    parser.add_argument(
+        "--per-pair",
+        type=int,
+        default=5,
+        help="annotators per pair, drawn from the pool of 40 (default 5)",
+    )
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory() as tmp:
         directory = Path(tmp)
-        annotations, pairs = generate(directory, rows=args.rows)
-        print(f"{args.rows:,} annotations, {args.rows // 5:,} pairs, {POOL} annotators")
+        annotations, pairs = generate(directory, rows=args.rows, per_pair=args.per_pair)
+        n_pairs = args.rows // args.per_pair
+        print(
+            f"{n_pairs * args.per_pair:,} annotations, {n_pairs:,} pairs, "
+            f"{args.per_pair} annotators a pair from a pool of {POOL}"
+        )
         script = directory / "baseline.py"
         script.write_text(BASELINE)
         report_command = [
@@ -201,7 +212,7 @@ def main() -> None:
             "--bootstrap", str(args.bootstrap),
         ]  # fmt: skip
         if args.models:
-            report_command += generate_models(directory, n_pairs=args.rows // 5, count=args.models)
+            report_command += generate_models(directory, n_pairs=n_pairs, count=args.models)
             print(f"with {args.models} models (--model)")
         baseline_command = [sys.executable, str(script), str(annotations), str(pairs)]
         reports, baselines = [], []

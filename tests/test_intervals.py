@@ -21,9 +21,11 @@ from analysis.agreement.coefficients import (
     percent_agreement,
 )
 from analysis.agreement.intervals import (
+    MIN_EVIDENCE_PAIRS,
     annotator_bootstrap,
     annotator_component,
     annotator_draws,
+    annotator_evidence,
     annotator_interval,
     combined_interval,
     spread_growth,
@@ -345,7 +347,29 @@ def test_annotator_interval_is_null_below_three_annotators():
         point=0.2,
         pair=pair,
     )
-    assert ci is None and "at least 3" in note
+    assert ci is None and "needs at least 30" in note
+
+
+def test_the_evidence_rule_counts_pairs_rated_by_three_not_names():
+    # Pairs rated by three or more distinct annotators; a repeated annotator on a pair and an
+    # annotation that contributes nothing to the statistic (an all-zero row) do not count.
+    unit = np.array([0, 0, 0, 1, 1, 1, 2, 2, 2, 2, 3, 3])
+    who = np.array([0, 1, 2, 0, 1, 1, 0, 1, 2, 3, 0, 1])
+    panel = Panel.of(unit, who, seed=0)
+    evidence = annotator_evidence(panel)
+    assert (evidence.pairs, evidence.pairs_with_three, evidence.pairs_with_two) == (4, 2, 2)
+    assert evidence.annotators == 4
+    assert not evidence.sufficient and evidence.missing == MIN_EVIDENCE_PAIRS - 2
+    own = np.ones((unit.size, 2), dtype=np.int64)
+    own[2] = 0  # pair 0's third annotation left this statistic's item blank
+    assert annotator_evidence(panel, own).pairs_with_three == 1
+    note = annotator_evidence(panel).note()
+    assert note is not None
+    assert f"{MIN_EVIDENCE_PAIRS - 2} more pairs with three or more annotations" in note
+    # the rule's count, reached
+    unit = np.repeat(np.arange(MIN_EVIDENCE_PAIRS), 3)
+    panel = Panel.of(unit, np.tile([0, 1, 2], MIN_EVIDENCE_PAIRS), seed=0)
+    assert annotator_evidence(panel).sufficient and annotator_evidence(panel).note() is None
 
 
 # --- annotate plan against a closed form ---------------------------------------------------
@@ -443,7 +467,8 @@ def test_plan_command_prints_the_power_table():
         text=True,
     )  # fmt: skip
     assert two.returncode == 0, two.stderr
-    assert "the label check needs at least 3 annotators" in two.stdout
+    assert "the label check needs at least 30 pairs rated by 3 or more annotators" in two.stdout
+    assert "use --per-pair 3 or more" in two.stdout
 
 
 @pytest.mark.parametrize("width", [3, 10], ids=["few kinds", "many kinds"])

@@ -44,6 +44,7 @@ was made and what was tried.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -57,9 +58,19 @@ from analysis.agreement.bootstrap import (
 from analysis.agreement.lean_spread import lean_variances
 from analysis.agreement.panel import Panel, SumStatistic, annotator_effects
 
-# Below this many annotators the annotator-aware interval is null: a jackknife over two
-# annotators has one degree of freedom.
+# The evidence rule (:func:`annotator_evidence`): the annotator-aware interval needs at least
+# MIN_EVIDENCE_PAIRS pairs that MIN_ANNOTATORS or more annotators rated. Why count pairs and not
+# names: two annotators on every pair and a third on a few make three names, but the annotators'
+# variance then rests on the few pairs where three overlap (benchmarks/bench_coverage.py, cells
+# 10-15: with a third on 3 of 100 pairs, ci95_annotators covered label_confirmed's population
+# value in about 90% of studies, with the miss that passes a lower-bound check wrongly more than
+# twice its nominal 2.5%). Why 30: from about 30 such pairs coverage reaches the full panel's
+# (docs/intervals.md, "How much evidence the interval needs"); it is also the count the
+# conclusion asks of rated pairs and stated reasons. A jackknife over two annotators has one
+# degree of freedom, so fewer than three a pair never count.
 MIN_ANNOTATORS = 3
+MIN_EVIDENCE_PAIRS = 30
+
 # A majority's annotators' part (:func:`annotator_component`): it keeps growing for
 # SPREAD_GROWTH_SPAN past chance (H / H0 - 1), to MAJORITY_GROWTH times its size
 # (:func:`spread_growth`), and its weight is main_effect_weight to MAJORITY_WEIGHT_POWER
@@ -74,6 +85,69 @@ MAJORITY_WEIGHT_POWER = 0.75
 # (docs/intervals.md), as the other constants here were.
 LEAN_GAIN = 2.5
 JACKKNIFE_EVIDENCE = 3.0
+
+
+@dataclass(frozen=True)
+class AnnotatorEvidence:
+    """How much the data say about annotators in general: the pairs that MIN_ANNOTATORS or
+    more annotators rated (each counted once however many rated it), of ``pairs`` rated by
+    anyone, and the annotators behind the statistic."""
+
+    pairs: int
+    pairs_with_three: int
+    pairs_with_two: int
+    annotators: int
+
+    @property
+    def sufficient(self) -> bool:
+        return self.pairs_with_three >= MIN_EVIDENCE_PAIRS
+
+    @property
+    def missing(self) -> int:
+        """Pairs with three or more annotations still needed (0 when sufficient)."""
+        return max(MIN_EVIDENCE_PAIRS - self.pairs_with_three, 0)
+
+    def note(self) -> str | None:
+        """Why there is no annotator-aware interval and what would suffice; None when there is
+        enough evidence."""
+        if self.sufficient:
+            return None
+        need = self.missing
+        what = (
+            f"{need} more pair{'s' if need != 1 else ''} with a third annotation"
+            if self.pairs_with_two >= need
+            else f"{need} more pair{'s' if need != 1 else ''} with three or more annotations"
+        )
+        return (
+            f"undefined: {self.pairs_with_three} pair{'s' if self.pairs_with_three != 1 else ''}"
+            f" with three or more annotations ({self.annotators} annotator"
+            f"{'s' if self.annotators != 1 else ''}); an interval that treats the annotators as "
+            f"a sample needs at least {MIN_EVIDENCE_PAIRS}: {what} would suffice"
+        )
+
+
+def annotator_evidence(panel: Panel, own: np.ndarray | None = None) -> AnnotatorEvidence:
+    """The evidence rule's count for a statistic whose annotations are ``own`` (one row per
+    annotation of ``panel``; an all-zero row, such as a rating left out, does not count; None:
+    every annotation counts): pairs rated by at least MIN_ANNOTATORS distinct annotators. The
+    one place the rule is applied: :func:`annotator_interval` for every statistic, and through it
+    the conclusion's label check."""
+    counted = (
+        np.ones(panel.unit.size, dtype=bool)
+        if own is None
+        else np.asarray(own).reshape(panel.unit.size, -1).any(axis=1)
+    )
+    unit = panel.unit[counted]
+    who = panel.annotator[counted]
+    n_units = int(panel.unit.max(initial=-1)) + 1
+    distinct = np.unique(unit * max(panel.n_annotators, 1) + who) // max(panel.n_annotators, 1)
+    per_unit = np.bincount(distinct, minlength=n_units)
+    return AnnotatorEvidence(
+        pairs=int((per_unit > 0).sum()),
+        pairs_with_three=int((per_unit >= MIN_ANNOTATORS).sum()),
+        pairs_with_two=int((per_unit == MIN_ANNOTATORS - 1).sum()),
+        annotators=int(np.unique(who).size),
+    )
 
 
 def _jackknife_variance(values: np.ndarray) -> float:
@@ -97,11 +171,9 @@ def annotator_interval(
     part of ``counts[panel.unit[r]]`` that annotation ``r`` contributed. ``bounds`` are the
     statistic's smallest and largest possible values (None: unbounded), which cap the interval.
     """
-    if panel.n_annotators < MIN_ANNOTATORS:
-        return None, (
-            f"undefined: {panel.n_annotators} annotator(s); an interval that treats the "
-            f"annotators as a sample needs at least {MIN_ANNOTATORS}"
-        )
+    evidence = annotator_evidence(panel, own)
+    if not evidence.sufficient:
+        return None, evidence.note()
     if point is None or pair.ci95 is None:
         return None, "undefined: no pair bootstrap interval to widen"
     # An annotation's effect depends only on its unit's counts and its own: compute it once per

@@ -26,7 +26,7 @@ from analysis.agreement.coefficients import (
     neutral_coding,
     percent_agreement,
 )
-from analysis.agreement.intervals import MIN_ANNOTATORS
+from analysis.agreement.intervals import MIN_ANNOTATORS, MIN_EVIDENCE_PAIRS
 from analysis.agreement.panel import Panel
 from analysis.annotation_model.fit import PROBABILITY_COLUMNS, fit_model
 from analysis.annotation_model.fit import VERDICTS as MODEL_VERDICTS
@@ -354,8 +354,10 @@ def _methods(options: ReportOptions, *, n_gold_pairs: int) -> Section:
                 "far the annotators' own lasting leans exceed chance (0 when they show none: "
                 "then this is the pairs' interval), added to the pairs' variance and cut to "
                 "the statistic's range; "
-                f"null below {MIN_ANNOTATORS} annotators. The headline and the label check "
-                "use it; with fewer annotators the label check is insufficient. README, "
+                f"null with fewer than {MIN_EVIDENCE_PAIRS} pairs rated by {MIN_ANNOTATORS} or "
+                "more annotators (the note says how many more would suffice): annotators' names "
+                "are not evidence, pairs they rated together are. The headline and the label "
+                "check use it; without it the label check is insufficient. README, "
                 "'Do the intervals cover?', gives its measured coverage"
             ),
             "too_few_units": (
@@ -400,8 +402,9 @@ def _methods(options: ReportOptions, *, n_gold_pairs: int) -> Section:
             "label_confirmed: the same share over all pairs with enough annotations"
         ),
         "conclusion": (
-            f"label: the lower end of label_confirmed's 95% interval above "
-            f"{options.label_threshold}; quality: every asked dimension "
+            f"label: the lower end of label_confirmed's annotator-aware 95% interval above "
+            f"{options.label_threshold} (needs {MIN_EVIDENCE_PAIRS} pairs with "
+            f"{MIN_ANNOTATORS}+ annotations); quality: every asked dimension "
             f"({', '.join(options.asked_dimensions) or 'none'}) rated on both responses of >= "
             f"{options.min_rated_pairs} pairs and TOST-equivalent within +-{options.margin:g} "
             "(a test without spread is no evidence); reason: >= "

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from analysis.agreement.intervals import MIN_ANNOTATORS, MIN_EVIDENCE_PAIRS
 from analysis.report.shape import Conclusion, Section
 
 SIGNIFICANCE = 0.05
@@ -91,14 +92,16 @@ def label_check(
     """The share of pairs (with enough annotations) whose majority is ``chosen``; no-consensus
     pairs count as not confirming. Compared with the threshold through the interval that
     treats the annotators as a sample (``ci95_annotators``): the claim is about annotators
-    like these, not about these few people. Without that interval (fewer than three
-    annotators) the check is insufficient whatever the pairs-only interval says: with two
-    annotators who differ, that interval covered the value for annotators in general in only
-    47% of simulated studies."""
+    like these, not about these few people. Without that interval (too few pairs rated by three
+    or more annotators: the evidence rule, :func:`analysis.agreement.intervals.annotator_evidence`)
+    the check is insufficient whatever the pairs-only interval says: with two annotators who
+    differ, that interval covered the value for annotators in general in only 47% of simulated
+    studies."""
     ci = confirmed.get("ci95_annotators")
     rule = (
         f"lower end of the annotator-aware 95% interval of the share of pairs whose majority "
-        f"is chosen (no consensus = not confirmed) above {threshold}; needs 3+ annotators"
+        f"is chosen (no consensus = not confirmed) above {threshold}; needs at least "
+        f"{MIN_EVIDENCE_PAIRS} pairs with {MIN_ANNOTATORS}+ annotations"
     )
     note = None
     if not confirmed.get("n"):
@@ -113,8 +116,8 @@ def label_check(
             + confirmed.get("ci95_annotators_note", "none computed")
             + "); the interval for these annotators only lies "
             + reading[pairs_only]
-            + f" {threshold}, which says nothing about annotators in general. Three or more "
-            "annotators, each rating enough pairs, would suffice (annotate plan sizes it)"
+            + f" {threshold}, which says nothing about annotators in general "
+            "(annotate plan sizes a study that can tell)"
         )
     else:
         outcome = ci_outcome(ci, threshold)

@@ -305,7 +305,7 @@ def _scale(text: str) -> tuple[int, int]:
 def run(args: argparse.Namespace) -> int:
     import json
 
-    from analysis.agreement.intervals import MIN_ANNOTATORS
+    from analysis.agreement.intervals import MIN_ANNOTATORS, MIN_EVIDENCE_PAIRS
     from analysis.design.plan import Adaptive, Effects, plan
     from analysis.report.build import ReportOptions
 
@@ -398,15 +398,31 @@ def run(args: argparse.Namespace) -> int:
             f"({args.agreement_sample:g} of the pairs, {args.agreement_overlap} annotations "
             "each), as the report does; verdict accuracy counts every pair."
         )
+    evidence = (
+        f"the label check needs at least {MIN_EVIDENCE_PAIRS} pairs rated by {MIN_ANNOTATORS} or "
+        "more annotators (its interval treats the annotators as a sample)"
+    )
+    by_name = {d.name if isinstance(d, Adaptive) else f"fixed-{d}": d for d in designs}
     for name, n in result["smallest_pairs"].items():
-        k = int(name.removeprefix("fixed-")) if name.startswith("fixed-") else None
+        design = by_name[name]
+        k = design if isinstance(design, int) else None
         if k is not None:
             name = f"{k} annotations per pair"
-        if n is None and k is not None and (args.annotators or k) < MIN_ANNOTATORS:
+        if n is None and k is not None and min(args.annotators or k, k) < MIN_ANNOTATORS:
+            print(f"{name}: {evidence}; use --per-pair {MIN_ANNOTATORS} or more")
+        elif (
+            n is None
+            and isinstance(design, Adaptive)
+            and (
+                design.agreement_overlap < MIN_ANNOTATORS
+                or max(args.pairs) * design.agreement_sample < MIN_EVIDENCE_PAIRS
+            )
+        ):
             print(
-                f"{name}: the label check needs at least {MIN_ANNOTATORS} "
-                "annotators (its interval treats them as a sample); use --annotators "
-                f"{MIN_ANNOTATORS} or more, or more annotations per pair"
+                f"{name}: {evidence}, and its agreement sample gives at most "
+                f"{max(args.pairs) * design.agreement_sample:.0f} pairs with "
+                f"{design.agreement_overlap} annotations; raise --agreement-sample, "
+                f"--agreement-overlap (at least {MIN_ANNOTATORS}) or --pairs"
             )
         elif n is None:
             print(
