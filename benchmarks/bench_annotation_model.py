@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -42,7 +43,7 @@ from analysis.vocabulary import DIMENSIONS
 BUDGETS = (0.02, 0.05, 0.10)
 
 
-def one_study(seed: int, *, population: int, sample: int, guided: bool) -> dict[str, object]:
+def one_study(seed: int, *, population: int, sample: int, guided: bool) -> dict[str, Any]:
     study = simulate_study(pairs=population, seed=seed)
     truth = study.truth
     rng = np.random.default_rng(10_000 + seed)
@@ -91,7 +92,7 @@ def one_study(seed: int, *, population: int, sample: int, guided: bool) -> dict[
     left = truly_bad_left(p_valid, crowd_valid, strata, sizes)
     unlabelled = np.setdiff1d(np.arange(population), labelled)
     truly_left = int(bad[unlabelled].sum()) + int((~known["valid"].to_numpy() & crowd_valid).sum())
-    report = {
+    report: Any = {
         "pairs": [
             {
                 "pair_id": pid,
@@ -117,7 +118,8 @@ def one_study(seed: int, *, population: int, sample: int, guided: bool) -> dict[
         "crowd_valid": crowd_valid,
         "majority_flip": majority == "rejected",
         "covered": estimate["ci95"][0] <= true_valid_share <= estimate["ci95"][1],
-        "verdict_covered": verdict_estimate["ci95"][0] <= true_valid_share
+        "verdict_covered": verdict_estimate["ci95"][0]
+        <= true_valid_share
         <= verdict_estimate["ci95"][1],
         "left_covered": left["ci95"][0] <= truly_left <= left["ci95"][1],
         "error": estimate["share"] - true_valid_share,
@@ -125,7 +127,7 @@ def one_study(seed: int, *, population: int, sample: int, guided: bool) -> dict[
     }
 
 
-def calibration(p: np.ndarray, truth: np.ndarray) -> list[dict[str, float]]:
+def calibration(p: np.ndarray, truth: np.ndarray) -> list[dict[str, Any]]:
     edges = np.linspace(0, 1, 11)
     where = np.clip(np.digitize(p, edges) - 1, 0, 9)
     rows = []
@@ -155,38 +157,81 @@ def main() -> None:
             one_study(seed, population=args.population, sample=args.sample, guided=guided)
             for seed in range(args.studies)
         ]
-        pooled = {k: np.concatenate([r[k] for r in runs]) for k in runs[0] if k.endswith(("_p", "_true", "_valid", "_flip"))}
+        pooled = {
+            k: np.concatenate([r[k] for r in runs])
+            for k in runs[0]
+            if k.endswith(("_p", "_true", "_valid", "_flip"))
+        }
         flip_rows = calibration(pooled["flip_p"], pooled["flip_true"])
-        print(json.dumps({"design": design, "check": "calibration p_preference_flip", "bins": flip_rows,
-                          "worst_gap": max(abs(r["mean_p"] - r["observed"]) for r in flip_rows)}))
+        print(
+            json.dumps(
+                {
+                    "design": design,
+                    "check": "calibration p_preference_flip",
+                    "bins": flip_rows,
+                    "worst_gap": max(abs(r["mean_p"] - r["observed"]) for r in flip_rows),
+                }
+            )
+        )
         valid_rows = calibration(pooled["valid_p"], pooled["valid_true"])
-        print(json.dumps({"design": design, "check": "calibration p_valid", "bins": valid_rows,
-                          "worst_gap": max(abs(r["mean_p"] - r["observed"]) for r in valid_rows)}))
+        print(
+            json.dumps(
+                {
+                    "design": design,
+                    "check": "calibration p_valid",
+                    "bins": valid_rows,
+                    "worst_gap": max(abs(r["mean_p"] - r["observed"]) for r in valid_rows),
+                }
+            )
+        )
         truth_valid = pooled["valid_true"]
-        print(json.dumps({
-            "design": design,
-            "check": "verdicts",
-            "valid_call_right_model": round(float((pooled["model_valid"] == truth_valid).mean()), 4),
-            "valid_call_right_crowd": round(float((pooled["crowd_valid"] == truth_valid).mean()), 4),
-            "flip_call_right_model": round(float(((pooled["flip_p"] > 0.5) == pooled["flip_true"]).mean()), 4),
-            "flip_call_right_majority": round(float((pooled["majority_flip"] == pooled["flip_true"]).mean()), 4),
-        }))
+        print(
+            json.dumps(
+                {
+                    "design": design,
+                    "check": "verdicts",
+                    "valid_call_right_model": round(
+                        float((pooled["model_valid"] == truth_valid).mean()), 4
+                    ),
+                    "valid_call_right_crowd": round(
+                        float((pooled["crowd_valid"] == truth_valid).mean()), 4
+                    ),
+                    "flip_call_right_model": round(
+                        float(((pooled["flip_p"] > 0.5) == pooled["flip_true"]).mean()), 4
+                    ),
+                    "flip_call_right_majority": round(
+                        float((pooled["majority_flip"] == pooled["flip_true"]).mean()), 4
+                    ),
+                }
+            )
+        )
         exports = {}
         for budget in BUDGETS:
             written = sum(r["exports"][budget][0] for r in runs)
             bad = sum(r["exports"][budget][1] for r in runs)
-            exports[str(budget)] = {"written": written, "realised_bad_share": round(bad / max(written, 1), 4)}
+            exports[str(budget)] = {
+                "written": written,
+                "realised_bad_share": round(bad / max(written, 1), 4),
+            }
         print(json.dumps({"design": design, "check": "export --max-bad-share", "budgets": exports}))
-        print(json.dumps({
-            "design": design,
-            "check": "coverage",
-            "studies": len(runs),
-            "true_share_coverage": round(float(np.mean([r["covered"] for r in runs])), 3),
-            "true_share_mean_error": round(float(np.mean([r["error"] for r in runs])), 4),
-            "bad_left_true_coverage": round(float(np.mean([r["left_covered"] for r in runs])), 3),
-            "verdict_share_covers_true_share": round(float(np.mean([r["verdict_covered"] for r in runs])), 3),
-            "seconds": round(time.perf_counter() - started, 1),
-        }))
+        print(
+            json.dumps(
+                {
+                    "design": design,
+                    "check": "coverage",
+                    "studies": len(runs),
+                    "true_share_coverage": round(float(np.mean([r["covered"] for r in runs])), 3),
+                    "true_share_mean_error": round(float(np.mean([r["error"] for r in runs])), 4),
+                    "bad_left_true_coverage": round(
+                        float(np.mean([r["left_covered"] for r in runs])), 3
+                    ),
+                    "verdict_share_covers_true_share": round(
+                        float(np.mean([r["verdict_covered"] for r in runs])), 3
+                    ),
+                    "seconds": round(time.perf_counter() - started, 1),
+                }
+            )
+        )
 
 
 if __name__ == "__main__":

@@ -25,7 +25,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
-from numpy.typing import NDArray
 from scipy import stats
 
 from analysis.annotation_model.preference import (
@@ -57,7 +56,7 @@ class ModelFit:
 
 def _labels(coded: Coded, classes: tuple[str, ...]) -> tuple[Labels, pd.Index[str]]:
     names = pd.Index(pd.unique(coded.annotations["annotator"].astype(str)))
-    worker = names.get_indexer(coded.annotations["annotator"].astype(str))
+    worker = names.get_indexer(pd.Index(coded.annotations["annotator"].astype(str)))
     keep = (coded.preference >= 0) & (coded.preference < len(classes))
     return (
         Labels(
@@ -76,7 +75,7 @@ def _ratings(coded: Coded, names: pd.Index[str], dimensions: tuple[str, ...]) ->
     columns = [f"{d}_{side}" for side in SIDES for d in dimensions]
     values = np.column_stack([coded.rating(c) for c in columns])
     complete = ~np.isnan(values).any(axis=1)
-    worker = names.get_indexer(coded.annotations["annotator"].astype(str))
+    worker = names.get_indexer(pd.Index(coded.annotations["annotator"].astype(str)))
     return Ratings(
         pair=coded.pair[complete],
         worker=worker[complete].astype(np.int64),
@@ -86,9 +85,7 @@ def _ratings(coded: Coded, names: pd.Index[str], dimensions: tuple[str, ...]) ->
     )
 
 
-def _annotators(
-    labels: Labels, fit: PreferenceFit, names: pd.Index[str]
-) -> pd.DataFrame:
+def _annotators(labels: Labels, fit: PreferenceFit, names: pd.Index[str]) -> pd.DataFrame:
     """Each annotator's accuracy (the expected share of their answers that match the pair's
     true class), with a Jeffreys interval on that count, and their balanced accuracy (the mean
     over the classes of the probability of answering a pair of that class right) against chance."""
@@ -180,7 +177,9 @@ def fit_model(
     values = frame[PROBABILITY_COLUMNS].to_numpy()
     defined = ~np.isnan(values).any(axis=1)
     best = np.argmax(np.nan_to_num(values, nan=-1.0), axis=1)
-    frame["model_verdict"] = np.where(defined, np.array(VERDICTS, dtype=object)[best], None)
+    verdicts = np.array(VERDICTS, dtype=object)[best]
+    verdicts[~defined] = None
+    frame["model_verdict"] = verdicts
     if quality is not None:
         frame["p_gap_any"] = np.where(answered, quality.p_gap, np.nan)
     summary: Section = {

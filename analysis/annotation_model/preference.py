@@ -54,7 +54,6 @@ class Labels:
     n_classes: int
 
 
-
 @dataclass(frozen=True)
 class PreferenceFit:
     posterior: NDArray[np.float64]  # items x classes; rows of items without answers = prevalence
@@ -100,7 +99,8 @@ def _m_step(
     k = labels.n_classes
     counts = np.zeros((labels.n_workers, k, k))
     # counts[w, true k, given l] = sum over w's answers l of the pair's P(class k)
-    np.add.at(counts, (labels.worker, slice(None), labels.label), posterior[labels.item])
+    for true in range(k):
+        np.add.at(counts[:, true, :], (labels.worker, labels.label), posterior[labels.item, true])
     prevalence = posterior.sum(axis=0)
     if priors:
         counts = counts + PRIOR_WRONG + (PRIOR_CORRECT - PRIOR_WRONG) * np.eye(k)
@@ -150,7 +150,8 @@ def fit_preference(
     log_likelihood = -np.inf
     converged = False
     iterations = 0
-    for iterations in range(1, max_iterations + 1):
+    for iteration in range(1, max_iterations + 1):
+        iterations = iteration
         prevalence, confusion = _m_step(labels, posterior, priors=priors, one_coin=one_coin)
         updated, log_likelihood = _e_step(labels, prevalence, confusion)
         change = float(np.abs(updated - posterior).max()) if len(posterior) else 0.0

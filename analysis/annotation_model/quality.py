@@ -104,9 +104,7 @@ def _offsets(ratings: Ratings) -> NDArray[np.float64]:
         np.add.at(raw, workers, per_dim)
         seen = n > 0
         raw[seen] /= n[seen, None]
-        noise = np.array(
-            [np.mean((per_dim[:, j] - raw[workers, j]) ** 2) for j in range(d)]
-        )
+        noise = np.array([np.mean((per_dim[:, j] - raw[workers, j]) ** 2) for j in range(d)])
         spread = np.array(
             [
                 np.var(raw[seen, j]) - np.mean(noise[j] / n[seen]) if seen.sum() > 1 else 0.0
@@ -153,7 +151,8 @@ def _noise_scales(
 
 def _psd(matrix: NDArray[np.float64]) -> NDArray[np.float64]:
     values, vectors = np.linalg.eigh((matrix + matrix.T) / 2)
-    return (vectors * np.maximum(values, EIGEN_FLOOR)) @ vectors.T
+    result: NDArray[np.float64] = (vectors * np.maximum(values, EIGEN_FLOOR)) @ vectors.T
+    return result
 
 
 @dataclass(frozen=True)
@@ -169,9 +168,7 @@ class Mixture:
     def components(self) -> int:
         return len(self.weight)
 
-    def _log_density(
-        self, observed: NDArray[np.float64], count: float
-    ) -> NDArray[np.float64]:
+    def _log_density(self, observed: NDArray[np.float64], count: float) -> NDArray[np.float64]:
         """pairs x components: log weight + log density of a mean of ``count`` ratings."""
         out = np.empty((len(observed), self.components))
         for c in range(self.components):
@@ -228,7 +225,12 @@ def deconvolve(
     rng = np.random.default_rng(seed)
     start = rng.integers(components, size=n)
     weight = np.full(components, 1.0 / components)
-    mean = np.array([means[start == c].mean(axis=0) if (start == c).any() else means.mean(axis=0) for c in range(components)])
+    mean = np.array(
+        [
+            means[start == c].mean(axis=0) if (start == c).any() else means.mean(axis=0)
+            for c in range(components)
+        ]
+    )
     covariance = np.array([_psd(np.cov(means, rowvar=False)) for _ in range(components)])
     mixture = Mixture(weight, mean, covariance, noise)
     previous = -np.inf
@@ -287,14 +289,16 @@ def fit_quality(
     # mean of k_eff ratings of unit noise
     weight = 1.0 / scale[ratings.worker]
     k_eff = np.bincount(ratings.pair, weights=weight, minlength=ratings.n_pairs)
-    k_eff = np.where(k_eff > 0, np.maximum(np.round(k_eff / COUNT_STEP), 1) * COUNT_STEP, 0.0)
+    k_eff = np.where(
+        k_eff > 0, np.maximum(np.round(k_eff / COUNT_STEP), 1) * COUNT_STEP, 0.0
+    ).astype(np.float64)
     sums = np.zeros_like(means)
     np.add.at(sums, ratings.pair, adjusted * weight[:, None])
     with np.errstate(invalid="ignore", divide="ignore"):
         means = sums / k_eff[:, None]
     within = (adjusted - means[ratings.pair]) * np.sqrt(weight)[:, None]
     noise = _psd(within.T @ within / dof)
-    k = k_eff
+    k = np.asarray(k_eff, dtype=np.float64)
     rated = k > 0
     mixture = deconvolve(means[rated], k[rated], noise=noise, seed=seed)
 

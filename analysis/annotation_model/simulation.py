@@ -55,13 +55,13 @@ def simulate_study(
     kind = rng.choice(3, size=pairs, p=[confound_share, low_share, 1 - confound_share - low_share])
     for i in np.flatnonzero(kind == 0):
         gap = rng.choice(CONFOUND_GAPS)
-        dims = slice(None) if rng.random() < 0.6 else rng.integers(d)
+        dims: slice | int = slice(None) if rng.random() < 0.6 else int(rng.integers(d))
         levels[i, 0, dims] = base[i] + gap / 2
         levels[i, 1, dims] = base[i] - gap / 2
     for i in np.flatnonzero(kind == 1):
-        side = rng.integers(2)
-        dims = slice(None) if rng.random() < 0.5 else rng.integers(d)
-        levels[i, side, dims] = rng.uniform(1.8, 3.2)
+        low_side = int(rng.integers(2))
+        dims = slice(None) if rng.random() < 0.5 else int(rng.integers(d))
+        levels[i, low_side, dims] = rng.uniform(1.8, 3.2)
     levels = np.clip(levels, 1.0, 5.0)
     flipped = rng.random(pairs) < flip_share
 
@@ -71,15 +71,15 @@ def simulate_study(
     if near_random:
         acc[0], noise[0] = 0.5, 1.5
     rows = []
-    for i in range(pairs):
+    for pair in range(pairs):
         for w in rng.choice(pool, per_pair, replace=False):
             right = rng.random() < acc[w]
-            prefers_chosen = right != flipped[i]
+            prefers_chosen = right != flipped[pair]
             shared = rng.normal()
             error = noise[w] * (np.sqrt(0.5) * shared + np.sqrt(0.5) * rng.normal(size=(2, d)))
-            rating = np.clip(np.rint(levels[i] + offsets[w][None, :] + error), 1, 5)
-            row = {
-                "pair_id": f"p{i:05d}",
+            rating = np.clip(np.rint(levels[pair] + offsets[w][None, :] + error), 1, 5)
+            row: dict[str, object] = {
+                "pair_id": f"p{pair:05d}",
                 "annotator": f"a{w:03d}",
                 "preference": "chosen" if prefers_chosen else "rejected",
                 "chosen_position": "A" if rng.random() < 0.5 else "B",

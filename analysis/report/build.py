@@ -729,9 +729,7 @@ def _nest_probabilities(record: Section) -> Section:
     out = {k: v for k, v in record.items() if k not in PROBABILITY_COLUMNS}
     values = [record.get(column) for column in PROBABILITY_COLUMNS]
     out["probabilities"] = (
-        None
-        if any(v is None for v in values)
-        else dict(zip(MODEL_VERDICTS, values, strict=True))
+        None if any(v is None for v in values) else dict(zip(MODEL_VERDICTS, values, strict=True))
     )
     return out
 

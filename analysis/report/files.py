@@ -44,9 +44,7 @@ def write_report(
     annotators = pd.DataFrame(report["annotators"])
     if "accuracy" in annotators:
         annotators = _accuracy_columns(annotators)
-    neutralise_frame(annotators).to_csv(
-        paths["annotators.csv"], index=False
-    )
+    neutralise_frame(annotators).to_csv(paths["annotators.csv"], index=False)
     paths["summary.md"].write_text(
         render_summary(report) + models_markdown(report) + population_markdown(report),
         encoding="utf-8",

@@ -96,7 +96,9 @@ class Report(TypedDict):
         Population
     ]  # sampled studies (analysis.population.estimates.with_population)
     review: NotRequired[Section]  # studies with review decisions (analysis.review.decisions)
-    annotation_model: NotRequired[Section]  # the model of annotation (analysis.annotation_model.fit)
+    annotation_model: NotRequired[
+        Section
+    ]  # the model of annotation (analysis.annotation_model.fit)
 
 
 KEY_ORDER: tuple[str, ...] = tuple(Report.__annotations__)

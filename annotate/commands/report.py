@@ -216,7 +216,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--max-bad-share",
-        type=_share,
+        type=_bad_share,
         metavar="X",
         help="with --export-valid or --export-cleaned: leave out the pairs least likely to be "
         "valid (the model of annotation's probabilities) until the expected share of not-valid "
@@ -238,7 +238,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _share(text: str) -> float:
+def _bad_share(text: str) -> float:
     """A share from 0 to 1 (argparse type)."""
     try:
         value = float(text)

@@ -1,0 +1,187 @@
+"""The model of annotation (analysis/annotation_model, docs/annotation-model.md): known truths,
+the one-coin rule, annotators' flags, the quality part read jointly, true shares and the
+exports' error budget."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from analysis.annotation_model.fit import PROBABILITY_COLUMNS, fit_model
+from analysis.annotation_model.preference import Labels, _e_step, fit_preference
+from analysis.annotation_model.simulation import simulate_study
+from analysis.frames import code
+from analysis.population.estimates import true_share, truly_bad_left
+from analysis.verdicts.shipping import OVER_BUDGET, valid_shipment
+from analysis.vocabulary import DIMENSIONS
+from annotate.cli import main
+
+
+def _two_class(n: int, accuracy: np.ndarray, *, seed: int, per_item: int = 3):
+    rng = np.random.default_rng(seed)
+    truth = (rng.random(n) < 0.2).astype(np.int64)
+    items = np.repeat(np.arange(n), per_item)
+    workers = np.concatenate([rng.choice(len(accuracy), per_item, replace=False) for _ in range(n)])
+    right = rng.random(len(items)) < accuracy[workers]
+    labels = np.where(right, truth[items], 1 - truth[items])
+    return Labels(items, workers, labels, n, len(accuracy), 2), truth
+
+
+def test_with_many_answers_the_fit_recovers_the_posteriors_of_the_true_parameters():
+    accuracy = np.array([0.9, 0.85, 0.8, 0.75, 0.7, 0.95])
+    labels, truth = _two_class(3000, accuracy, seed=1)
+    fit = fit_preference(labels)
+    confusion = np.zeros((6, 2, 2))
+    confusion[:, 0, 0] = confusion[:, 1, 1] = accuracy
+    confusion[:, 0, 1] = confusion[:, 1, 0] = 1 - accuracy
+    exact, _ = _e_step(labels, np.array([0.8, 0.2]), confusion)
+    assert fit.converged
+    assert np.abs(fit.posterior - exact).max() < 0.1
+    assert np.abs(fit.posterior - exact).mean() < 0.01
+    assert fit.prevalence[1] == pytest.approx(truth.mean(), abs=0.02)
+    # every annotator has ~1,500 answers, ~300 on the rare class: full matrices
+    assert not fit.one_coin.any()
+
+
+def test_an_annotator_with_few_answers_on_a_class_gets_one_accuracy():
+    accuracy = np.full(12, 0.85)
+    labels, _ = _two_class(150, accuracy, seed=2)  # ~37 answers each, ~8 on rejected pairs
+    fit = fit_preference(labels)
+    assert fit.one_coin.all()
+    diagonal = np.diagonal(fit.confusion, axis1=1, axis2=2)
+    assert np.allclose(diagonal[:, 0], diagonal[:, 1])
+
+
+def test_plain_maximum_likelihood_has_no_priors_and_no_one_coin():
+    labels, _ = _two_class(200, np.array([0.9, 0.8, 0.7, 0.6]), seed=3)
+    plain = fit_preference(labels, priors=False, one_coin_below=0)
+    assert not plain.one_coin.any()
+    # the MLE's matrix rows are the posterior-weighted shares of answers, nothing added
+    counts = np.zeros((4, 2, 2))
+    np.add.at(counts, (labels.worker, slice(None), labels.label), plain.posterior[labels.item])
+    expected = counts / counts.sum(axis=2, keepdims=True)
+    assert np.allclose(plain.confusion, expected, atol=1e-3)
+
+
+def _fit(study, **options):
+    coded = code(study.annotations, pd.Index(sorted(study.annotations["pair_id"].unique())))
+    fit = fit_model(
+        coded,
+        dimensions=DIMENSIONS,
+        quality_threshold=3.0,
+        pair_gap=1.0,
+        allow_ties=False,
+        seed=0,
+        **options,
+    )
+    return coded, fit
+
+
+def test_probabilities_sum_to_one_and_the_near_random_annotator_is_named():
+    study = simulate_study(pairs=400, seed=5)
+    _coded, fit = _fit(study)
+    sums = fit.probabilities[PROBABILITY_COLUMNS].sum(axis=1)
+    assert np.allclose(sums, 1.0)
+    flags = fit.annotators.set_index("annotator")["model_flag"]
+    assert flags["a000"] == "near_random"  # the simulation's annotator 0 answers at random
+    assert (flags.drop("a000") == "").all()
+    accuracy = fit.annotators.set_index("annotator")["balanced_accuracy"]
+    assert accuracy["a000"] < accuracy.drop("a000").min()
+
+
+def test_the_model_calls_valid_pairs_more_accurately_than_the_crowds_majority():
+    right_model, right_crowd = [], []
+    for seed in range(4):
+        study = simulate_study(pairs=400, seed=seed)
+        coded, fit = _fit(study)
+        truth = study.truth.set_index("pair_id").loc[coded.pair_ids]
+        counts = coded.per_pair(coded.preference, 3)
+        crowd_flip = counts[:, 1] > counts[:, 0]
+        flipped = (truth["preferred"] == "rejected").to_numpy()
+        right_model.append(((fit.probabilities["p_preference_flip"] > 0.5) == flipped).mean())
+        right_crowd.append((crowd_flip == flipped).mean())
+    assert np.mean(right_model) > np.mean(right_crowd)
+
+
+def test_a_much_better_chosen_near_the_top_of_the_scale_is_not_valid():
+    """The audit's case: chosen 2.5 points better on every dimension at a quality mean of 4."""
+    study = simulate_study(pairs=300, seed=7, confound_share=0.0)
+    extra = []
+    for i in range(3):
+        for k, annotator in enumerate(("a001", "a002", "a003")):
+            row = {
+                "pair_id": f"z{i}",
+                "annotator": annotator,
+                "preference": "chosen",
+                "chosen_position": "A",
+                "main_reason": "personal_fit",
+            }
+            for d in DIMENSIONS:
+                row[f"{d}_chosen"] = 5
+                row[f"{d}_rejected"] = 3 if (i + k) % 2 else 2
+            extra.append(row)
+    coded, fit = _fit(type(study)(pd.concat([study.annotations, pd.DataFrame(extra)]), study.truth))
+    rows = fit.probabilities.set_index(coded.pair_ids).loc[["z0", "z1", "z2"]]
+    assert (rows["p_valid"] < 0.1).all()
+    # both problems are read: the confound is not hidden behind low quality
+    assert (
+        fit.probabilities.set_index(coded.pair_ids).loc[["z0", "z1", "z2"], "p_gap_any"] > 0.9
+    ).all()
+
+
+def test_a_census_has_only_the_pairs_own_uncertainty():
+    p = np.array([0.9, 0.5, 0.2, 1.0])
+    strata = np.array(["all"] * 4, dtype=object)
+    estimate = true_share(p, strata, {"all": 4})
+    assert estimate["share"] == pytest.approx(p.mean())
+    assert estimate["variance"] == pytest.approx(np.mean(p * (1 - p)) / 4)
+
+
+def test_truly_bad_left_counts_the_kept_pairs_doubt_and_the_unlabelled_pairs_rate():
+    p = np.array([0.9, 0.8, 0.1, 0.2])
+    kept = np.array([True, True, False, False])
+    strata = np.array(["all"] * 4, dtype=object)
+    left = truly_bad_left(p, kept, strata, {"all": 10})
+    # 0.1 + 0.2 among the kept, six unlabelled at 1 - mean(p) = 0.5
+    assert left["value"] == pytest.approx(0.3 + 6 * 0.5)
+    assert left["ci95"][0] < left["value"] < left["ci95"][1]
+
+
+def _report(p_valid: list[float], verdicts: list[str]) -> dict:
+    return {
+        "pairs": [
+            {"pair_id": f"p{i}", "verdict": v, "probabilities": {"valid": p}}
+            for i, (p, v) in enumerate(zip(p_valid, verdicts, strict=True))
+        ]
+    }
+
+
+def test_max_bad_share_leaves_out_the_least_likely_until_the_expected_share_fits():
+    report = _report([0.99, 0.97, 0.9, 0.6, 0.3, 0.95], ["valid"] * 5 + ["preference_flip"])
+    plain = valid_shipment(report)
+    assert plain.written == ["p0", "p1", "p2", "p3", "p4"]
+    assert plain.expected_bad_kept == pytest.approx(0.01 + 0.03 + 0.1 + 0.4 + 0.7)
+    assert plain.expected_good_dropped == pytest.approx(0.95)
+    budget = valid_shipment(report, max_bad_share=0.05)
+    assert budget.written == ["p0", "p1", "p2"]
+    assert budget.expected_bad_kept / 3 <= 0.05
+    assert budget.dropped[OVER_BUDGET] == 2
+    assert budget.expected_good_dropped == pytest.approx(0.95 + 0.6 + 0.3)
+    assert "expected by the model" in budget.summary(option="--export-valid", path="x")
+
+
+def test_max_bad_share_is_refused_without_an_export_or_outside_zero_to_one(tmp_path, capsys):
+    base = [
+        "report",
+        "--out",
+        str(tmp_path / "r"),
+        "--annotations",
+        "data/sample_annotations.csv",
+        "--pairs",
+        "data/sample_pairs.jsonl",
+    ]
+    assert main([*base, "--max-bad-share", "0.1"]) != 0
+    assert "--export-valid" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main([*base, "--export-valid", str(tmp_path / "v.jsonl"), "--max-bad-share", "1.5"])
