@@ -39,12 +39,14 @@ report's own functions. Runs its studies in two processes.
 from __future__ import annotations
 
 import argparse
+import multiprocessing
 import time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
 
+from analysis.agreement import intervals
 from analysis.agreement.coefficients import alpha, gwet_ac1, neutral_coding, percent_agreement
 from analysis.agreement.panel import Panel
 from analysis.verdicts.quality import quality_alpha
@@ -296,7 +298,16 @@ def main() -> None:
         default="",
         help="comma-separated cell numbers (default the audit's seven, 0-6; 7-9 more panels)",
     )
+    parser.add_argument(
+        "--no-evidence-rule",
+        action="store_true",
+        help="compute ci95_annotators below the report's count of pairs with three or more "
+        "annotations too (to see what the rule holds back; cells 10-15)",
+    )
     args = parser.parse_args()
+    if args.no_evidence_rule:
+        # read at call time by the rule (AnnotatorEvidence.sufficient); the workers are forked
+        intervals.MIN_EVIDENCE_PAIRS = 0
     chosen = [int(c) for c in args.cells.split(",") if c] or range(AUDIT_CELLS)
     started = time.perf_counter()
     print(
@@ -314,7 +325,7 @@ def main() -> None:
         "| width / oracle | outside |"
     )
     print("| --- | --- | --- | --- | --- | --- | --- |")
-    with ProcessPoolExecutor(args.workers) as pool:
+    with ProcessPoolExecutor(args.workers, mp_context=multiprocessing.get_context("fork")) as pool:
         for index in chosen:
             cell = CELLS[index]
             target = population(cell, seed=12345)

@@ -469,6 +469,15 @@ def test_plan_command_prints_the_power_table():
     assert two.returncode == 0, two.stderr
     assert "the label check needs at least 30 pairs rated by 3 or more annotators" in two.stdout
     assert "use --per-pair 3 or more" in two.stdout
+    few = subprocess.run(
+        [sys.executable, "-m", "annotate.cli", "plan", "--pairs", "20", "--per-pair", "3",
+         "--simulations", "2"],
+        capture_output=True,
+        text=True,
+    )  # fmt: skip
+    assert few.returncode == 0, few.stderr
+    assert "3 annotations per pair: the label check needs at least 30 pairs" in few.stdout
+    assert "try --pairs 30 or more" in few.stdout
 
 
 @pytest.mark.parametrize("width", [3, 10], ids=["few kinds", "many kinds"])

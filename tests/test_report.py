@@ -675,3 +675,24 @@ def test_few_annotators_are_told_the_annotator_interval_is_approximate():
         for text in (summary, page):
             assert ("With 3 annotators this interval is approximate" in text) is expected
             assert ("firmer with more annotators" in text) is expected
+
+
+def test_both_ways_of_drawing_pair_bootstrap_weights_have_one_distribution():
+    """resample_weights picks the cheaper of a multinomial over patterns and drawing units and
+    counting them per pattern: the same distribution (mean n p, covariance n (diag p - p p^T)),
+    so which one runs never changes a statistic beyond bootstrap noise."""
+    from analysis.agreement.bootstrap import bootstrap_weights, drawn_weights
+
+    rng = np.random.default_rng(8)
+    inverse = rng.choice(6, size=60, p=[0.4, 0.2, 0.15, 0.1, 0.1, 0.05])
+    frequencies = np.bincount(inverse, minlength=6)
+    n, p = len(inverse), frequencies / len(inverse)
+    resamples = 20_000
+    expected = n * (np.diag(p) - np.outer(p, p))
+    for weights in (
+        np.concatenate(list(bootstrap_weights(frequencies, resamples=resamples, seed=1))),
+        np.concatenate(list(drawn_weights(inverse, 6, resamples=resamples, seed=2))),
+    ):
+        assert (weights.sum(axis=1) == n).all()
+        np.testing.assert_allclose(weights.mean(axis=0), n * p, atol=0.08)
+        np.testing.assert_allclose(np.cov(weights.T), expected, atol=0.5)

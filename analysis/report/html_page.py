@@ -108,7 +108,7 @@ def _alpha_chart(report: Report) -> Section:
         {
             "title": {
                 "text": "Agreement per question, with 95% intervals for annotators in general "
-                "(these annotators only where there are fewer than three)"
+                "(these annotators only where too few pairs have three or more annotations)"
             },
             "xaxis": {"title": {"text": "coefficient"}},
             "yaxis": {"autorange": "reversed"},

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from analysis.agreement.intervals import MIN_ANNOTATORS, MIN_EVIDENCE_PAIRS
 from analysis.aspects.render import aspect_markdown
 from analysis.report.numbers import fmt, fmt_ci, fmt_p
 from analysis.report.shape import Report, Section
@@ -20,8 +21,9 @@ HEADLINE_HEADER = (
 
 INTERVALS_IN_WORDS = (
     'Two 95% intervals. "These annotators" (ci95): how much the number could change with '
-    "other pairs judged by the same people; it is all a study can say with fewer than three "
-    'annotators. "Annotators in general" (ci95_annotators): how much it could change with '
+    "other pairs judged by the same people; it is all a study can say until at least "
+    f"{MIN_EVIDENCE_PAIRS} pairs have {MIN_ANNOTATORS} or more annotations. "
+    '"Annotators in general" (ci95_annotators): how much it could change with '
     "other pairs and other annotators like these, so it is the one to quote for a claim about "
     "the task; it is wider when annotators differ from each other more than chance explains."
 )
@@ -35,7 +37,8 @@ FEW_ANNOTATORS = 10
 
 def intervals_in_words(annotators: int) -> str:
     """INTERVALS_IN_WORDS, and with few annotators (3 to FEW_ANNOTATORS - 1) why the interval
-    for annotators in general is approximate (with fewer than three there is none)."""
+    for annotators in general is approximate (with too few pairs rated by three or more there is
+    none: analysis.agreement.intervals.annotator_evidence)."""
     if not 3 <= annotators < FEW_ANNOTATORS:
         return INTERVALS_IN_WORDS
     return (

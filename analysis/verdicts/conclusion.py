@@ -27,7 +27,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from analysis.agreement.intervals import MIN_ANNOTATORS, MIN_EVIDENCE_PAIRS
 from analysis.report.shape import Conclusion, Section
 
 SIGNIFICANCE = 0.05
@@ -97,6 +96,10 @@ def label_check(
     the check is insufficient whatever the pairs-only interval says: with two annotators who
     differ, that interval covered the value for annotators in general in only 47% of simulated
     studies."""
+    # here, not at the top: the command-line parser imports this module's thresholds, and
+    # the interval module brings numpy and scipy
+    from analysis.agreement.intervals import MIN_ANNOTATORS, MIN_EVIDENCE_PAIRS
+
     ci = confirmed.get("ci95_annotators")
     rule = (
         f"lower end of the annotator-aware 95% interval of the share of pairs whose majority "

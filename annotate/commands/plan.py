@@ -410,6 +410,8 @@ def run(args: argparse.Namespace) -> int:
             name = f"{k} annotations per pair"
         if n is None and k is not None and min(args.annotators or k, k) < MIN_ANNOTATORS:
             print(f"{name}: {evidence}; use --per-pair {MIN_ANNOTATORS} or more")
+        elif n is None and k is not None and max(args.pairs) < MIN_EVIDENCE_PAIRS:
+            print(f"{name}: {evidence}; try --pairs {MIN_EVIDENCE_PAIRS} or more")
         elif (
             n is None
             and isinstance(design, Adaptive)
