@@ -35,7 +35,12 @@ from analysis.annotation_model.fit import fit_model
 from analysis.annotation_model.simulation import simulate_study
 from analysis.frames import code
 from analysis.majority import strict_majority
-from analysis.population.estimates import stratified_share, true_share, truly_bad_left
+from analysis.population.estimates import (
+    stratified_share,
+    true_share,
+    true_weights,
+    truly_bad_left,
+)
 from analysis.verdicts.pairs import gap_noise, pair_table
 from analysis.verdicts.shipping import valid_shipment
 from analysis.vocabulary import DIMENSIONS
@@ -87,9 +92,12 @@ def one_study(seed: int, *, population: int, sample: int, guided: bool) -> dict[
     p_valid = probabilities["p_valid"].to_numpy()
     crowd_valid = table["verdict"].to_numpy() == "valid"
     true_valid_share = float(truth["valid"].mean())
-    estimate = true_share(p_valid, strata, sizes)
+    share_w, bad_w, _ = true_weights(strata, sizes, crowd_valid)
+    shared_share = fit.shared_variance(share_w)["valid"] or 0.0
+    shared_bad = fit.shared_variance(bad_w)["valid"] or 0.0
+    estimate = true_share(p_valid, strata, sizes, shared_variance=shared_share)
     verdict_estimate = stratified_share(crowd_valid.astype(float), strata, sizes)
-    left = truly_bad_left(p_valid, crowd_valid, strata, sizes)
+    left = truly_bad_left(p_valid, crowd_valid, strata, sizes, shared_variance=shared_bad)
     unlabelled = np.setdiff1d(np.arange(population), labelled)
     truly_left = int(bad[unlabelled].sum()) + int((~known["valid"].to_numpy() & crowd_valid).sum())
     report: Any = {

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
+from numpy.typing import NDArray
 from scipy import stats
 
 from analysis.annotation_model.preference import (
@@ -33,6 +34,7 @@ from analysis.annotation_model.preference import (
     PreferenceFit,
     answers_per_class,
     fit_preference,
+    posterior_draws,
 )
 from analysis.annotation_model.quality import Ratings, fit_quality
 from analysis.frames import Coded
@@ -43,8 +45,11 @@ VERDICTS = ("preference_flip", "no_consensus", "low_quality", "quality_confound"
 PROBABILITY_COLUMNS = [f"p_{verdict}" for verdict in VERDICTS]
 # An annotator is judged near random or adversarial only on this many answers or more.
 MIN_JUDGED_ANSWERS = 10
-NEAR_RANDOM_MARGIN = 0.1  # balanced accuracy within this of chance
 MIN_CLASS_SHARE = 0.05  # classes rarer than this are left out of the balanced accuracy
+# Draws of the model's parameters (the preference's prevalences and accuracies, the quality's
+# reference shift): a pair's probability is the mean over them, and their spread is the
+# shared part of a benchmark-wide share's error (shared_variance).
+PARAMETER_DRAWS = 20
 
 
 @dataclass(frozen=True)
@@ -52,6 +57,22 @@ class ModelFit:
     probabilities: pd.DataFrame  # one row per pair of coded.pair_ids: p_* columns, model_verdict
     annotators: pd.DataFrame  # annotator, accuracy, accuracy_ci95_lo/hi, balanced_accuracy, ...
     summary: Section = field(default_factory=dict)
+    draws: dict[str, NDArray[np.float64]] = field(default_factory=dict)  # verdict: pairs x draws
+
+    def shared_variance(self, weights: NDArray[np.float64]) -> dict[str, float | None]:
+        """Per verdict, the variance over the parameter draws of the weighted sum of the pairs'
+        probabilities (``weights``: per pair, 0 for pairs left out): the part of an estimated
+        share's error that comes from the model's estimated parameters, which every pair
+        shares. None where the probabilities are undefined."""
+        out: dict[str, float | None] = {}
+        for verdict, values in self.draws.items():
+            used = weights != 0
+            if np.isnan(values[used]).any():
+                out[verdict] = None
+                continue
+            totals = weights[used] @ values[used]
+            out[verdict] = float(np.var(totals, ddof=1)) if len(totals) > 1 else 0.0
+        return out
 
 
 def _labels(coded: Coded, classes: tuple[str, ...]) -> tuple[Labels, pd.Index[str]]:
@@ -87,8 +108,11 @@ def _ratings(coded: Coded, names: pd.Index[str], dimensions: tuple[str, ...]) ->
 
 def _annotators(labels: Labels, fit: PreferenceFit, names: pd.Index[str]) -> pd.DataFrame:
     """Each annotator's accuracy (the expected share of their answers that match the pair's
-    true class), with a Jeffreys interval on that count, and their balanced accuracy (the mean
-    over the classes of the probability of answering a pair of that class right) against chance."""
+    true class), with a Jeffreys interval on that count, and their balanced accuracy: the mean
+    over the classes of the share of their answers on pairs of that class that were right,
+    from their own answers (not the model's pooled, shrunk accuracy, which would pull a
+    near-random annotator towards the pool), with a normal interval. A near-random or
+    adversarial annotator is named from the balanced accuracy (module constants)."""
     n = np.bincount(labels.worker, minlength=labels.n_workers).astype(np.float64)
     right = np.bincount(
         labels.worker,
@@ -100,22 +124,24 @@ def _annotators(labels: Labels, fit: PreferenceFit, names: pd.Index[str]) -> pd.
     lo = stats.beta.ppf(0.025, right + 0.5, n - right + 0.5)
     hi = stats.beta.ppf(0.975, right + 0.5, n - right + 0.5)
     counted = fit.prevalence >= MIN_CLASS_SHARE
-    diagonal = np.diagonal(fit.confusion, axis1=1, axis2=2)[:, counted]
     per_class = answers_per_class(labels, fit.posterior)[:, counted]
-    balanced = diagonal.mean(axis=1)
+    hits = np.zeros((labels.n_workers, labels.n_classes))
+    np.add.at(hits, (labels.worker, labels.label), fit.posterior[labels.item, labels.label])
     with np.errstate(invalid="ignore", divide="ignore"):
-        variance = (diagonal * (1 - diagonal) / np.maximum(per_class, 1.0)).sum(axis=1) / (
-            counted.sum() ** 2
+        recall = np.clip(hits[:, counted] / per_class, 0.0, 1.0)
+        balanced = np.nanmean(recall, axis=1)
+        variance = np.nansum(recall * (1 - recall) / np.maximum(per_class, 1.0), axis=1) / (
+            np.maximum((~np.isnan(recall)).sum(axis=1), 1) ** 2
         )
     half = 1.959963984540054 * np.sqrt(variance)
     chance = 1.0 / max(int(counted.sum()), 1)
-    judged = n >= MIN_JUDGED_ANSWERS
+    judged = (n >= MIN_JUDGED_ANSWERS) & ~np.isnan(balanced)
     pool = float(np.median(balanced[judged])) if judged.any() else np.nan
     flag = np.where(
         judged & (balanced + half < chance),
         "adversarial",
         np.where(
-            judged & (balanced < chance + NEAR_RANDOM_MARGIN) & (balanced + half < pool),
+            judged & (balanced - half <= chance) & (balanced + half < pool),
             "near_random",
             "",
         ),
@@ -155,25 +181,23 @@ def fit_model(
         threshold=quality_threshold,
         pair_gap=pair_gap,
         seed=seed,
+        groups=PARAMETER_DRAWS,
     )
-    post = preference.posterior
-    p_chosen = post[:, 0]
-    if quality is None:
-        p_low = p_gap_only = p_ok = np.full(coded.n_pairs, np.nan)
-    else:
-        p_low = quality.p_low
-        p_ok = quality.p_neither
-        p_gap_only = 1.0 - p_low - p_ok
-    frame = pd.DataFrame(
-        {
-            "p_preference_flip": post[:, 1],
-            "p_no_consensus": post[:, 2] if allow_ties else 0.0,
-            "p_low_quality": p_chosen * p_low,
-            "p_quality_confound": p_chosen * p_gap_only,
-            "p_valid": p_chosen * p_ok,
-        }
-    )
-    frame.loc[~answered, PROBABILITY_COLUMNS] = np.nan
+    classes_k = posterior_draws(labels, preference, draws=PARAMETER_DRAWS, seed=seed)
+    chosen_k = classes_k[:, :, 0].T  # pairs x draws
+    nan = np.full_like(chosen_k, np.nan)
+    low_k = nan if quality is None else quality.p_low
+    neither_k = nan if quality is None else quality.p_neither
+    draws = {
+        "preference_flip": classes_k[:, :, 1].T,
+        "no_consensus": classes_k[:, :, 2].T if allow_ties else np.zeros_like(chosen_k),
+        "low_quality": chosen_k * low_k,
+        "quality_confound": chosen_k * (1.0 - low_k - neither_k),
+        "valid": chosen_k * neither_k,
+    }
+    for values in draws.values():
+        values[~answered] = np.nan
+    frame = pd.DataFrame({f"p_{v}": draws[v].mean(axis=1) for v in VERDICTS})
     values = frame[PROBABILITY_COLUMNS].to_numpy()
     defined = ~np.isnan(values).any(axis=1)
     best = np.argmax(np.nan_to_num(values, nan=-1.0), axis=1)
@@ -181,7 +205,7 @@ def fit_model(
     verdicts[~defined] = None
     frame["model_verdict"] = verdicts
     if quality is not None:
-        frame["p_gap_any"] = np.where(answered, quality.p_gap, np.nan)
+        frame["p_gap_any"] = np.where(answered, quality.p_gap.mean(axis=1), np.nan)
     summary: Section = {
         "method": (
             "Dawid-Skene (EM, maximum a posteriori) for the preference; a normal model of "
@@ -205,8 +229,10 @@ def fit_model(
         )
     else:
         summary["rating_noise_sd"] = [float(v) for v in np.sqrt(np.diag(quality.noise_covariance))]
+    summary["parameter_draws"] = PARAMETER_DRAWS
     return ModelFit(
         probabilities=frame,
         annotators=_annotators(labels, preference, names),
         summary=summary,
+        draws=draws,
     )

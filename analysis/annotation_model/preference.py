@@ -36,7 +36,10 @@ from numpy.typing import NDArray
 PRIOR_CORRECT = 2.0
 PRIOR_WRONG = 1.0
 PRIOR_PREVALENCE = 1.0
-ONE_COIN_BELOW = 30
+ONE_COIN_BELOW = 100
+# bounds of the pool prior's strength, in pseudo-answers, and the least spread it assumes
+MIN_STRENGTH, MAX_STRENGTH = 2.0, 1000.0
+MIN_SPREAD = 1e-4
 MAX_ITERATIONS = 500
 TOLERANCE = 1e-9  # largest change of a posterior probability between two iterations
 
@@ -102,6 +105,7 @@ def _m_step(
     for true in range(k):
         np.add.at(counts[:, true, :], (labels.worker, labels.label), posterior[labels.item, true])
     prevalence = posterior.sum(axis=0)
+    raw = counts
     if priors:
         counts = counts + PRIOR_WRONG + (PRIOR_CORRECT - PRIOR_WRONG) * np.eye(k)
         prevalence = prevalence + PRIOR_PREVALENCE
@@ -111,10 +115,45 @@ def _m_step(
     # a class no answer of this worker can be weighed against: their row says nothing
     confusion = np.where(np.isfinite(confusion), confusion, 1.0 / k)
     if one_coin.any():
-        diagonal = np.trace(counts[one_coin], axis1=1, axis2=2)
-        accuracy = diagonal / counts[one_coin].sum(axis=(1, 2))
+        right = np.trace(raw[one_coin], axis1=1, axis2=2)
+        answers = raw[one_coin].sum(axis=(1, 2))
+        accuracy = pooled_accuracy(right, answers) if priors else right / answers
         confusion[one_coin] = _coin(accuracy, k)
     return prevalence, confusion
+
+
+def pooled_accuracy(
+    right: NDArray[np.float64], answers: NDArray[np.float64]
+) -> NDArray[np.float64]:
+    """Each one-coin annotator's accuracy under a Beta prior estimated from the pool
+    (Passonneau and Carpenter's hierarchical prior, by moments): mean the pool's accuracy,
+    strength such that the prior's spread is the spread of the annotators' accuracies beyond
+    their binomial noise. Annotators alike are drawn together (little spread: a strong prior),
+    annotators who differ keep their own (much spread: a weak one)."""
+    mean = _pool_mean(right, answers)
+    strength = _pool_strength(right, answers)
+    result: NDArray[np.float64] = (right + mean * strength) / (answers + strength)
+    return result
+
+
+def _pool_mean(right: NDArray[np.float64], answers: NDArray[np.float64]) -> float:
+    """The pool's accuracy, with the weak prior's pseudo-answers (never exactly 0 or 1)."""
+    return float(
+        (right.sum() + PRIOR_CORRECT) / (answers.sum() + PRIOR_CORRECT + PRIOR_WRONG)
+    )
+
+
+def _pool_strength(right: NDArray[np.float64], answers: NDArray[np.float64]) -> float:
+    """The pool prior's strength in pseudo-answers (as :func:`pooled_accuracy` sets it)."""
+    if not len(answers):
+        return 0.0
+    mean = _pool_mean(right, answers)
+    seen = answers > 0
+    share = right[seen] / answers[seen]
+    noise = float(np.mean(mean * (1 - mean) / answers[seen])) if seen.any() else 0.0
+    spread = float(np.var(share)) - noise if seen.sum() > 1 else 0.0
+    spread = max(spread, MIN_SPREAD)
+    return float(np.clip(mean * (1 - mean) / spread - 1.0, MIN_STRENGTH, MAX_STRENGTH))
 
 
 def _e_step(
@@ -170,3 +209,42 @@ def fit_preference(
         converged=converged,
         log_likelihood=log_likelihood,
     )
+
+
+def posterior_draws(
+    labels: Labels, fit: PreferenceFit, *, draws: int, seed: int = 0
+) -> NDArray[np.float64]:
+    """draws x items x classes: the pairs' class probabilities under ``draws`` draws of the
+    model's parameters from their posterior given the fit's expected counts (the prevalences
+    from a Dirichlet, each one-coin accuracy from its Beta under the pool prior, each full
+    confusion row from a Dirichlet). Their mean carries the parameters' uncertainty into each
+    pair's probabilities; their spread, the part of a benchmark-wide share's error that all
+    pairs share."""
+    rng = np.random.default_rng(seed)
+    k = labels.n_classes
+    counts = np.zeros((labels.n_workers, k, k))
+    for true in range(k):
+        np.add.at(
+            counts[:, true, :], (labels.worker, labels.label), fit.posterior[labels.item, true]
+        )
+    prevalence_counts = fit.posterior.sum(axis=0) + PRIOR_PREVALENCE
+    rows = counts + PRIOR_WRONG + (PRIOR_CORRECT - PRIOR_WRONG) * np.eye(k)
+    coin = fit.one_coin
+    right = np.trace(counts[coin], axis1=1, axis2=2)
+    answers = counts[coin].sum(axis=(1, 2))
+    if coin.any():
+        mean = _pool_mean(right, answers)
+        strength = _pool_strength(right, answers)
+        # each accuracy's posterior under the pool prior (pooled_accuracy is its mean)
+        beta_right = right + mean * strength
+        beta_wrong = answers - right + (1 - mean) * strength
+    out = np.empty((draws, labels.n_items, k))
+    for d in range(draws):
+        prevalence = rng.dirichlet(prevalence_counts)
+        gamma = rng.standard_gamma(rows)
+        confusion = gamma / gamma.sum(axis=2, keepdims=True)
+        if coin.any():
+            accuracy = rng.beta(beta_right, beta_wrong)
+            confusion[coin] = _coin(accuracy, k)
+        out[d], _ = _e_step(labels, prevalence, confusion)
+    return out

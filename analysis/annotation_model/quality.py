@@ -62,13 +62,21 @@ class Ratings:
 
 @dataclass(frozen=True)
 class QualityFit:
-    p_low: NDArray[np.float64]  # per pair
+    """Per pair and per draw of the reference shift (pairs x groups): the probabilities; a
+    pair's own probability is the mean over the groups (:attr:`marginal`)."""
+
+    p_low: NDArray[np.float64]
     p_gap: NDArray[np.float64]
     p_neither: NDArray[np.float64]
     level_mean: NDArray[np.float64]  # pairs x (2 * dimensions), posterior means
     offsets: NDArray[np.float64]  # workers x dimensions
     prior: Mixture
     noise_covariance: NDArray[np.float64]
+
+    @staticmethod
+    def marginal(values: NDArray[np.float64]) -> NDArray[np.float64]:
+        result: NDArray[np.float64] = values.mean(axis=1)
+        return result
 
 
 def _pair_means(
@@ -82,15 +90,16 @@ def _pair_means(
     return k, means
 
 
-def _offsets(ratings: Ratings) -> NDArray[np.float64]:
+def _offsets(ratings: Ratings) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """Each annotator's offset per dimension: their mean deviation from the other annotators
     of the same pairs, shrunk by its reliability (a random effect)."""
     d = ratings.n_dimensions
     offsets = np.zeros((ratings.n_workers, d))
     k, _ = _pair_means(ratings, ratings.values)
     multi = k[ratings.pair] >= 2
+    spread = np.zeros(d)
     if not multi.any():
-        return offsets
+        return offsets, spread
     for _ in range(OFFSET_ROUNDS):
         adjusted = ratings.values - np.tile(offsets, 2)[ratings.worker]
         _, means = _pair_means(ratings, adjusted)
@@ -117,7 +126,7 @@ def _offsets(ratings: Ratings) -> NDArray[np.float64]:
                 spread > 0, spread / (spread + noise / np.maximum(n, 1)[:, None]), 0.0
             )
         offsets = np.where(seen[:, None], raw * weight, 0.0)
-    return offsets
+    return offsets, spread
 
 
 def _noise_scales(
@@ -231,7 +240,9 @@ def deconvolve(
             for c in range(components)
         ]
     )
-    covariance = np.array([_psd(np.cov(means, rowvar=False)) for _ in range(components)])
+    # start from the moments: the spread of the means less the noise they carry
+    moments = _psd(np.cov(means, rowvar=False) - np.mean(1.0 / counts) * noise)
+    covariance = np.array([moments for _ in range(components)])
     mixture = Mixture(weight, mean, covariance, noise)
     previous = -np.inf
     groups = [(count, np.flatnonzero(counts == count)) for count in np.unique(counts)]
@@ -259,7 +270,7 @@ def deconvolve(
             centred = b[:, c, :] - mean[c]
             covariance[c] = _psd(((resp[:, c, None] * centred).T @ centred + big_b[c]) / mass[c])
         mixture = Mixture(weight, mean, covariance, noise)
-        if total - previous < 1e-6 * n:
+        if total - previous < 1e-8 * n:
             break
         previous = total
     return mixture
@@ -272,13 +283,14 @@ def fit_quality(
     pair_gap: float,
     seed: int = 0,
     draws: int = DRAWS,
+    groups: int = 20,
 ) -> QualityFit | None:
     """The model (module docstring); None when fewer than ``MIN_PAIRS`` pairs have two or more
     complete ratings (nothing to estimate the noise from)."""
     k, _ = _pair_means(ratings, ratings.values)
     if int((k >= 2).sum()) < MIN_PAIRS:
         return None
-    offsets = _offsets(ratings)
+    offsets, offset_spread = _offsets(ratings)
     adjusted = ratings.values - np.tile(offsets, 2)[ratings.worker]
     _, means = _pair_means(ratings, adjusted)
     within = adjusted - means[ratings.pair]
@@ -300,16 +312,27 @@ def fit_quality(
     noise = _psd(within.T @ within / dof)
     k = np.asarray(k_eff, dtype=np.float64)
     rated = k > 0
-    mixture = deconvolve(means[rated], k[rated], noise=noise, seed=seed)
+    mixture = deconvolve(means[rated], k[rated], noise=noise, components=COMPONENTS, seed=seed)
 
     j = ratings.values.shape[1]
     d = j // 2
+    # The levels are read against these annotators' mean offset, which stands off the mean of
+    # annotators in general by about the offsets' spread over the square root of their number:
+    # one shift of each dimension, the same for every pair and both responses (gaps keep none).
+    raters = max(int(np.unique(ratings.worker).size), 1)
+    reference = np.tile(np.diag(offset_spread / raters), (2, 2))
     rng = np.random.default_rng(seed)
     half = rng.standard_normal((draws // 2, j))
-    z = np.concatenate([half, -half])
-    p_low = np.zeros(ratings.n_pairs)
-    p_gap = np.zeros(ratings.n_pairs)
-    p_neither = np.zeros(ratings.n_pairs)
+    z = np.stack([half, -half], axis=1).reshape(-1, j)  # antithetic pairs side by side
+    # each draw belongs to one of `groups` draws of the reference shift (antithetic too)
+    group = (np.arange(len(z)) // 2) % groups
+    one_hot = np.eye(groups)[group] / np.bincount(group, minlength=groups)
+    shift_half = rng.multivariate_normal(np.zeros(j), reference, size=(groups + 1) // 2)
+    shifts = np.concatenate([shift_half, -shift_half])[:groups]
+    shift_draws = shifts[group]
+    p_low = np.zeros((ratings.n_pairs, groups))
+    p_gap = np.zeros((ratings.n_pairs, groups))
+    p_neither = np.zeros((ratings.n_pairs, groups))
     level_mean = np.zeros((ratings.n_pairs, j))
     for count in np.unique(k):
         members = np.flatnonzero(k == count)
@@ -317,17 +340,17 @@ def fit_quality(
         weights, centres, covariances = mixture.posterior(observed, count)
         level_mean[members] = np.einsum("pc,pcj->pj", weights, centres)
         for c in range(mixture.components):
-            spread_draws = z @ np.linalg.cholesky(covariances[c]).T
+            spread_draws = z @ np.linalg.cholesky(covariances[c]).T + shift_draws
             for start in range(0, len(members), 256):
                 rows = slice(start, start + 256)
                 chunk = members[rows]
                 levels = centres[rows, c, None, :] + spread_draws[None]
                 low = (levels < threshold).any(axis=2)
                 gap = ((levels[:, :, :d] - levels[:, :, d:]) > pair_gap).any(axis=2)
-                w = weights[rows, c]
-                p_low[chunk] += w * low.mean(axis=1)
-                p_gap[chunk] += w * gap.mean(axis=1)
-                p_neither[chunk] += w * (~low & ~gap).mean(axis=1)
+                w = weights[rows, c, None]
+                p_low[chunk] += w * (low @ one_hot)
+                p_gap[chunk] += w * (gap @ one_hot)
+                p_neither[chunk] += w * ((~low & ~gap) @ one_hot)
     return QualityFit(
         p_low=p_low,
         p_gap=p_gap,

@@ -24,6 +24,7 @@ import pandas as pd
 
 from analysis.vocabulary import DIMENSIONS
 
+CLIP_LO, CLIP_HI = 1, 5
 CONFOUND_GAPS = (0.5, 1.0, 1.5, 2.0, 2.5)
 
 
@@ -31,6 +32,7 @@ CONFOUND_GAPS = (0.5, 1.0, 1.5, 2.0, 2.5)
 class SimulatedStudy:
     annotations: pd.DataFrame  # the annotations table
     truth: pd.DataFrame  # pair_id, preferred, low, confound, valid
+    annotators: pd.DataFrame | None = None  # annotator, accuracy, noise (the truth about them)
 
 
 def simulate_study(
@@ -49,7 +51,7 @@ def simulate_study(
 ) -> SimulatedStudy:
     rng = np.random.default_rng(seed)
     d = len(DIMENSIONS)
-    base = rng.uniform(3.0, 4.7, pairs)
+    base = np.clip(rng.normal(3.9, 0.45, pairs), 1.5, 5.0)
     levels = np.empty((pairs, 2, d))
     levels[:] = base[:, None, None] + rng.normal(0, 0.15, (pairs, 2, d))
     kind = rng.choice(3, size=pairs, p=[confound_share, low_share, 1 - confound_share - low_share])
@@ -77,7 +79,7 @@ def simulate_study(
             prefers_chosen = right != flipped[pair]
             shared = rng.normal()
             error = noise[w] * (np.sqrt(0.5) * shared + np.sqrt(0.5) * rng.normal(size=(2, d)))
-            rating = np.clip(np.rint(levels[pair] + offsets[w][None, :] + error), 1, 5)
+            rating = np.clip(np.rint(levels[pair] + offsets[w][None, :] + error), CLIP_LO, CLIP_HI)
             row: dict[str, object] = {
                 "pair_id": f"p{pair:05d}",
                 "annotator": f"a{w:03d}",
@@ -100,4 +102,7 @@ def simulate_study(
             "valid": ~flipped & ~low & ~confound,
         }
     )
-    return SimulatedStudy(pd.DataFrame(rows), truth)
+    annotators = pd.DataFrame(
+        {"annotator": [f"a{w:03d}" for w in range(pool)], "accuracy": acc, "noise": noise}
+    )
+    return SimulatedStudy(pd.DataFrame(rows), truth, annotators)

@@ -155,21 +155,51 @@ def stratified_share(
     }
 
 
+def true_weights(
+    strata: NDArray[np.object_], sizes: dict[str, int], kept: NDArray[np.bool_]
+) -> tuple[NDArray[np.float64], NDArray[np.float64], float]:
+    """How the labelled pairs' probabilities enter the true shares, both linear in them:
+    (share weights, bad-left weights, bad-left constant). With p the pairs' probabilities of
+    being valid (or of a kind), the population share is ``share_weights @ p`` (each pair
+    weighs M_h / M / n_h: its stratum's mean of p, weighted by the stratum's size) and the
+    truly not-valid pairs that cleaning leaves are ``constant + bad_left_weights @ p``: each
+    labelled pair that cleaning keeps (``kept``) counts 1 - p, and the M_h - n_h pairs no one
+    labelled in its stratum count 1 - mean_h(p) each."""
+    total = sum(sizes.values())
+    share = np.zeros(len(strata))
+    bad = -kept.astype(np.float64)
+    constant = float(kept.sum())
+    for name, size in sizes.items():
+        members = strata == name
+        n = int(members.sum())
+        if n == 0 or size == 0:
+            continue
+        share[members] = size / total / n
+        rest = size - n
+        bad[members] -= rest / n
+        constant += rest
+    return share, bad, constant
+
+
 def true_share(
-    p: NDArray[np.float64], strata: NDArray[np.object_], sizes: dict[str, int]
+    p: NDArray[np.float64],
+    strata: NDArray[np.object_],
+    sizes: dict[str, int],
+    *,
+    shared_variance: float = 0.0,
 ) -> Section:
-    """The population share of pairs truly of a kind, from the labelled pairs' posterior
-    probabilities ``p`` of being of that kind (the model of annotation). In stratum h the
-    estimate is the mean of p, and its error against the stratum's true share has two parts:
-    the unlabelled pairs' (as the design-based estimate's, with the spread of p) and the
-    labelled pairs' own (each is of that kind with probability p):
+    """The population share of pairs truly of a kind, from the labelled pairs' probabilities
+    ``p`` of being of that kind (the model of annotation): ``true_weights``'s share. Its error
+    against the population's true share has three parts: the unlabelled pairs' (as the
+    design-based estimate's, with the spread of p), the labelled pairs' own (each is of that
+    kind with probability p) and the model's estimated parameters', which all pairs share
+    (``shared_variance``, from the model's parameter draws). In stratum h:
 
         var_h = (1 - n_h / M_h) * s_h^2(p) / n_h + mean_h(p (1 - p)) / M_h
 
-    (it is the variance of the mean of p when the probabilities are calibrated; docs/annotation-model.md)."""
+    (docs/annotation-model.md)."""
     total = sum(sizes.values())
-    share = 0.0
-    variance = 0.0
+    variance = shared_variance
     for name, size in sizes.items():
         values = p[strata == name]
         n = len(values)
@@ -179,8 +209,9 @@ def true_share(
             return {"share": None, "ci95": None, "note": f"stratum {name!r}: no labelled pair"}
         spread = float(np.var(values, ddof=1)) if n > 1 else 0.25
         own = float(np.mean(values * (1 - values)))
-        share += size / total * float(values.mean())
         variance += (size / total) ** 2 * (max(1 - n / size, 0.0) * spread / n + own / size)
+    weights, _, _ = true_weights(strata, sizes, np.zeros(len(p), dtype=bool))
+    share = float(weights @ p)
     return {"share": share, "variance": variance, "ci95": _ci(share, variance)}
 
 
@@ -189,24 +220,26 @@ def truly_bad_left(
     kept: NDArray[np.bool_],
     strata: NDArray[np.object_],
     sizes: dict[str, int],
+    *,
+    shared_variance: float = 0.0,
 ) -> Section:
-    """The number of truly not-valid pairs that cleaning leaves: the labelled pairs it keeps
-    (``kept``: verdict valid), each not valid with probability 1 - p_valid, plus the pairs no
-    one labelled, not valid at their stratum's estimated rate."""
-    value = float((1 - p_valid[kept]).sum())
-    variance = float((p_valid[kept] * (1 - p_valid[kept])).sum())
+    """The number of truly not-valid pairs that cleaning leaves (``true_weights``): its
+    variance adds the kept pairs' own doubt, the unlabelled pairs' (binomial at their stratum's
+    rate, and that rate's sampling error) and the model's parameters' (``shared_variance``)."""
+    for name, size in sizes.items():
+        if size and not (strata == name).any():
+            return {"value": None, "ci95": None, "note": f"stratum {name!r}: no labelled pair"}
+    _, weights, constant = true_weights(strata, sizes, kept)
+    value = constant + float(weights @ p_valid)
+    variance = shared_variance + float((p_valid[kept] * (1 - p_valid[kept])).sum())
     for name, size in sizes.items():
         values = p_valid[strata == name]
-        n = len(values)
-        rest = size - n
-        if rest <= 0:
+        rest = size - len(values)
+        if rest <= 0 or not len(values):
             continue
-        if n == 0:
-            return {"value": None, "ci95": None, "note": f"stratum {name!r}: no labelled pair"}
         theta = float(values.mean())
-        spread = float(np.var(values, ddof=1)) if n > 1 else 0.25
-        value += rest * (1 - theta)
-        variance += rest * theta * (1 - theta) + rest**2 * spread / n
+        spread = float(np.var(values, ddof=1)) if len(values) > 1 else 0.25
+        variance += rest * theta * (1 - theta) + rest**2 * spread / len(values)
     half = Z95 * math.sqrt(variance)
     return {"value": value, "ci95": [max(0.0, value - half), value + half]}
 
@@ -236,17 +269,20 @@ def ppi_mean_ci(
 
 
 def population_section(
-    units: pd.DataFrame, *, judge: NDArray[np.float64] | None = None, judge_name: str | None = None
+    units: pd.DataFrame,
+    *,
+    judge: NDArray[np.float64] | None = None,
+    judge_name: str | None = None,
+    shared: Section | None = None,
 ) -> Population:
     """The report's `population` key. `units`: one row per pair of the population (gold pairs
     left out) with pair_id, sampled, inclusion_probability, stratum and verdict (the report's
     per-pair verdict; unsampled pairs have none that counts). `judge`: the judge's value per
-    pair (1 = it prefers chosen, 0 = it does not), in the same order, or None."""
+    pair (1 = it prefers chosen, 0 = it does not), in the same order, or None. `shared`: the
+    model of annotation's shared variances (:func:`shared_variances`), or None."""
     sampled = units["sampled"].astype(bool).to_numpy()
     verdict = units["verdict"].fillna(NOT_LABELLED).astype(str).to_numpy()
-    labelled = sampled & (verdict != NOT_LABELLED)
-    strata = units["stratum"].astype(str).to_numpy()
-    sizes = {name: int((strata == name).sum()) for name in dict.fromkeys(strata)}
+    labelled, strata, sizes = design(units)
     total = len(units)
     f = None if judge is None else np.asarray(judge, dtype=float)
     f_means = None if f is None else {name: float(f[strata == name].mean()) for name in sizes}
@@ -272,7 +308,16 @@ def population_section(
             human = ppi if ppi["note"] else human
         if human["note"]:
             entry["note"] = human["note"]
-        entry.update(_true_entry(units, name, labelled, strata, sizes))
+        entry.update(
+            _true_entry(
+                units,
+                name,
+                labelled,
+                strata,
+                sizes,
+                shared=None if shared is None else shared["share"].get(name),
+            )
+        )
         estimates[name] = {k: entry[k] for k in ("share", "ci95", *entry.keys()) if k in entry}
     found = int((labelled & (verdict != VALID)).sum())
     unchecked = total - int(labelled.sum())
@@ -297,7 +342,11 @@ def population_section(
     probabilities = units[column].to_numpy(dtype=float) if column in units else None
     if probabilities is not None and not np.isnan(probabilities[labelled]).any():
         truly = truly_bad_left(
-            probabilities[labelled], verdict[labelled] == VALID, strata[labelled], sizes
+            probabilities[labelled],
+            verdict[labelled] == VALID,
+            strata[labelled],
+            sizes,
+            shared_variance=(shared or {}).get("bad_left") or 0.0,
         )
         bad_left["true_value"] = truly["value"]
         bad_left["true_ci95"] = truly["ci95"]
@@ -356,6 +405,8 @@ def _true_entry(
     labelled: NDArray[np.bool_],
     strata: NDArray[np.object_],
     sizes: dict[str, int],
+    *,
+    shared: float | None,
 ) -> Section:
     """``true_share`` and ``true_ci95`` of a verdict from the labelled pairs' probabilities."""
     column = f"p_{name}"
@@ -370,11 +421,38 @@ def _true_entry(
     p = units[column].to_numpy(dtype=float)[labelled]
     if np.isnan(p).any():
         return {"true_share": None, "true_ci95": None, "true_note": NO_MODEL}
-    estimate = true_share(p, strata[labelled], sizes)
+    estimate = true_share(p, strata[labelled], sizes, shared_variance=shared or 0.0)
     out: Section = {"true_share": estimate["share"], "true_ci95": estimate["ci95"]}
     if estimate.get("note"):
         out["true_note"] = estimate["note"]
     return out
+
+
+def population_units(pairs: pd.DataFrame, verdicts: dict[str, str]) -> pd.DataFrame:
+    """The population's units (gold pairs left out) from a sampled study's pairs frame and the
+    report's verdict per pair id."""
+    frame = pairs[~pairs["is_gold"].astype(bool)].reset_index(drop=True)
+    ids = frame["pair_id"].astype(str)
+    return pd.DataFrame(
+        {
+            "pair_id": ids,
+            "sampled": frame["queued"].astype(bool),
+            "inclusion_probability": frame["inclusion_probability"].astype(float),
+            "stratum": frame["stratum"].fillna("all").astype(str),
+            "verdict": [verdicts.get(i) for i in ids],
+        }
+    )
+
+
+def design(units: pd.DataFrame) -> tuple[NDArray[np.bool_], NDArray[np.object_], dict[str, int]]:
+    """(labelled, strata, sizes) of the population's units: the sampled pairs with a verdict,
+    each unit's stratum, and each stratum's size."""
+    sampled = units["sampled"].astype(bool).to_numpy()
+    verdict = units["verdict"].fillna(NOT_LABELLED).astype(str).to_numpy()
+    labelled = sampled & (verdict != NOT_LABELLED)
+    strata = units["stratum"].astype(str).to_numpy()
+    sizes = {name: int((strata == name).sum()) for name in dict.fromkeys(strata)}
+    return labelled, strata, sizes
 
 
 def population_sentence(section: Population) -> str:
@@ -413,6 +491,29 @@ def population_sentence(section: Population) -> str:
     )
 
 
+def shared_variances(
+    units: pd.DataFrame, draws: dict[str, NDArray[np.float64]], positions: NDArray[np.int64]
+) -> Section:
+    """The model of annotation's shared variances of the true shares: per verdict, the spread
+    over the model's parameter draws (``draws``: verdict -> pairs x draws, rows in the model's
+    pair order; ``positions``: each unit's row there, -1 for none) of the population share,
+    and of the truly bad pairs left (valid)."""
+    labelled, strata, sizes = design(units)
+    kept = units["verdict"].to_numpy(dtype=object)[labelled] == VALID
+    share_w, bad_w, _ = true_weights(strata[labelled], sizes, kept)
+    rows = positions[labelled]
+    out: Section = {"share": {}, "bad_left": None}
+    for name, values in draws.items():
+        mine = values[rows]
+        if np.isnan(mine).any() or mine.shape[1] < 2:
+            out["share"][name] = None
+            continue
+        out["share"][name] = float(np.var(share_w @ mine, ddof=1))
+        if name == VALID:
+            out["bad_left"] = float(np.var(bad_w @ mine, ddof=1))
+    return out
+
+
 def is_sampled(pairs: pd.DataFrame | None) -> bool:
     """Whether the report's pairs carry a sample design (a study imported with --sample)."""
     return pairs is not None and "inclusion_probability" in pairs
@@ -434,18 +535,9 @@ def with_population(
 ) -> Report:
     """The report with its `population` key (a sampled study's pairs; gold pairs left out).
     The first --model is the judge of the prediction-powered estimates."""
-    frame = pairs[~pairs["is_gold"].astype(bool)].reset_index(drop=True)
-    ids = frame["pair_id"].astype(str)
     by_id = {p["pair_id"]: p for p in report["pairs"]}
-    units = pd.DataFrame(
-        {
-            "pair_id": ids,
-            "sampled": frame["queued"].astype(bool),
-            "inclusion_probability": frame["inclusion_probability"].astype(float),
-            "stratum": frame["stratum"].fillna("all").astype(str),
-            "verdict": [by_id[i]["verdict"] if i in by_id else None for i in ids],
-        }
-    )
+    units = population_units(pairs, {i: p["verdict"] for i, p in by_id.items()})
+    ids = units["pair_id"]
     for name in MODEL_VERDICTS:
         units[f"p_{name}"] = [
             (by_id[i].get("probabilities") or {}).get(name, np.nan) if i in by_id else np.nan
@@ -456,6 +548,7 @@ def with_population(
         units,
         judge=None if judge is None else judge_values(judge, pd.Index(ids)),
         judge_name=None if judge is None else judge.name,
+        shared=report.get("annotation_model", {}).get("shared_variance"),
     )
     section["sentence"] = population_sentence(section)
     return {**report, "population": section}

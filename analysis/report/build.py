@@ -34,6 +34,7 @@ from analysis.aspects import check as aspect_check
 from analysis.design.stopping import OverlapDesign
 from analysis.errors import UserError
 from analysis.frames import Coded, code, first_slot_picked
+from analysis.population.estimates import is_sampled, population_units, shared_variances
 from analysis.report.shape import Conclusion, Counts, Report, Section, assemble, with_records
 from analysis.verdicts import versions
 from analysis.verdicts.conclusion import (
@@ -701,6 +702,12 @@ def build_report(
         aspects=aspects_section if with_aspects else None,
     )
     report["annotation_model"] = json_safe(model.summary)
+    if is_sampled(pairs) and pairs is not None:
+        units = population_units(pairs, dict(zip(table["pair_id"], table["verdict"], strict=True)))
+        positions = pair_ids.get_indexer(pd.Index(units["pair_id"]))
+        report["annotation_model"]["shared_variance"] = shared_variances(
+            units, model.draws, positions.astype(np.int64)
+        )
     if with_aspects:
         report["verdicts"] = aspect_check.verdict_counts(
             report["verdicts"], table[~table["is_gold"]]
