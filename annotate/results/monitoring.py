@@ -178,7 +178,18 @@ def annotator_quality(
         "first_slot_p",
         "n_slot",
         "straight_lining",
+        "balanced_accuracy",
+        "model_flag",
+        "model_accuracy",
+        "model_accuracy_ci95",
     ]
+    if "accuracy" in figures:  # the model of annotation's {value, ci95}
+        figures["model_accuracy"] = [
+            a.get("value") if isinstance(a, dict) else None for a in figures["accuracy"]
+        ]
+        figures["model_accuracy_ci95"] = [
+            _interval_text(a.get("ci95")) if isinstance(a, dict) else "" for a in figures["accuracy"]
+        ]
     figures = figures.reindex(columns=wanted)
     table = activity.merge(figures, on="annotator", how="left")
     table = table.merge(
@@ -188,6 +199,12 @@ def annotator_quality(
     )
     table["flags"] = outlier_flags(table)
     return table
+
+
+def _interval_text(ci: Any) -> str:
+    if not ci or ci[0] is None:
+        return ""
+    return f"{100 * ci[0]:.0f}-{100 * ci[1]:.0f}%"
 
 
 def _num(value: Any) -> float | None:
@@ -205,7 +222,9 @@ FLAG_RULES = (
     f"median (at least {MIN_ITEMS} decisive answers); first-slot rate significantly off 1/2 "
     f"(p < {POSITION_P}, at least {MIN_SLOT_ITEMS} answers); the same ratings on every pair, "
     f"by response or by slot (straight-lining); median time under a third of the study's median (at least "
-    f"{MIN_ITEMS} answers)."
+    f"{MIN_ITEMS} answers); the model of annotation finds them near random or adversarial (their "
+    "balanced accuracy's interval reaches chance and stays below the pool's median, or lies "
+    "below chance; docs/annotation-model.md)."
 )
 
 
@@ -252,6 +271,9 @@ def outlier_flags(table: pd.DataFrame) -> list[str]:
             found.append(f"position bias (picks A {rate:.0%})")
         if row.get("straight_lining") is True or row.get("straight_lining") == 1.0:
             found.append("straight-lining")
+        model_flag = row.get("model_flag")
+        if isinstance(model_flag, str) and model_flag:
+            found.append(f"{model_flag.replace('_', ' ')} (model of annotation)")
         seconds = _num(row.get("median_seconds"))
         if (
             seconds is not None

@@ -72,6 +72,9 @@ COLUMNS = [
     "real_done",
     "open",
     "median_seconds",
+    "model_accuracy",
+    "model_accuracy_ci95",
+    "balanced_accuracy",
     "label_agreement",
     "peer_agreement",
     "first_slot_rate",
@@ -94,6 +97,19 @@ st.dataframe(
         "open": st.column_config.NumberColumn("open", help="handed out, not answered yet"),
         "median_seconds": st.column_config.NumberColumn("median s", format="%.0f"),
         "last_answer": st.column_config.DatetimeColumn("last answer", format="YYYY-MM-DD HH:mm"),
+        "model_accuracy": st.column_config.NumberColumn(
+            "accuracy",
+            format="percent",
+            help="the model of annotation's estimate of the share of their answers that match "
+            "the pair's true preference",
+        ),
+        "model_accuracy_ci95": st.column_config.TextColumn("accuracy 95% CI"),
+        "balanced_accuracy": st.column_config.NumberColumn(
+            "balanced acc.",
+            format="percent",
+            help="the mean over the true classes of answering a pair of that class right; "
+            "chance is 50% without ties",
+        ),
         "label_agreement": st.column_config.NumberColumn(
             "label agr.", format="percent", help="share of decisive answers picking `chosen`"
         ),
