@@ -42,6 +42,19 @@ def clopper_pearson(k: int, n: int) -> tuple[float, float]:
     return lo, hi
 
 
+def jeffreys_interval(
+    k: NDArray[np.float64], n: NDArray[np.float64]
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Two-sided 95% Jeffreys intervals of k successes in n trials (k may be fractional, an
+    expected count): the 2.5% and 97.5% quantiles of Beta(k + 1/2, n - k + 1/2); NaN where
+    n is 0."""
+    with np.errstate(invalid="ignore"):
+        a, b = k + 0.5, n - k + 0.5
+        lo: NDArray[np.float64] = np.where(n > 0, special.betaincinv(a, b, 0.025), np.nan)
+        hi: NDArray[np.float64] = np.where(n > 0, special.betaincinv(a, b, 0.975), np.nan)
+    return lo, hi
+
+
 def mid_p_interval(k: float, n: float) -> tuple[float, float]:
     """Two-sided 95% mid-p interval of k successes in n trials (Lancaster 1961; Berry and
     Armitage 1995): the bounds where ``P(X > k) + P(X = k) / 2`` is 0.025 and 0.975.

@@ -185,3 +185,24 @@ def test_max_bad_share_is_refused_without_an_export_or_outside_zero_to_one(tmp_p
     assert "--export-valid" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main([*base, "--export-valid", str(tmp_path / "v.jsonl"), "--max-bad-share", "1.5"])
+
+
+def test_the_console_flags_an_annotator_the_model_finds_near_random():
+    from annotate.results.monitoring import annotator_quality
+
+    activity = pd.DataFrame(
+        {"annotator": ["a", "b"], "role": "annotator", "real_done": 50, "median_seconds": 40.0}
+    )
+    figures = [
+        {
+            "annotator": "a",
+            "model_flag": "near_random",
+            "accuracy": {"value": 0.52, "ci95": [0.4, 0.6]},
+        },
+        {"annotator": "b", "model_flag": "", "accuracy": {"value": 0.9, "ci95": [0.8, 0.95]}},
+    ]
+    gold = pd.DataFrame(columns=["annotator", "n_gold", "gold_accuracy", "qualification"])
+    table = annotator_quality(activity, figures, gold).set_index("annotator")
+    assert "near random (model of annotation)" in table.loc["a", "flags"]
+    assert "model" not in table.loc["b", "flags"]
+    assert table.loc["a", "model_accuracy_ci95"] == "40-60%"

@@ -174,3 +174,16 @@ def test_fisher_exact_matches_scipy(table):
 def test_fisher_exact_on_the_tea_tasting_table_by_hand():
     # 8 cups, 4 with milk first, 3 guessed right: P = (1 + 16 + 1 + 16) / 70 of tables as or less likely
     assert d.fisher_exact_p([[3, 1], [1, 3]]) == pytest.approx(34 / 70, rel=1e-12)
+
+
+def test_jeffreys_interval_matches_scipy_stats_beta():
+    from scipy import stats
+
+    from analysis.distributions import jeffreys_interval
+
+    k = np.array([0.0, 3.5, 10.0, 49.2])
+    n = np.array([10.0, 10.0, 10.0, 50.0])
+    lo, hi = jeffreys_interval(k, n)
+    assert np.allclose(lo, stats.beta.ppf(0.025, k + 0.5, n - k + 0.5))
+    assert np.allclose(hi, stats.beta.ppf(0.975, k + 0.5, n - k + 0.5))
+    assert np.isnan(jeffreys_interval(np.array([0.0]), np.array([0.0]))[0]).all()

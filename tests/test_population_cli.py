@@ -124,6 +124,15 @@ def test_sample_label_report_export_cleaned(db_backend, make_db_url, tmp_path):
     assert html.escape(population["sentence"]) in (out / "report.html").read_text()
     # the rest stratum's 30 labelled pairs are all valid: still not a zero-width interval
     assert valid["ci95"][0] < valid["share"] and population["bad_left"]["ci95"][1] > 0
+    # beside the verdicts' share, the share truly valid by the model of annotation, named so
+    assert 0 < valid["true_share"] < 1
+    assert valid["true_ci95"][0] <= valid["true_share"] <= valid["true_ci95"][1]
+    assert population["bad_left"]["true_value"] >= 0
+    assert (
+        "truly valid" in population["sentence"]
+        and "by the annotators' verdicts" in (population["sentence"])
+    )
+    assert report["annotation_model"]["shared_variance"]["share"]["valid"] >= 0
 
     # the console's report (Agreement and Exports pages) has the population key too (no judge)
     console, _, _ = build_study_report(engine, study="s", bootstrap=0)

@@ -26,7 +26,6 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
-from scipy import stats
 
 from analysis.annotation_model.preference import (
     ONE_COIN_BELOW,
@@ -37,6 +36,7 @@ from analysis.annotation_model.preference import (
     posterior_draws,
 )
 from analysis.annotation_model.quality import Ratings, fit_quality
+from analysis.distributions import jeffreys_interval
 from analysis.frames import Coded
 from analysis.report.shape import Section
 from analysis.vocabulary import SIDES, TIE
@@ -121,8 +121,7 @@ def _annotators(labels: Labels, fit: PreferenceFit, names: pd.Index[str]) -> pd.
     )
     with np.errstate(invalid="ignore", divide="ignore"):
         accuracy = np.where(n > 0, right / n, np.nan)
-    lo = stats.beta.ppf(0.025, right + 0.5, n - right + 0.5)
-    hi = stats.beta.ppf(0.975, right + 0.5, n - right + 0.5)
+    lo, hi = jeffreys_interval(right, n)
     counted = fit.prevalence >= MIN_CLASS_SHARE
     per_class = answers_per_class(labels, fit.posterior)[:, counted]
     hits = np.zeros((labels.n_workers, labels.n_classes))

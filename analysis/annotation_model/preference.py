@@ -41,7 +41,7 @@ ONE_COIN_BELOW = 100
 MIN_STRENGTH, MAX_STRENGTH = 2.0, 1000.0
 MIN_SPREAD = 1e-4
 MAX_ITERATIONS = 500
-TOLERANCE = 1e-9  # largest change of a posterior probability between two iterations
+TOLERANCE = 1e-6  # largest change of a posterior probability between two iterations
 
 
 @dataclass(frozen=True)
@@ -77,11 +77,28 @@ def majority_start(labels: Labels) -> NDArray[np.float64]:
     return np.where(totals > 0, counts / np.maximum(totals, 1.0), 1.0 / labels.n_classes)
 
 
+def sum_rows(
+    index: NDArray[np.int64], values: NDArray[np.float64], size: int
+) -> NDArray[np.float64]:
+    """size x columns: the rows of ``values`` summed by ``index`` (np.add.at, but faster)."""
+    return np.stack(
+        [np.bincount(index, weights=values[:, c], minlength=size) for c in range(values.shape[1])],
+        axis=1,
+    )
+
+
+def _answer_counts(labels: Labels, posterior: NDArray[np.float64]) -> NDArray[np.float64]:
+    """workers x true class x given label: each annotator's answers weighted by the pairs'
+    probability of each class."""
+    k = labels.n_classes
+    flat = labels.worker * k + labels.label
+    counts = sum_rows(flat, posterior[labels.item], labels.n_workers * k)  # (w, l) x true
+    return counts.reshape(labels.n_workers, k, k).transpose(0, 2, 1)
+
+
 def answers_per_class(labels: Labels, posterior: NDArray[np.float64]) -> NDArray[np.float64]:
     """workers x classes: each annotator's expected number of answers on pairs of each class."""
-    out = np.zeros((labels.n_workers, labels.n_classes))
-    np.add.at(out, labels.worker, posterior[labels.item])
-    return out
+    return sum_rows(labels.worker, posterior[labels.item], labels.n_workers)
 
 
 def _coin(accuracy: NDArray[np.float64], k: int) -> NDArray[np.float64]:
@@ -100,10 +117,8 @@ def _m_step(
     one_coin: NDArray[np.bool_],
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     k = labels.n_classes
-    counts = np.zeros((labels.n_workers, k, k))
     # counts[w, true k, given l] = sum over w's answers l of the pair's P(class k)
-    for true in range(k):
-        np.add.at(counts[:, true, :], (labels.worker, labels.label), posterior[labels.item, true])
+    counts = _answer_counts(labels, posterior)
     prevalence = posterior.sum(axis=0)
     raw = counts
     if priors:
@@ -164,8 +179,7 @@ def _e_step(
     with np.errstate(divide="ignore"):
         log_conf = np.log(confusion)
         log_prior = np.log(prevalence)
-    joint = np.tile(log_prior, (labels.n_items, 1))
-    np.add.at(joint, labels.item, log_conf[labels.worker, :, labels.label])
+    joint = log_prior + sum_rows(labels.item, log_conf[labels.worker, :, labels.label], labels.n_items)
     top = joint.max(axis=1, keepdims=True)
     top = np.where(np.isfinite(top), top, 0.0)
     weights = np.exp(joint - top)
@@ -222,11 +236,7 @@ def posterior_draws(
     pairs share."""
     rng = np.random.default_rng(seed)
     k = labels.n_classes
-    counts = np.zeros((labels.n_workers, k, k))
-    for true in range(k):
-        np.add.at(
-            counts[:, true, :], (labels.worker, labels.label), fit.posterior[labels.item, true]
-        )
+    counts = _answer_counts(labels, fit.posterior)
     prevalence_counts = fit.posterior.sum(axis=0) + PRIOR_PREVALENCE
     rows = counts + PRIOR_WRONG + (PRIOR_CORRECT - PRIOR_WRONG) * np.eye(k)
     coin = fit.one_coin
