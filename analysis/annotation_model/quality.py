@@ -356,11 +356,14 @@ def fit_quality(
         weights, centres, covariances = mixture.posterior(observed, count)
         level_mean[members] = np.einsum("pc,pcj->pj", weights, centres)
         for c in range(mixture.components):
-            spread_draws = z @ np.linalg.cholesky(covariances[c]).T + shift_draws
+            # single precision: the draws' own error is far above float32's
+            spread_draws = (z @ np.linalg.cholesky(covariances[c]).T + shift_draws).astype(
+                np.float32
+            )
             for start in range(0, len(members), 256):
                 rows = slice(start, start + 256)
                 chunk = members[rows]
-                levels = centres[rows, c, None, :] + spread_draws[None]
+                levels = centres[rows, c, None, :].astype(np.float32) + spread_draws[None]
                 low = (levels < threshold).any(axis=2)
                 gap = ((levels[:, :, :d] - levels[:, :, d:]) > pair_gap).any(axis=2)
                 w = weights[rows, c, None]
