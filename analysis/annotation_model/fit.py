@@ -57,7 +57,7 @@ class ModelFit:
     probabilities: pd.DataFrame  # one row per pair of coded.pair_ids: p_* columns, model_verdict
     annotators: pd.DataFrame  # annotator, accuracy, accuracy_ci95_lo/hi, balanced_accuracy, ...
     summary: Section = field(default_factory=dict)
-    draws: dict[str, NDArray[np.float64]] = field(default_factory=dict)  # verdict: pairs x draws
+    draws: dict[str, NDArray[np.float32]] = field(default_factory=dict)  # verdict: pairs x draws
 
     def shared_variance(self, weights: NDArray[np.float64]) -> dict[str, float | None]:
         """Per verdict, the variance over the parameter draws of the weighted sum of the pairs'
@@ -70,7 +70,7 @@ class ModelFit:
             if np.isnan(values[used]).any():
                 out[verdict] = None
                 continue
-            totals = weights[used] @ values[used]
+            totals = weights[used] @ values[used].astype(np.float64)
             out[verdict] = float(np.var(totals, ddof=1)) if len(totals) > 1 else 0.0
         return out
 
@@ -121,7 +121,7 @@ def _annotators(labels: Labels, fit: PreferenceFit, names: pd.Index[str]) -> pd.
     )
     with np.errstate(invalid="ignore", divide="ignore"):
         accuracy = np.where(n > 0, right / n, np.nan)
-    lo, hi = jeffreys_interval(right, n)
+    lo, hi = jeffreys_interval(right.astype(np.float64), n)
     counted = fit.prevalence >= MIN_CLASS_SHARE
     per_class = answers_per_class(labels, fit.posterior)[:, counted]
     hits = np.zeros((labels.n_workers, labels.n_classes))
@@ -194,9 +194,14 @@ def fit_model(
         "quality_confound": chosen_k * (1.0 - low_k - neither_k),
         "valid": chosen_k * neither_k,
     }
-    for values in draws.values():
+    del classes_k
+    # kept in single precision: a draw's probability needs no more, and a million
+    # annotations' draws are a few hundred megabytes in double
+    single = {name: values.astype(np.float32) for name, values in draws.items()}
+    del draws
+    for values in single.values():
         values[~answered] = np.nan
-    frame = pd.DataFrame({f"p_{v}": draws[v].mean(axis=1) for v in VERDICTS})
+    frame = pd.DataFrame({f"p_{v}": single[v].mean(axis=1, dtype=np.float64) for v in VERDICTS})
     values = frame[PROBABILITY_COLUMNS].to_numpy()
     defined = ~np.isnan(values).any(axis=1)
     best = np.argmax(np.nan_to_num(values, nan=-1.0), axis=1)
@@ -233,5 +238,5 @@ def fit_model(
         probabilities=frame,
         annotators=_annotators(labels, preference, names),
         summary=summary,
-        draws=draws,
+        draws=single,
     )

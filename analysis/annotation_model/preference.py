@@ -153,9 +153,7 @@ def pooled_accuracy(
 
 def _pool_mean(right: NDArray[np.float64], answers: NDArray[np.float64]) -> float:
     """The pool's accuracy, with the weak prior's pseudo-answers (never exactly 0 or 1)."""
-    return float(
-        (right.sum() + PRIOR_CORRECT) / (answers.sum() + PRIOR_CORRECT + PRIOR_WRONG)
-    )
+    return float((right.sum() + PRIOR_CORRECT) / (answers.sum() + PRIOR_CORRECT + PRIOR_WRONG))
 
 
 def _pool_strength(right: NDArray[np.float64], answers: NDArray[np.float64]) -> float:
@@ -179,7 +177,9 @@ def _e_step(
     with np.errstate(divide="ignore"):
         log_conf = np.log(confusion)
         log_prior = np.log(prevalence)
-    joint = log_prior + sum_rows(labels.item, log_conf[labels.worker, :, labels.label], labels.n_items)
+    joint = log_prior + sum_rows(
+        labels.item, log_conf[labels.worker, :, labels.label], labels.n_items
+    )
     top = joint.max(axis=1, keepdims=True)
     top = np.where(np.isfinite(top), top, 0.0)
     weights = np.exp(joint - top)

@@ -68,18 +68,13 @@ class QualityFit:
     """Per pair and per draw of the reference shift (pairs x groups): the probabilities; a
     pair's own probability is the mean over the groups (:attr:`marginal`)."""
 
-    p_low: NDArray[np.float64]
-    p_gap: NDArray[np.float64]
-    p_neither: NDArray[np.float64]
+    p_low: NDArray[np.float32]
+    p_gap: NDArray[np.float32]
+    p_neither: NDArray[np.float32]
     level_mean: NDArray[np.float64]  # pairs x (2 * dimensions), posterior means
     offsets: NDArray[np.float64]  # workers x dimensions
     prior: Mixture
     noise_covariance: NDArray[np.float64]
-
-    @staticmethod
-    def marginal(values: NDArray[np.float64]) -> NDArray[np.float64]:
-        result: NDArray[np.float64] = values.mean(axis=1)
-        return result
 
 
 def _pair_means(
@@ -320,9 +315,7 @@ def fit_quality(
     fitted = np.flatnonzero(rated)
     if len(fitted) > PRIOR_PAIRS:
         fitted = np.sort(np.random.default_rng(seed).choice(fitted, PRIOR_PAIRS, replace=False))
-    mixture = deconvolve(
-        means[fitted], k[fitted], noise=noise, components=COMPONENTS, seed=seed
-    )
+    mixture = deconvolve(means[fitted], k[fitted], noise=noise, components=COMPONENTS, seed=seed)
     # Monte Carlo draws per pair: DRAWS, fewer for very many pairs (the probabilities' own
     # Monte Carlo error stays below 0.025 at MIN_DRAWS; a share over thousands of pairs
     # averages it away), in whole antithetic pairs for each group
@@ -346,9 +339,9 @@ def fit_quality(
     shift_half = rng.multivariate_normal(np.zeros(j), reference, size=(groups + 1) // 2)
     shifts = np.concatenate([shift_half, -shift_half])[:groups]
     shift_draws = shifts[group]
-    p_low = np.zeros((ratings.n_pairs, groups))
-    p_gap = np.zeros((ratings.n_pairs, groups))
-    p_neither = np.zeros((ratings.n_pairs, groups))
+    p_low = np.zeros((ratings.n_pairs, groups), dtype=np.float32)
+    p_gap = np.zeros((ratings.n_pairs, groups), dtype=np.float32)
+    p_neither = np.zeros((ratings.n_pairs, groups), dtype=np.float32)
     level_mean = np.zeros((ratings.n_pairs, j))
     for count in np.unique(k):
         members = np.flatnonzero(k == count)

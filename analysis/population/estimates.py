@@ -492,7 +492,7 @@ def population_sentence(section: Population) -> str:
 
 
 def shared_variances(
-    units: pd.DataFrame, draws: dict[str, NDArray[np.float64]], positions: NDArray[np.int64]
+    units: pd.DataFrame, draws: dict[str, NDArray[np.float32]], positions: NDArray[np.int64]
 ) -> Section:
     """The model of annotation's shared variances of the true shares: per verdict, the spread
     over the model's parameter draws (``draws``: verdict -> pairs x draws, rows in the model's
@@ -504,7 +504,7 @@ def shared_variances(
     rows = positions[labelled]
     out: Section = {"share": {}, "bad_left": None}
     for name, values in draws.items():
-        mine = values[rows]
+        mine = values[rows].astype(np.float64)
         if np.isnan(mine).any() or mine.shape[1] < 2:
             out["share"][name] = None
             continue
