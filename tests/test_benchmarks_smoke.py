@@ -6,6 +6,7 @@ bench_crowd has its own, longer test (tests/test_bench_crowd.py)."""
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -26,6 +27,7 @@ pytestmark = [pytest.mark.slow]
 
 # The smoke test of each script (a new benchmark without one fails the suite).
 SMOKED = {
+    "bench_annotation_model.py",
     "bench_coverage.py",
     "bench_crowd.py",  # tests/test_bench_crowd.py
     "bench_import.py",
@@ -72,6 +74,25 @@ def test_bench_coverage(tmp_path):
         assert annotators, row
         covered, below, above = map(float, annotators[0])
         assert covered + below + above == pytest.approx(100, abs=0.15), row
+
+
+def test_bench_annotation_model(tmp_path):
+    out = run(
+        "bench_annotation_model.py", "--studies", "2", "--population", "300", "--sample", "120",
+        cwd=tmp_path,
+    )  # fmt: skip
+    lines = [json.loads(line) for line in out.splitlines()]
+    checks = {(line["design"], line["check"]) for line in lines}
+    for design in ("uniform", "judge-guided"):
+        assert {
+            (design, "calibration p_preference_flip"),
+            (design, "calibration p_valid"),
+            (design, "verdicts"),
+            (design, "export --max-bad-share"),
+            (design, "coverage"),
+        } <= checks
+    coverage = [line for line in lines if line["check"] == "coverage"]
+    assert all(0 <= line["true_share_coverage"] <= 1 for line in coverage)
 
 
 def test_coverage_bound(tmp_path):
