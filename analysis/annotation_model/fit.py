@@ -175,12 +175,16 @@ def fit_model(
     labels, names = _labels(coded, classes)
     preference = fit_preference(labels)
     answered = np.bincount(labels.item, minlength=coded.n_pairs) > 0
-    quality = fit_quality(
-        _ratings(coded, names, dimensions),
-        threshold=quality_threshold,
-        pair_gap=pair_gap,
-        seed=seed,
-        groups=PARAMETER_DRAWS,
+    quality = (
+        fit_quality(
+            _ratings(coded, names, dimensions),
+            threshold=quality_threshold,
+            pair_gap=pair_gap,
+            seed=seed,
+            groups=PARAMETER_DRAWS,
+        )
+        if dimensions
+        else None
     )
     classes_k = posterior_draws(labels, preference, draws=PARAMETER_DRAWS, seed=seed)
     chosen_k = classes_k[:, :, 0].T  # pairs x draws
@@ -228,8 +232,10 @@ def fit_model(
     }
     if quality is None:
         summary["quality_note"] = (
-            "too few pairs with two or more complete quality ratings to estimate the rating "
-            "noise: the quality probabilities are null"
+            "the study asks no quality dimension: the quality probabilities are null"
+            if not dimensions
+            else "too few pairs with two or more complete quality ratings to estimate the "
+            "rating noise: the quality probabilities are null"
         )
     else:
         summary["rating_noise_sd"] = [float(v) for v in np.sqrt(np.diag(quality.noise_covariance))]
