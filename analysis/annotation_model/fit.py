@@ -216,8 +216,10 @@ def fit_model(
         frame["p_gap_any"] = np.where(answered, quality.p_gap.mean(axis=1), np.nan)
     summary: Section = {
         "method": (
-            "Dawid-Skene (EM, maximum a posteriori) for the preference; a normal model of "
-            "response levels with annotator offsets for quality"
+            "Dawid-Skene by EM (maximum a posteriori, one-coin accuracies under a prior "
+            "estimated from the pool) for the preference; for quality, a normal-mixture prior "
+            "of the responses' levels (extreme deconvolution) with annotator offsets and noise "
+            "levels; probabilities averaged over draws of the parameters"
         ),
         "classes": list(classes),
         "prevalence": {c: float(p) for c, p in zip(classes, preference.prevalence, strict=True)},

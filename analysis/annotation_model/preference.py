@@ -6,24 +6,27 @@ for a pair of class k with probability ``confusion[w, k, l]``, independently of 
 annotators. The EM algorithm alternates the pairs' posterior class probabilities (E step) and
 the prevalences and confusion matrices (M step) until the posteriors stop moving.
 
-Two choices go beyond the 1979 paper, both after Passonneau and Carpenter, "The Benefits of a
+Three choices go beyond the 1979 paper, after Passonneau and Carpenter, "The Benefits of a
 Model of Annotation" (TACL 2014):
 
-- Priors. The M step is a maximum a posteriori step: every confusion row gets
-  ``PRIOR_CORRECT`` pseudo-answers on its diagonal and ``PRIOR_WRONG`` on each other label,
-  and the prevalences ``PRIOR_PREVALENCE`` pseudo-pairs per class. With few answers an
-  annotator is thereby taken as better than chance but not perfect; with many the data speak.
-  A confusion entry of exactly 0 (never seen an error) would make one answer decisive.
-- One coin for thin data. A confusion row is estimated from the annotator's answers on pairs
-  of that class; with few of them it is noise, and a noisy row for the rare class (rejected
-  preferred) makes the posteriors of that class too high (tests/test_annotation_model.py
-  shows it). So an annotator gets a full matrix only with at least ``ONE_COIN_BELOW``
-  answers on pairs of every class (counted from the majority start, fixed for the fit);
-  otherwise one accuracy, the same for every class, errors spread evenly over the others.
+- Priors. The M step is a maximum a posteriori step. A full confusion row gets
+  ``PRIOR_CORRECT`` pseudo-answers on its diagonal and ``PRIOR_WRONG`` on each other label, the
+  prevalences ``PRIOR_PREVALENCE`` pseudo-pairs per class: a confusion entry of exactly 0
+  (never seen an error) would make one answer decisive. A one-coin accuracy is drawn towards
+  the pool's by a Beta prior estimated from the pool (:func:`pooled_accuracy`).
+- One coin for thin data. With three answers a pair a full matrix is weakly identified: the
+  prevalence of the rare class and the annotators' accuracy on it trade against each other,
+  and the probabilities of that class come out too high (docs/annotation-model.md). So an
+  annotator gets a full matrix only with at least ``ONE_COIN_BELOW`` answers on pairs of every
+  class (counted from the majority start, fixed for the fit); otherwise one accuracy, the same
+  for every class, errors spread evenly over the others.
+- Parameter uncertainty. :func:`posterior_draws` draws the parameters from their posterior
+  around the fit; the pairs' probabilities averaged over the draws do not treat estimated
+  accuracies as exact.
 
 ``priors=False`` and ``one_coin_below=0`` give the plain maximum-likelihood algorithm, which is
-what crowd-kit's ``DawidSkene`` computes (tests/test_annotation_model.py compares them on
-recorded crowd-kit outputs).
+what crowd-kit's ``DawidSkene`` computes (tests/test_annotation_model_reference.py compares
+them on recorded crowd-kit outputs, and on the 1979 data).
 """
 
 from __future__ import annotations

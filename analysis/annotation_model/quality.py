@@ -7,12 +7,17 @@ noise:
     rating[a, pair, side, d] = level[pair, side, d] + offset[a, d] + noise
 
 Per pair the levels of both responses on every dimension form one vector (2 x D numbers). Its
-prior is a normal distribution whose mean and covariance are estimated from the study (the
-spread of the pairs' mean ratings beyond what their noise explains), so the levels of one
-response's dimensions, and the two responses' levels, are as correlated as the study shows
-them to be. The noise of one annotator's ratings of a pair is normal with a covariance pooled
-within pairs (an annotator who rates one dimension high tends to rate the others high too).
-The posterior of the vector is normal, and a Monte Carlo over it gives, per pair:
+prior is a mixture of ``COMPONENTS`` normal distributions fitted to the study by extreme
+deconvolution (Bovy, Hogg and Roweis 2011): the spread of the pairs' mean ratings beyond what
+their noise explains, so the levels of one response's dimensions, and the two responses'
+levels, are as correlated as the study shows them to be. The noise of one annotator's ratings
+of a pair is normal with a covariance pooled within pairs (an annotator who rates one
+dimension high tends to rate the others high too), scaled by the annotator's own noise level.
+The levels are read against these annotators' mean offset, which stands off that of
+annotators in general by an unknown shift (about the offsets' spread over the square root of
+their number): the Monte Carlo draws it too, in ``groups`` draws shared by every pair. The
+posterior of the vector is a normal mixture, and a Monte Carlo over it gives, per pair and
+per draw of the shift:
 
 - ``p_low``: some level is below the quality threshold (the ``low_quality`` rule),
 - ``p_gap``: on some dimension chosen's level exceeds rejected's by more than the pair gap
