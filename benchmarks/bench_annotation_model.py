@@ -2,6 +2,7 @@
 
     python benchmarks/bench_annotation_model.py               # 100 studies per design
     python benchmarks/bench_annotation_model.py --studies 20  # a quick look
+    python benchmarks/bench_annotation_model.py --levels normal  # levels as the model assumes
 
 Each study is analysis.annotation_model.simulation's: a benchmark of ``--population`` pairs
 (20 % truly flipped, confounded pairs at gaps 0.5-2.5 and several levels, low-quality pairs),
@@ -48,8 +49,10 @@ from analysis.vocabulary import DIMENSIONS
 BUDGETS = (0.02, 0.05, 0.10)
 
 
-def one_study(seed: int, *, population: int, sample: int, guided: bool) -> dict[str, Any]:
-    study = simulate_study(pairs=population, seed=seed)
+def one_study(
+    seed: int, *, population: int, sample: int, guided: bool, levels: str = "kinds"
+) -> dict[str, Any]:
+    study = simulate_study(pairs=population, seed=seed, levels_from=levels)
     truth = study.truth
     rng = np.random.default_rng(10_000 + seed)
     bad = ~truth["valid"].to_numpy()
@@ -158,11 +161,24 @@ def main() -> None:
     parser.add_argument("--studies", type=int, default=100)
     parser.add_argument("--population", type=int, default=2000)
     parser.add_argument("--sample", type=int, default=400)
+    parser.add_argument(
+        "--levels",
+        choices=("kinds", "normal"),
+        default="kinds",
+        help="the responses' true levels: alike, confounded and low pairs (default), or one "
+        "correlated normal distribution (the family of the model's quality prior)",
+    )
     args = parser.parse_args()
     for design, guided in (("uniform", False), ("judge-guided", True)):
         started = time.perf_counter()
         runs = [
-            one_study(seed, population=args.population, sample=args.sample, guided=guided)
+            one_study(
+                seed,
+                population=args.population,
+                sample=args.sample,
+                guided=guided,
+                levels=args.levels,
+            )
             for seed in range(args.studies)
         ]
         pooled = {
