@@ -72,12 +72,14 @@ def one_study(
     ids = truth["pair_id"].to_numpy()[labelled]
     annotations = study.annotations[study.annotations["pair_id"].isin(set(ids))]
     coded = code(annotations, pd.Index(sorted(ids)))
+    strata = pd.Series(strata_all, index=truth["pair_id"]).loc[coded.pair_ids].to_numpy()
     fit = fit_model(
         coded,
         dimensions=DIMENSIONS,
         quality_threshold=3.0,
         pair_gap=1.0,
         allow_ties=False,
+        strata=strata,
         seed=seed,
     )
     table = pair_table(
@@ -91,7 +93,6 @@ def one_study(
     )
     known = truth.set_index("pair_id").loc[coded.pair_ids]
     probabilities = fit.probabilities
-    strata = pd.Series(strata_all, index=truth["pair_id"]).loc[coded.pair_ids].to_numpy()
     p_valid = probabilities["p_valid"].to_numpy()
     crowd_valid = table["verdict"].to_numpy() == "valid"
     true_valid_share = float(truth["valid"].mean())

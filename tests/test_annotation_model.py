@@ -206,3 +206,27 @@ def test_the_console_flags_an_annotator_the_model_finds_near_random():
     assert "near random (model of annotation)" in table.loc["a", "flags"]
     assert "model" not in table.loc["b", "flags"]
     assert table.loc["a", "model_accuracy_ci95"] == "40-60%"
+
+
+def test_a_judge_guided_sample_reads_each_stratum_with_its_own_prevalences():
+    # a judge flags most flipped and low pairs and few others: flips are common among the
+    # flagged pairs and rare among the rest, and one prevalence for both would lend the rest
+    # the flagged pairs' flips
+    study = simulate_study(pairs=800, seed=7)
+    truth = study.truth
+    rng = np.random.default_rng(7)
+    bad = ~truth["valid"].to_numpy()
+    flagged = np.where(bad, rng.random(len(truth)) < 0.8, rng.random(len(truth)) < 0.1)
+    coded = code(study.annotations, pd.Index(truth["pair_id"]))
+    strata = np.where(flagged, "flagged", "rest").astype(object)
+    flipped = (truth["preferred"] == "rejected").to_numpy()
+    kwargs = dict(dimensions=DIMENSIONS, quality_threshold=3.0, pair_gap=1.0, allow_ties=False)
+    errors = {}
+    for name, given in (("pooled", None), ("by stratum", strata)):
+        p = fit_model(coded, strata=given, **kwargs).probabilities
+        rest = ~flagged
+        errors[name] = abs(p["p_preference_flip"][rest].mean() - flipped[rest].mean())
+        errors[name + " valid"] = abs(p["p_valid"][rest].mean() - truth["valid"][rest].mean())
+    assert errors["by stratum"] < 0.02
+    assert errors["by stratum"] < errors["pooled"] / 2
+    assert errors["by stratum valid"] < errors["pooled valid"]

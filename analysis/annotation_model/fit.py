@@ -161,6 +161,14 @@ def _annotators(labels: Labels, fit: PreferenceFit, names: pd.Index[str]) -> pd.
     )
 
 
+def _stratum_index(strata: NDArray[np.object_] | None) -> NDArray[np.int64] | None:
+    """Each pair's stratum as 0, 1, ...; None where there is one stratum or none."""
+    if strata is None:
+        return None
+    codes, names = pd.factorize(pd.Series(strata, dtype=object).fillna(""))
+    return codes.astype(np.int64) if len(names) > 1 else None
+
+
 def fit_model(
     coded: Coded,
     *,
@@ -168,12 +176,17 @@ def fit_model(
     quality_threshold: float,
     pair_gap: float,
     allow_ties: bool,
+    strata: NDArray[np.object_] | None = None,
     seed: int = 0,
 ) -> ModelFit:
-    """Fit the model of annotation to the answers in ``coded`` (module docstring)."""
+    """Fit the model of annotation to the answers in ``coded`` (module docstring).
+    ``strata``: each pair's sampling stratum, where the study labelled a sample drawn by
+    strata; the classes' prevalences and the levels' prior weights are then the stratum's own
+    (a judge-guided sample holds many more bad pairs among the flagged ones)."""
     classes = (*SIDES, TIE) if allow_ties else SIDES
     labels, names = _labels(coded, classes)
-    preference = fit_preference(labels)
+    index = _stratum_index(strata)
+    preference = fit_preference(labels, strata=index)
     answered = np.bincount(labels.item, minlength=coded.n_pairs) > 0
     quality = (
         fit_quality(
@@ -182,11 +195,12 @@ def fit_model(
             pair_gap=pair_gap,
             seed=seed,
             groups=PARAMETER_DRAWS,
+            strata=index,
         )
         if dimensions
         else None
     )
-    classes_k = posterior_draws(labels, preference, draws=PARAMETER_DRAWS, seed=seed)
+    classes_k = posterior_draws(labels, preference, draws=PARAMETER_DRAWS, seed=seed, strata=index)
     chosen_k = classes_k[:, :, 0].T  # pairs x draws
     nan = np.full_like(chosen_k, np.nan)
     low_k = nan if quality is None else quality.p_low
@@ -220,6 +234,7 @@ def fit_model(
             "estimated from the pool) for the preference; for quality, a normal-mixture prior "
             "of the responses' levels (extreme deconvolution) with annotator offsets and noise "
             "levels; probabilities averaged over draws of the parameters"
+            + ("; prevalences and prior weights per sampling stratum" if index is not None else "")
         ),
         "classes": list(classes),
         "prevalence": {c: float(p) for c, p in zip(classes, preference.prevalence, strict=True)},

@@ -20,6 +20,10 @@ Model of Annotation" (TACL 2014):
   annotator gets a full matrix only with at least ``ONE_COIN_BELOW`` answers on pairs of every
   class (counted from the majority start, fixed for the fit); otherwise one accuracy, the same
   for every class, errors spread evenly over the others.
+- Prevalences per stratum. A study that labelled a sample drawn by strata (a judge's flag,
+  a category) labels each stratum's pairs with that stratum's own share of each class: one
+  prevalence for all would move the pairs of a stratum where flips are rare towards the
+  flips of a stratum where they are common. The accuracies are the same in every stratum.
 - Parameter uncertainty. :func:`posterior_draws` draws the parameters from their posterior
   around the fit; the pairs' probabilities averaged over the draws do not treat estimated
   accuracies as exact.
@@ -63,7 +67,8 @@ class Labels:
 @dataclass(frozen=True)
 class PreferenceFit:
     posterior: NDArray[np.float64]  # items x classes; rows of items without answers = prevalence
-    prevalence: NDArray[np.float64]  # classes
+    prevalence: NDArray[np.float64]  # classes, over all the items
+    stratum_prevalence: NDArray[np.float64]  # strata x classes
     confusion: NDArray[np.float64]  # workers x classes (true) x labels (given)
     one_coin: NDArray[np.bool_]  # workers fitted with one accuracy
     iterations: int
@@ -112,22 +117,37 @@ def _coin(accuracy: NDArray[np.float64], k: int) -> NDArray[np.float64]:
     return coin
 
 
+def _prevalence_counts(
+    posterior: NDArray[np.float64], strata: NDArray[np.int64] | None, *, priors: bool
+) -> NDArray[np.float64]:
+    """strata x classes: the expected number of pairs of each class (plus the prior's)."""
+    counts: NDArray[np.float64]
+    if strata is None:
+        counts = posterior.sum(axis=0)[None, :]
+    else:
+        counts = sum_rows(strata, posterior, int(strata.max(initial=-1)) + 1)
+    return counts + PRIOR_PREVALENCE if priors else counts
+
+
 def _m_step(
     labels: Labels,
     posterior: NDArray[np.float64],
     *,
     priors: bool,
     one_coin: NDArray[np.bool_],
+    strata: NDArray[np.int64] | None = None,
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """(prevalence: strata x classes, confusion: workers x classes x labels)"""
     k = labels.n_classes
     # counts[w, true k, given l] = sum over w's answers l of the pair's P(class k)
     counts = _answer_counts(labels, posterior)
-    prevalence = posterior.sum(axis=0)
+    prevalence = _prevalence_counts(posterior, strata, priors=priors)
     raw = counts
     if priors:
         counts = counts + PRIOR_WRONG + (PRIOR_CORRECT - PRIOR_WRONG) * np.eye(k)
-        prevalence = prevalence + PRIOR_PREVALENCE
-    prevalence = prevalence / prevalence.sum()
+    with np.errstate(invalid="ignore", divide="ignore"):
+        prevalence = prevalence / prevalence.sum(axis=1, keepdims=True)
+    prevalence = np.where(np.isfinite(prevalence), prevalence, 1.0 / k)
     with np.errstate(invalid="ignore", divide="ignore"):
         confusion = counts / counts.sum(axis=2, keepdims=True)
     # a class no answer of this worker can be weighed against: their row says nothing
@@ -176,10 +196,13 @@ def _e_step(
     labels: Labels,
     prevalence: NDArray[np.float64],
     confusion: NDArray[np.float64],
+    strata: NDArray[np.int64] | None = None,
 ) -> tuple[NDArray[np.float64], float]:
+    """``prevalence``: strata x classes, or one row (classes) without ``strata``."""
     with np.errstate(divide="ignore"):
         log_conf = np.log(confusion)
-        log_prior = np.log(prevalence)
+        log_prior = np.log(np.atleast_2d(prevalence))
+    log_prior = log_prior[0] if strata is None else log_prior[strata]
     joint = log_prior + sum_rows(
         labels.item, log_conf[labels.worker, :, labels.label], labels.n_items
     )
@@ -197,10 +220,12 @@ def fit_preference(
     priors: bool = True,
     one_coin_below: int = ONE_COIN_BELOW,
     start: NDArray[np.float64] | None = None,
+    strata: NDArray[np.int64] | None = None,
     max_iterations: int = MAX_ITERATIONS,
     tolerance: float = TOLERANCE,
 ) -> PreferenceFit:
-    """Fit the model by EM from ``start`` (default: :func:`majority_start`)."""
+    """Fit the model by EM from ``start`` (default: :func:`majority_start`). ``strata``: each
+    item's stratum (0, 1, ...), each with prevalences of its own; None for one."""
     posterior = majority_start(labels) if start is None else start.copy()
     one_coin = answers_per_class(labels, posterior).min(axis=1) < one_coin_below
     log_likelihood = -np.inf
@@ -208,18 +233,24 @@ def fit_preference(
     iterations = 0
     for iteration in range(1, max_iterations + 1):
         iterations = iteration
-        prevalence, confusion = _m_step(labels, posterior, priors=priors, one_coin=one_coin)
-        updated, log_likelihood = _e_step(labels, prevalence, confusion)
+        prevalence, confusion = _m_step(
+            labels, posterior, priors=priors, one_coin=one_coin, strata=strata
+        )
+        updated, log_likelihood = _e_step(labels, prevalence, confusion, strata)
         change = float(np.abs(updated - posterior).max()) if len(posterior) else 0.0
         posterior = updated
         if change < tolerance:
             converged = True
             break
-    prevalence, confusion = _m_step(labels, posterior, priors=priors, one_coin=one_coin)
-    posterior, log_likelihood = _e_step(labels, prevalence, confusion)
+    prevalence, confusion = _m_step(
+        labels, posterior, priors=priors, one_coin=one_coin, strata=strata
+    )
+    overall = _prevalence_counts(posterior, None, priors=priors)[0]
+    posterior, log_likelihood = _e_step(labels, prevalence, confusion, strata)
     return PreferenceFit(
         posterior=posterior,
-        prevalence=prevalence,
+        prevalence=overall / overall.sum(),
+        stratum_prevalence=prevalence,
         confusion=confusion,
         one_coin=one_coin,
         iterations=iterations,
@@ -229,7 +260,12 @@ def fit_preference(
 
 
 def posterior_draws(
-    labels: Labels, fit: PreferenceFit, *, draws: int, seed: int = 0
+    labels: Labels,
+    fit: PreferenceFit,
+    *,
+    draws: int,
+    seed: int = 0,
+    strata: NDArray[np.int64] | None = None,
 ) -> NDArray[np.float64]:
     """draws x items x classes: the pairs' class probabilities under ``draws`` draws of the
     model's parameters from their posterior given the fit's expected counts (the prevalences
@@ -240,7 +276,7 @@ def posterior_draws(
     rng = np.random.default_rng(seed)
     k = labels.n_classes
     counts = _answer_counts(labels, fit.posterior)
-    prevalence_counts = fit.posterior.sum(axis=0) + PRIOR_PREVALENCE
+    prevalence_counts = _prevalence_counts(fit.posterior, strata, priors=True)
     rows = counts + PRIOR_WRONG + (PRIOR_CORRECT - PRIOR_WRONG) * np.eye(k)
     coin = fit.one_coin
     right = np.trace(counts[coin], axis1=1, axis2=2)
@@ -253,11 +289,11 @@ def posterior_draws(
         beta_wrong = answers - right + (1 - mean) * strength
     out = np.empty((draws, labels.n_items, k))
     for d in range(draws):
-        prevalence = rng.dirichlet(prevalence_counts)
+        prevalence = np.stack([rng.dirichlet(row) for row in prevalence_counts])
         gamma = rng.standard_gamma(rows)
         confusion = gamma / gamma.sum(axis=2, keepdims=True)
         if coin.any():
             accuracy = rng.beta(beta_right, beta_wrong)
             confusion[coin] = _coin(accuracy, k)
-        out[d], _ = _e_step(labels, prevalence, confusion)
+        out[d], _ = _e_step(labels, prevalence, confusion, strata)
     return out

@@ -169,45 +169,57 @@ def _psd(matrix: NDArray[np.float64]) -> NDArray[np.float64]:
 
 @dataclass(frozen=True)
 class Mixture:
-    """The prior of a pair's levels: a mixture of normal distributions."""
+    """The prior of a pair's levels: a mixture of normal distributions, whose weights may
+    differ by stratum (the components are the same in every stratum)."""
 
-    weight: NDArray[np.float64]  # components
+    weight: NDArray[np.float64]  # strata x components
     mean: NDArray[np.float64]  # components x j
     covariance: NDArray[np.float64]  # components x j x j
     noise: NDArray[np.float64]  # j x j, one rating's
 
     @property
     def components(self) -> int:
-        return len(self.weight)
+        return int(self.weight.shape[1])
 
-    def _log_density(self, observed: NDArray[np.float64], count: float) -> NDArray[np.float64]:
+    def _log_weight(self, strata: NDArray[np.int64] | None, rows: int) -> NDArray[np.float64]:
+        log: NDArray[np.float64] = np.log(self.weight)
+        return np.broadcast_to(log[0], (rows, self.components)) if strata is None else log[strata]
+
+    def _log_density(
+        self,
+        observed: NDArray[np.float64],
+        count: float,
+        strata: NDArray[np.int64] | None = None,
+    ) -> NDArray[np.float64]:
         """pairs x components: log weight + log density of a mean of ``count`` ratings."""
-        out = np.empty((len(observed), self.components))
+        out = self._log_weight(strata, len(observed)).copy()
         for c in range(self.components):
             total = self.covariance[c] + self.noise / count
             chol = np.linalg.cholesky(total)
             solved = np.linalg.solve(chol, (observed - self.mean[c]).T)
-            out[:, c] = (
-                np.log(self.weight[c])
-                - np.log(np.diag(chol)).sum()
+            out[:, c] += (
+                -np.log(np.diag(chol)).sum()
                 - 0.5 * (solved**2).sum(axis=0)
                 - 0.5 * observed.shape[1] * np.log(2 * np.pi)
             )
         return out
 
     def posterior(
-        self, observed: NDArray[np.float64], count: float
+        self,
+        observed: NDArray[np.float64],
+        count: float,
+        strata: NDArray[np.int64] | None = None,
     ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
         """For pairs whose mean of ``count`` ratings is ``observed``: each component's posterior
         weight (pairs x c), mean (pairs x c x j) and covariance (c x j x j); with no rating
         (``count`` 0) the prior itself."""
         if count <= 0:
-            weights = np.broadcast_to(self.weight, (len(observed), self.components)).copy()
+            weights = np.exp(self._log_weight(strata, len(observed)))
             centres = np.broadcast_to(
                 self.mean, (len(observed), self.components, self.mean.shape[1])
             ).copy()
             return weights, centres, self.covariance.copy()
-        log = self._log_density(observed, count)
+        log = self._log_density(observed, count, strata)
         log -= log.max(axis=1, keepdims=True)
         weights = np.exp(log)
         weights /= weights.sum(axis=1, keepdims=True)
@@ -226,17 +238,23 @@ def deconvolve(
     *,
     noise: NDArray[np.float64],
     components: int = COMPONENTS,
+    strata: NDArray[np.int64] | None = None,
+    n_strata: int = 1,
     seed: int = 0,
     iterations: int = 100,
 ) -> Mixture:
     """The prior of the pairs' levels from their mean ratings (a mean of k ratings is the level
     plus noise of covariance noise / k): a mixture of normals fitted by extreme deconvolution
-    (Bovy, Hogg and Roweis 2011, EM), started from a random split of the pairs."""
+    (Bovy, Hogg and Roweis 2011, EM), started from a random split of the pairs. With
+    ``strata`` (each pair's, 0, 1, ...) each stratum has weights of its own."""
     n, j = means.shape
+    index = np.zeros(n, dtype=np.int64) if strata is None else strata
+    n_strata = max(n_strata, int(index.max(initial=0)) + 1)
+    per_stratum = np.bincount(index, minlength=n_strata).astype(np.float64)
     components = max(1, min(components, n // (4 * j)))
     rng = np.random.default_rng(seed)
     start = rng.integers(components, size=n)
-    weight = np.full(components, 1.0 / components)
+    weight = np.full((n_strata, components), 1.0 / components)
     mean = np.array(
         [
             means[start == c].mean(axis=0) if (start == c).any() else means.mean(axis=0)
@@ -255,15 +273,21 @@ def deconvolve(
         big_b = np.zeros((components, j, j))
         total = 0.0
         for count, members in groups:
-            log = mixture._log_density(means[members], count)
+            log = mixture._log_density(means[members], count, index[members])
             top = log.max(axis=1, keepdims=True)
             total += float((np.log(np.exp(log - top).sum(axis=1)) + top[:, 0]).sum())
-            r, centres, covariances = mixture.posterior(means[members], count)
+            r, centres, covariances = mixture.posterior(means[members], count, index[members])
             resp[members] = r
             b[members] = centres
             big_b += r.sum(axis=0)[:, None, None] * covariances
         mass = resp.sum(axis=0)
-        weight = np.maximum(mass / n, 1e-12)
+        by_stratum = np.stack(
+            [np.bincount(index, weights=resp[:, c], minlength=n_strata) for c in range(components)],
+            axis=1,
+        )
+        with np.errstate(invalid="ignore", divide="ignore"):
+            weight = np.where(per_stratum[:, None] > 0, by_stratum / per_stratum[:, None], mass / n)
+        weight = np.maximum(weight, 1e-12)
         mean = mixture.mean.copy()
         covariance = mixture.covariance.copy()
         for c in range(components):
@@ -287,9 +311,11 @@ def fit_quality(
     seed: int = 0,
     draws: int = DRAWS,
     groups: int = 20,
+    strata: NDArray[np.int64] | None = None,
 ) -> QualityFit | None:
     """The model (module docstring); None when fewer than ``MIN_PAIRS`` pairs have two or more
-    complete ratings (nothing to estimate the noise from)."""
+    complete ratings (nothing to estimate the noise from). ``strata``: each pair's stratum
+    (0, 1, ...), each with prior weights of its own; None for one."""
     k, _ = _pair_means(ratings, ratings.values)
     if int((k >= 2).sum()) < MIN_PAIRS:
         return None
@@ -320,7 +346,15 @@ def fit_quality(
     fitted = np.flatnonzero(rated)
     if len(fitted) > PRIOR_PAIRS:
         fitted = np.sort(np.random.default_rng(seed).choice(fitted, PRIOR_PAIRS, replace=False))
-    mixture = deconvolve(means[fitted], k[fitted], noise=noise, components=COMPONENTS, seed=seed)
+    mixture = deconvolve(
+        means[fitted],
+        k[fitted],
+        noise=noise,
+        components=COMPONENTS,
+        strata=None if strata is None else strata[fitted],
+        n_strata=1 if strata is None else int(strata.max(initial=0)) + 1,
+        seed=seed,
+    )
     # Monte Carlo draws per pair: DRAWS, fewer for very many pairs (the probabilities' own
     # Monte Carlo error stays below 0.025 at MIN_DRAWS; a share over thousands of pairs
     # averages it away), in whole antithetic pairs for each group
@@ -351,7 +385,9 @@ def fit_quality(
     for count in np.unique(k):
         members = np.flatnonzero(k == count)
         observed = np.nan_to_num(means[members])
-        weights, centres, covariances = mixture.posterior(observed, count)
+        weights, centres, covariances = mixture.posterior(
+            observed, count, None if strata is None else strata[members]
+        )
         level_mean[members] = np.einsum("pc,pcj->pj", weights, centres)
         for c in range(mixture.components):
             # single precision: the draws' own error is far above float32's

@@ -122,6 +122,16 @@ def _pair_index(annotations: pd.DataFrame, pairs: pd.DataFrame | None) -> pd.Dat
     return frame.reset_index(drop=True)
 
 
+def _strata(pairs: pd.DataFrame | None, pair_ids: pd.Index[str]) -> NDArray[np.object_] | None:
+    """Each pair's sampling stratum, where the pairs were drawn by strata (the population's
+    design: a stratum's pairs share its prevalences in the model of annotation)."""
+    if pairs is None or "stratum" not in pairs or not pairs["stratum"].notna().any():
+        return None
+    by_id = pd.Series(pairs["stratum"].to_numpy(dtype=object), index=pairs["pair_id"].astype(str))
+    by_id = by_id[~by_id.index.duplicated()]
+    return by_id.reindex(pair_ids).fillna("all").astype(str).to_numpy(dtype=object)
+
+
 # --- sections ------------------------------------------------------------------------------
 
 
@@ -641,6 +651,7 @@ def build_report(
         quality_threshold=options.quality_threshold,
         pair_gap=options.pair_gap,
         allow_ties=options.allow_ties,
+        strata=_strata(pairs, pair_ids),
         seed=options.seed,
     )
     table = _with_model(table, model.probabilities)
