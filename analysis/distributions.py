@@ -32,6 +32,23 @@ def t_ppf(q: float, df: float) -> float:
     return float(special.stdtrit(df, q))
 
 
+def normal_tail_draw(
+    mean: NDArray[np.float64],
+    sd: NDArray[np.float64],
+    *,
+    above: float,
+    rng: np.random.Generator,
+) -> NDArray[np.float64]:
+    """Draws of X given X > above, for X normal of this mean and sd (by the inverse of the
+    tail's distribution function, from the upper side so that far tails keep their
+    precision)."""
+    upper = special.ndtr(-(above - mean) / sd)  # P(X > above)
+    u = rng.random(np.shape(mean))
+    tail = np.clip(u * upper, 1e-300, 1.0)
+    result: NDArray[np.float64] = np.maximum(mean - sd * special.ndtri(tail), above)
+    return result
+
+
 def clopper_pearson(k: int, n: int) -> tuple[float, float]:
     """Two-sided 95% exact (Clopper-Pearson) interval of k successes in n trials, from its
     beta-quantile form (what ``binomtest(k, n).proportion_ci(method="exact")`` finds by root

@@ -80,6 +80,7 @@ def one_study(
         pair_gap=1.0,
         allow_ties=False,
         strata=strata,
+        scale=(1, 5),
         seed=seed,
     )
     table = pair_table(
@@ -135,6 +136,7 @@ def one_study(
         <= verdict_estimate["ci95"][1],
         "left_covered": left["ci95"][0] <= truly_left <= left["ci95"][1],
         "error": estimate["share"] - true_valid_share,
+        "half_width": (estimate["ci95"][1] - estimate["ci95"][0]) / 2,
         "exports": exports,
     }
 
@@ -247,6 +249,10 @@ def main() -> None:
                     "studies": len(runs),
                     "true_share_coverage": round(float(np.mean([r["covered"] for r in runs])), 3),
                     "true_share_mean_error": round(float(np.mean([r["error"] for r in runs])), 4),
+                    "true_share_error_sd": round(float(np.std([r["error"] for r in runs])), 4),
+                    "true_ci95_mean_half_width": round(
+                        float(np.mean([r["half_width"] for r in runs])), 4
+                    ),
                     "bad_left_true_coverage": round(
                         float(np.mean([r["left_covered"] for r in runs])), 3
                     ),

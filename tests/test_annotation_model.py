@@ -230,3 +230,27 @@ def test_a_judge_guided_sample_reads_each_stratum_with_its_own_prevalences():
     assert errors["by stratum"] < 0.02
     assert errors["by stratum"] < errors["pooled"] / 2
     assert errors["by stratum valid"] < errors["pooled valid"]
+
+
+def test_ratings_at_the_scales_ends_are_read_as_censored():
+    # levels near the top: many ratings are cut at 5, which squeezes the top of the prior and
+    # the rating noise, and lends the lower tail (the low_quality rule) too much weight
+    errors = {"as given": 0.0, "censored": 0.0}
+    for seed in (1, 2, 3):
+        study = simulate_study(
+            pairs=1500, seed=seed, levels_from="normal", flip_share=0.0, near_random=False
+        )
+        coded = code(study.annotations, pd.Index(study.truth["pair_id"]))
+        for name, scale in (("as given", None), ("censored", (1, 5))):
+            fit = fit_model(
+                coded,
+                dimensions=DIMENSIONS,
+                quality_threshold=3.0,
+                pair_gap=1.0,
+                allow_ties=False,
+                scale=scale,
+            )
+            low = fit.probabilities["p_low_quality"].mean()
+            errors[name] += abs(low - study.truth["low"].mean())
+    assert errors["censored"] < 0.6 * errors["as given"]
+    assert errors["censored"] / 3 < 0.025

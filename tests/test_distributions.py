@@ -187,3 +187,16 @@ def test_jeffreys_interval_matches_scipy_stats_beta():
     assert np.allclose(lo, stats.beta.ppf(0.025, k + 0.5, n - k + 0.5))
     assert np.allclose(hi, stats.beta.ppf(0.975, k + 0.5, n - k + 0.5))
     assert np.isnan(jeffreys_interval(np.array([0.0]), np.array([0.0]))[0]).all()
+
+
+@pytest.mark.parametrize(
+    ("mean", "sd", "above"), [(3.0, 1.0, 4.5), (5.0, 0.5, 4.5), (0.0, 1.0, 6.0)]
+)
+def test_normal_tail_draws_follow_scipys_truncated_normal(mean, sd, above):
+    rng = np.random.default_rng(0)
+    draws = d.normal_tail_draw(np.full(20_000, mean), np.full(20_000, sd), above=above, rng=rng)
+    assert (draws >= above).all()
+    a = (above - mean) / sd
+    truncated = stats.truncnorm(a, np.inf, loc=mean, scale=sd)
+    assert stats.kstest(draws, truncated.cdf).pvalue > 0.01
+    assert draws.mean() == pytest.approx(truncated.mean(), abs=4 * truncated.std() / 140)

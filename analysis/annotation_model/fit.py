@@ -177,12 +177,15 @@ def fit_model(
     pair_gap: float,
     allow_ties: bool,
     strata: NDArray[np.object_] | None = None,
+    scale: tuple[float, float] | None = None,
     seed: int = 0,
 ) -> ModelFit:
     """Fit the model of annotation to the answers in ``coded`` (module docstring).
     ``strata``: each pair's sampling stratum, where the study labelled a sample drawn by
     strata; the classes' prevalences and the levels' prior weights are then the stratum's own
-    (a judge-guided sample holds many more bad pairs among the flagged ones)."""
+    (a judge-guided sample holds many more bad pairs among the flagged ones). ``scale``: the
+    rating scale's ends, whose ratings are censored readings (a 5 on a 1-5 scale says "4.5 or
+    more"); None reads every rating as it is."""
     classes = (*SIDES, TIE) if allow_ties else SIDES
     labels, names = _labels(coded, classes)
     index = _stratum_index(strata)
@@ -196,6 +199,7 @@ def fit_model(
             seed=seed,
             groups=PARAMETER_DRAWS,
             strata=index,
+            scale=scale,
         )
         if dimensions
         else None

@@ -38,6 +38,8 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from analysis.distributions import normal_tail_draw
+
 DRAWS = 1000  # Monte Carlo draws per pair (half of them antithetic)
 MIN_DRAWS = 400
 DRAW_BUDGET = 4_000_000  # pairs x draws above which a pair gets fewer draws
@@ -49,6 +51,7 @@ SCALE_PRIOR = 10.0  # pseudo-answers of typical noise in each annotator's noise 
 MIN_SCALE = 0.2
 COUNT_STEP = 0.25  # effective rating counts are rounded to this, to group pairs
 COMPONENTS = 2  # normal components of the levels' prior (fewer with few pairs)
+CENSORED_ROUNDS = 2  # refits with the scale's end ratings replaced by their expected readings
 
 
 @dataclass(frozen=True)
@@ -252,18 +255,17 @@ def deconvolve(
     n_strata = max(n_strata, int(index.max(initial=0)) + 1)
     per_stratum = np.bincount(index, minlength=n_strata).astype(np.float64)
     components = max(1, min(components, n // (4 * j)))
-    rng = np.random.default_rng(seed)
-    start = rng.integers(components, size=n)
-    weight = np.full((n_strata, components), 1.0 / components)
+    split = np.random.default_rng(seed).integers(components, size=n)
     mean = np.array(
         [
-            means[start == c].mean(axis=0) if (start == c).any() else means.mean(axis=0)
+            means[split == c].mean(axis=0) if (split == c).any() else means.mean(axis=0)
             for c in range(components)
         ]
     )
     # start from the moments: the spread of the means less the noise they carry
     moments = _psd(np.cov(means, rowvar=False) - np.mean(1.0 / counts) * noise)
     covariance = np.array([moments for _ in range(components)])
+    weight = np.full((n_strata, components), 1.0 / components)
     mixture = Mixture(weight, mean, covariance, noise)
     previous = -np.inf
     groups = [(count, np.flatnonzero(counts == count)) for count in np.unique(counts)]
@@ -303,24 +305,54 @@ def deconvolve(
     return mixture
 
 
-def fit_quality(
+@dataclass(frozen=True)
+class _Levels:
+    """One pass of the levels' fit over some rating values."""
+
+    offsets: NDArray[np.float64]  # workers x dimensions
+    offset_spread: NDArray[np.float64]  # dimensions
+    means: NDArray[np.float64]  # pairs x j, weighted means of the adjusted ratings
+    k: NDArray[np.float64]  # pairs, effective rating counts
+    weight: NDArray[np.float64]  # annotations, 1 / the annotator's noise scale
+    noise: NDArray[np.float64]  # j x j
+    mixture: Mixture
+
+    def moments(
+        self, strata: NDArray[np.int64] | None
+    ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """Each pair's posterior mean and variance of its levels (pairs x j)."""
+        mean = np.zeros_like(self.means)
+        variance = np.zeros_like(self.means)
+        for count in np.unique(self.k[self.k > 0]):
+            members = np.flatnonzero(self.k == count)
+            weights, centres, covariances = self.mixture.posterior(
+                np.nan_to_num(self.means[members]),
+                count,
+                None if strata is None else strata[members],
+            )
+            first = np.einsum("pc,pcj->pj", weights, centres)
+            second = np.einsum(
+                "pc,pcj->pj",
+                weights,
+                centres**2 + np.diagonal(covariances, axis1=1, axis2=2)[None],
+            )
+            mean[members] = first
+            variance[members] = np.maximum(second - first**2, 0.0)
+        return mean, variance
+
+
+def _fit_levels(
     ratings: Ratings,
+    values: NDArray[np.float64],
     *,
-    threshold: float,
-    pair_gap: float,
-    seed: int = 0,
-    draws: int = DRAWS,
-    groups: int = 20,
-    strata: NDArray[np.int64] | None = None,
-) -> QualityFit | None:
-    """The model (module docstring); None when fewer than ``MIN_PAIRS`` pairs have two or more
-    complete ratings (nothing to estimate the noise from). ``strata``: each pair's stratum
-    (0, 1, ...), each with prior weights of its own; None for one."""
-    k, _ = _pair_means(ratings, ratings.values)
-    if int((k >= 2).sum()) < MIN_PAIRS:
-        return None
+    strata: NDArray[np.int64] | None,
+    seed: int,
+) -> _Levels:
+    """Offsets, noise and the levels' prior from these rating values."""
+    ratings = Ratings(ratings.pair, ratings.worker, values, ratings.n_pairs, ratings.n_workers)
+    k, _ = _pair_means(ratings, values)
     offsets, offset_spread = _offsets(ratings)
-    adjusted = ratings.values - np.tile(offsets, 2)[ratings.worker]
+    adjusted = values - np.tile(offsets, 2)[ratings.worker]
     _, means = _pair_means(ratings, adjusted)
     within = adjusted - means[ratings.pair]
     dof = float((k[k >= 1] - 1).sum())
@@ -340,10 +372,9 @@ def fit_quality(
     within = (adjusted - means[ratings.pair]) * np.sqrt(weight)[:, None]
     noise = _psd(within.T @ within / dof)
     k = np.asarray(k_eff, dtype=np.float64)
-    rated = k > 0
     # the prior's few numbers are fitted on at most PRIOR_PAIRS pairs drawn at random: more
     # would cost time and change little
-    fitted = np.flatnonzero(rated)
+    fitted = np.flatnonzero(k > 0)
     if len(fitted) > PRIOR_PAIRS:
         fitted = np.sort(np.random.default_rng(seed).choice(fitted, PRIOR_PAIRS, replace=False))
     mixture = deconvolve(
@@ -355,6 +386,62 @@ def fit_quality(
         n_strata=1 if strata is None else int(strata.max(initial=0)) + 1,
         seed=seed,
     )
+    return _Levels(offsets, offset_spread, means, k, weight, noise, mixture)
+
+
+def _uncensored(
+    ratings: Ratings,
+    fit: _Levels,
+    *,
+    scale: tuple[float, float],
+    strata: NDArray[np.int64] | None,
+    rng: np.random.Generator,
+) -> NDArray[np.float64]:
+    """The ratings with those at the scale's ends replaced by what they stand for: a top
+    rating says the annotator's reading was at or above the top less half a step (a bottom
+    one, at or below the bottom plus half), and a draw of the reading beyond that bound, under
+    the pair's posterior levels, the annotator's offset and noise, takes its place (a draw,
+    not the expected reading: the readings keep their spread, from which the noise is
+    estimated)."""
+    lo, hi = scale
+    values = ratings.values.copy()
+    top, bottom = values >= hi, values <= lo
+    level, variance = fit.moments(strata)
+    mean = level[ratings.pair] + np.tile(fit.offsets, 2)[ratings.worker]
+    sd = np.sqrt(variance[ratings.pair] + np.diag(fit.noise)[None, :] / fit.weight[:, None])
+    sd = np.maximum(sd, 1e-6)
+    values[top] = normal_tail_draw(mean[top], sd[top], above=hi - 0.5, rng=rng)
+    values[bottom] = -normal_tail_draw(-mean[bottom], sd[bottom], above=-(lo + 0.5), rng=rng)
+    return values
+
+
+def fit_quality(
+    ratings: Ratings,
+    *,
+    threshold: float,
+    pair_gap: float,
+    seed: int = 0,
+    draws: int = DRAWS,
+    groups: int = 20,
+    strata: NDArray[np.int64] | None = None,
+    scale: tuple[float, float] | None = None,
+) -> QualityFit | None:
+    """The model (module docstring); None when fewer than ``MIN_PAIRS`` pairs have two or more
+    complete ratings (nothing to estimate the noise from). ``strata``: each pair's stratum
+    (0, 1, ...), each with prior weights of its own; None for one. ``scale``: the rating
+    scale's ends, whose ratings are read as censored (:func:`_uncensored`)."""
+    k, _ = _pair_means(ratings, ratings.values)
+    if int((k >= 2).sum()) < MIN_PAIRS:
+        return None
+    fit = _fit_levels(ratings, ratings.values, strata=strata, seed=seed)
+    if scale is not None and ((ratings.values >= scale[1]) | (ratings.values <= scale[0])).any():
+        rng = np.random.default_rng(seed)
+        for _ in range(CENSORED_ROUNDS):
+            values = _uncensored(ratings, fit, scale=scale, strata=strata, rng=rng)
+            fit = _fit_levels(ratings, values, strata=strata, seed=seed)
+    offsets, offset_spread, means, k = fit.offsets, fit.offset_spread, fit.means, fit.k
+    noise, mixture = fit.noise, fit.mixture
+    rated = k > 0
     # Monte Carlo draws per pair: DRAWS, fewer for very many pairs (the probabilities' own
     # Monte Carlo error stays below 0.025 at MIN_DRAWS; a share over thousands of pairs
     # averages it away), in whole antithetic pairs for each group

@@ -652,6 +652,7 @@ def build_report(
         pair_gap=options.pair_gap,
         allow_ties=options.allow_ties,
         strata=_strata(pairs, pair_ids),
+        scale=(options.scale_min, options.scale_max),
         seed=options.seed,
     )
     table = _with_model(table, model.probabilities)
