@@ -26,9 +26,9 @@ per draw of the shift:
 
 The offsets are random effects, shrunk towards 0 by how much the annotators' mean deviations
 from the others on the same pairs exceed what noise alone gives. Levels are on the rating
-scale; ratings are whole numbers cut at the scale's ends, which this normal model does not
-see: near the ends of the scale a level is read less extreme than it is (stated in
-docs/annotation-model.md).
+scale. A rating at an end of the scale is censored (a 5 on 1-5 says "4.5 or more"): with the
+scale given, the fit is repeated with those ratings replaced by draws beyond their bound
+(:func:`_uncensored`). In a sample drawn by strata, each stratum has prior weights of its own.
 """
 
 from __future__ import annotations
