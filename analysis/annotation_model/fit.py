@@ -128,7 +128,10 @@ def _annotators(labels: Labels, fit: PreferenceFit, names: pd.Index[str]) -> pd.
     np.add.at(hits, (labels.worker, labels.label), fit.posterior[labels.item, labels.label])
     with np.errstate(invalid="ignore", divide="ignore"):
         recall = np.clip(hits[:, counted] / per_class, 0.0, 1.0)
-        balanced = np.nanmean(recall, axis=1)
+        seen = ~np.isnan(recall)
+        balanced = np.where(
+            seen.any(axis=1), np.nansum(recall, axis=1) / np.maximum(seen.sum(axis=1), 1), np.nan
+        )
         variance = np.nansum(recall * (1 - recall) / np.maximum(per_class, 1.0), axis=1) / (
             np.maximum((~np.isnan(recall)).sum(axis=1), 1) ** 2
         )
