@@ -57,19 +57,27 @@ def simulate_study(
     rng = np.random.default_rng(seed)
     d = len(DIMENSIONS)
     if levels_from == "normal":
-        levels = np.clip(_normal_levels(rng, pairs, d), 1.0, 5.0)
-        return _answered(
-            rng,
-            levels,
-            pairs=pairs,
-            per_pair=per_pair,
-            pool=pool,
-            flip_share=flip_share,
-            accuracy=accuracy,
-            near_random=near_random,
-            threshold=threshold,
-            pair_gap=pair_gap,
-        )
+        levels = _normal_levels(rng, pairs, d)
+    else:
+        levels = _kinds_levels(rng, pairs, d, confound_share=confound_share, low_share=low_share)
+    return _answered(
+        rng,
+        np.clip(levels, 1.0, 5.0),
+        pairs=pairs,
+        per_pair=per_pair,
+        pool=pool,
+        flip_share=flip_share,
+        accuracy=accuracy,
+        near_random=near_random,
+        threshold=threshold,
+        pair_gap=pair_gap,
+    )
+
+
+def _kinds_levels(
+    rng: np.random.Generator, pairs: int, d: int, *, confound_share: float, low_share: float
+) -> np.ndarray:
+    """Levels (pairs x 2 x d) of alike, confounded and low pairs (the module docstring)."""
     base = np.clip(rng.normal(3.9, 0.45, pairs), 1.5, 5.0)
     levels = np.empty((pairs, 2, d))
     levels[:] = base[:, None, None] + rng.normal(0, 0.15, (pairs, 2, d))
@@ -83,19 +91,7 @@ def simulate_study(
         low_side = int(rng.integers(2))
         dims = slice(None) if rng.random() < 0.5 else int(rng.integers(d))
         levels[i, low_side, dims] = rng.uniform(1.8, 3.2)
-    levels = np.clip(levels, 1.0, 5.0)
-    return _answered(
-        rng,
-        levels,
-        pairs=pairs,
-        per_pair=per_pair,
-        pool=pool,
-        flip_share=flip_share,
-        accuracy=accuracy,
-        near_random=near_random,
-        threshold=threshold,
-        pair_gap=pair_gap,
-    )
+    return levels
 
 
 def _normal_levels(rng: np.random.Generator, pairs: int, d: int) -> np.ndarray:
