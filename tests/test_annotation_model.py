@@ -217,13 +217,11 @@ def test_a_judge_guided_sample_reads_each_stratum_with_its_own_prevalences():
     rng = np.random.default_rng(7)
     bad = ~truth["valid"].to_numpy()
     flagged = np.where(bad, rng.random(len(truth)) < 0.8, rng.random(len(truth)) < 0.1)
-    coded = code(study.annotations, pd.Index(truth["pair_id"]))
-    strata = np.where(flagged, "flagged", "rest").astype(object)
+    strata = np.where(flagged, "flagged", "rest").astype(object)  # in pair id order, as _fit's
     flipped = (truth["preferred"] == "rejected").to_numpy()
-    kwargs = dict(dimensions=DIMENSIONS, quality_threshold=3.0, pair_gap=1.0, allow_ties=False)
     errors = {}
     for name, given in (("pooled", None), ("by stratum", strata)):
-        p = fit_model(coded, strata=given, **kwargs).probabilities
+        p = _fit(study, strata=given)[1].probabilities
         rest = ~flagged
         errors[name] = abs(p["p_preference_flip"][rest].mean() - flipped[rest].mean())
         errors[name + " valid"] = abs(p["p_valid"][rest].mean() - truth["valid"][rest].mean())
@@ -240,17 +238,8 @@ def test_ratings_at_the_scales_ends_are_read_as_censored():
         study = simulate_study(
             pairs=1500, seed=seed, levels_from="normal", flip_share=0.0, near_random=False
         )
-        coded = code(study.annotations, pd.Index(study.truth["pair_id"]))
         for name, scale in (("as given", None), ("censored", (1, 5))):
-            fit = fit_model(
-                coded,
-                dimensions=DIMENSIONS,
-                quality_threshold=3.0,
-                pair_gap=1.0,
-                allow_ties=False,
-                scale=scale,
-            )
-            low = fit.probabilities["p_low_quality"].mean()
+            low = _fit(study, scale=scale)[1].probabilities["p_low_quality"].mean()
             errors[name] += abs(low - study.truth["low"].mean())
     assert errors["censored"] < 0.6 * errors["as given"]
     assert errors["censored"] / 3 < 0.025

@@ -51,7 +51,7 @@ SCALE_PRIOR = 10.0  # pseudo-answers of typical noise in each annotator's noise 
 MIN_SCALE = 0.2
 COUNT_STEP = 0.25  # effective rating counts are rounded to this, to group pairs
 COMPONENTS = 2  # normal components of the levels' prior (fewer with few pairs)
-CENSORED_ROUNDS = 2  # refits with the scale's end ratings replaced by their expected readings
+CENSORED_ROUNDS = 2  # refits with the scale's end ratings replaced by draws beyond their bound
 
 
 @dataclass(frozen=True)
@@ -317,18 +317,14 @@ class _Levels:
     noise: NDArray[np.float64]  # j x j
     mixture: Mixture
 
-    def moments(
-        self, strata: NDArray[np.int64] | None
-    ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    def moments(self, strata: NDArray[np.int64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """Each pair's posterior mean and variance of its levels (pairs x j)."""
         mean = np.zeros_like(self.means)
         variance = np.zeros_like(self.means)
         for count in np.unique(self.k[self.k > 0]):
             members = np.flatnonzero(self.k == count)
             weights, centres, covariances = self.mixture.posterior(
-                np.nan_to_num(self.means[members]),
-                count,
-                None if strata is None else strata[members],
+                np.nan_to_num(self.means[members]), count, strata[members]
             )
             first = np.einsum("pc,pcj->pj", weights, centres)
             second = np.einsum(
@@ -345,7 +341,7 @@ def _fit_levels(
     ratings: Ratings,
     values: NDArray[np.float64],
     *,
-    strata: NDArray[np.int64] | None,
+    strata: NDArray[np.int64],
     seed: int,
 ) -> _Levels:
     """Offsets, noise and the levels' prior from these rating values."""
@@ -382,8 +378,8 @@ def _fit_levels(
         k[fitted],
         noise=noise,
         components=COMPONENTS,
-        strata=None if strata is None else strata[fitted],
-        n_strata=1 if strata is None else int(strata.max(initial=0)) + 1,
+        strata=strata[fitted],
+        n_strata=int(strata.max(initial=0)) + 1,
         seed=seed,
     )
     return _Levels(offsets, offset_spread, means, k, weight, noise, mixture)
@@ -394,7 +390,7 @@ def _uncensored(
     fit: _Levels,
     *,
     scale: tuple[float, float],
-    strata: NDArray[np.int64] | None,
+    strata: NDArray[np.int64],
     rng: np.random.Generator,
 ) -> NDArray[np.float64]:
     """The ratings with those at the scale's ends replaced by what they stand for: a top
@@ -433,6 +429,8 @@ def fit_quality(
     k, _ = _pair_means(ratings, ratings.values)
     if int((k >= 2).sum()) < MIN_PAIRS:
         return None
+    if strata is None:
+        strata = np.zeros(ratings.n_pairs, dtype=np.int64)
     fit = _fit_levels(ratings, ratings.values, strata=strata, seed=seed)
     if scale is not None and ((ratings.values >= scale[1]) | (ratings.values <= scale[0])).any():
         rng = np.random.default_rng(seed)
@@ -472,9 +470,7 @@ def fit_quality(
     for count in np.unique(k):
         members = np.flatnonzero(k == count)
         observed = np.nan_to_num(means[members])
-        weights, centres, covariances = mixture.posterior(
-            observed, count, None if strata is None else strata[members]
-        )
+        weights, centres, covariances = mixture.posterior(observed, count, strata[members])
         level_mean[members] = np.einsum("pc,pcj->pj", weights, centres)
         for c in range(mixture.components):
             # single precision: the draws' own error is far above float32's
