@@ -7,7 +7,7 @@ shown inert (render.safe_markdown, inert.md_literal) or in tables, which show te
 from __future__ import annotations
 
 import hashlib
-from typing import Any, Literal
+from typing import Any
 
 import pandas as pd
 import streamlit as st
@@ -39,7 +39,6 @@ DECISION_WORDS = {
     "revise": "Revise (edit the responses or rubric: a new version, labelled again)",
 }
 UNDECIDED, DECIDED, EVERY = "undecided", "decided", "all"
-LONG_RESPONSE = 1_500  # characters: a longer response is shown in a box that scrolls
 
 user, study, study_id = study_page("Review")
 
@@ -223,18 +222,17 @@ with rubric_col:
     st.markdown("**Rubric** (what this user expects)")
     st.markdown("\n".join(f"- {md_literal(a.get('aspect', ''))}" for a in aspects) or "_none_")
 
-# the responses whole when they are of the usual length (about 100 words), else in boxes that
-# scroll, side by side at the same height
-longest = max(len(record.get("chosen") or ""), len(record.get("rejected") or ""))
-box_height: Literal["content"] | int = "content" if longest <= LONG_RESPONSE else 360
+# the responses whole, side by side: a box of fixed height that scrolls cannot be scrolled by
+# keyboard (Streamlit gives it no focus; axe's scrollable-region-focusable), and the page
+# scrolls anyway
 left, right = st.columns(2)
 with left:
     st.markdown("**Chosen** (built to follow the rubric)")
-    with st.container(border=True, height=box_height):
+    with st.container(border=True):
         st.markdown(safe_markdown(record.get("chosen")))
 with right:
     st.markdown("**Rejected** (built to violate it)")
-    with st.container(border=True, height=box_height):
+    with st.container(border=True):
         st.markdown(safe_markdown(record.get("rejected")))
 
 st.markdown(f"**{len(shown.answers)} answers to this version**")
