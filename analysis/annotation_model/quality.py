@@ -165,8 +165,11 @@ def _noise_scales(
 
 
 def _psd(matrix: NDArray[np.float64]) -> NDArray[np.float64]:
-    values, vectors = np.linalg.eigh((matrix + matrix.T) / 2)
-    result: NDArray[np.float64] = (vectors * np.maximum(values, EIGEN_FLOOR)) @ vectors.T
+    """The nearest symmetric matrix with eigenvalues of at least ``EIGEN_FLOOR`` (of each
+    matrix in a stack)."""
+    values, vectors = np.linalg.eigh((matrix + np.swapaxes(matrix, -1, -2)) / 2)
+    floored = vectors * np.maximum(values, EIGEN_FLOOR)[..., None, :]
+    result: NDArray[np.float64] = floored @ np.swapaxes(vectors, -1, -2)
     return result
 
 
@@ -191,18 +194,20 @@ class Mixture:
     def _log_density(
         self,
         observed: NDArray[np.float64],
-        count: float,
+        counts: float | NDArray[np.float64],
         strata: NDArray[np.int64] | None = None,
     ) -> NDArray[np.float64]:
-        """pairs x components: log weight + log density of a mean of ``count`` ratings."""
+        """pairs x components: log weight + log density of each pair's mean of ``counts``
+        ratings (one count for all, or one per pair)."""
+        unique, index = _count_index(counts, len(observed))
         out = self._log_weight(strata, len(observed)).copy()
         for c in range(self.components):
-            total = self.covariance[c] + self.noise / count
+            total = self.covariance[c][None] + self.noise[None] / unique[:, None, None]
             chol = np.linalg.cholesky(total)
-            solved = np.linalg.solve(chol, (observed - self.mean[c]).T)
+            solved = np.einsum("nij,nj->ni", np.linalg.inv(chol)[index], observed - self.mean[c])
             out[:, c] += (
-                -np.log(np.diag(chol)).sum()
-                - 0.5 * (solved**2).sum(axis=0)
+                -np.log(np.diagonal(chol, axis1=1, axis2=2)).sum(axis=1)[index]
+                - 0.5 * (solved**2).sum(axis=1)
                 - 0.5 * observed.shape[1] * np.log(2 * np.pi)
             )
         return out
@@ -222,17 +227,41 @@ class Mixture:
                 self.mean, (len(observed), self.components, self.mean.shape[1])
             ).copy()
             return weights, centres, self.covariance.copy()
-        log = self._log_density(observed, count, strata)
+        weights, centres, covariances, _ = self.posteriors(observed, count, strata)
+        return weights, centres, covariances[0]
+
+    def posteriors(
+        self,
+        observed: NDArray[np.float64],
+        counts: float | NDArray[np.float64],
+        strata: NDArray[np.int64] | None = None,
+    ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64], NDArray[np.intp]]:
+        """As :meth:`posterior` for pairs with counts of their own (all above 0): the
+        covariances per distinct count (counts x c x j x j) and each pair's row of them."""
+        unique, index = _count_index(counts, len(observed))
+        log = self._log_density(observed, counts, strata)
         log -= log.max(axis=1, keepdims=True)
         weights = np.exp(log)
         weights /= weights.sum(axis=1, keepdims=True)
         centres = np.empty((len(observed), self.components, observed.shape[1]))
-        covariances = np.empty_like(self.covariance)
+        covariances = np.empty((len(unique), *self.covariance.shape))
         for c in range(self.components):
-            gain = self.covariance[c] @ np.linalg.inv(self.covariance[c] + self.noise / count)
-            centres[:, c, :] = self.mean[c] + (observed - self.mean[c]) @ gain.T
-            covariances[c] = _psd(self.covariance[c] - gain @ self.covariance[c])
-        return weights, centres, covariances
+            prior = self.covariance[c]
+            gain = prior @ np.linalg.inv(prior[None] + self.noise[None] / unique[:, None, None])
+            centres[:, c, :] = self.mean[c] + np.einsum(
+                "nij,nj->ni", gain[index], observed - self.mean[c]
+            )
+            covariances[:, c] = _psd(prior[None] - gain @ prior)
+        return weights, centres, covariances, index
+
+
+def _count_index(
+    counts: float | NDArray[np.float64], n: int
+) -> tuple[NDArray[np.float64], NDArray[np.intp]]:
+    """The distinct rating counts and each pair's place among them."""
+    every = np.broadcast_to(np.asarray(counts, dtype=np.float64), (n,))
+    unique, index = np.unique(every, return_inverse=True)
+    return unique, index.reshape(-1)
 
 
 def deconvolve(
@@ -268,20 +297,20 @@ def deconvolve(
     weight = np.full((n_strata, components), 1.0 / components)
     mixture = Mixture(weight, mean, covariance, noise)
     previous = -np.inf
-    groups = [(count, np.flatnonzero(counts == count)) for count in np.unique(counts)]
     for _ in range(iterations):
-        resp = np.empty((n, components))
-        b = np.empty((n, components, j))
-        big_b = np.zeros((components, j, j))
-        total = 0.0
-        for count, members in groups:
-            log = mixture._log_density(means[members], count, index[members])
-            top = log.max(axis=1, keepdims=True)
-            total += float((np.log(np.exp(log - top).sum(axis=1)) + top[:, 0]).sum())
-            r, centres, covariances = mixture.posterior(means[members], count, index[members])
-            resp[members] = r
-            b[members] = centres
-            big_b += r.sum(axis=0)[:, None, None] * covariances
+        log = mixture._log_density(means, counts, index)
+        top = log.max(axis=1, keepdims=True)
+        total = float((np.log(np.exp(log - top).sum(axis=1)) + top[:, 0]).sum())
+        resp, b, covariances, place = mixture.posteriors(means, counts, index)
+        # each pair's posterior covariance, weighted by its responsibility, summed per component
+        per_count = np.stack(
+            [
+                np.bincount(place, weights=resp[:, c], minlength=len(covariances))
+                for c in range(components)
+            ],
+            axis=1,
+        )
+        big_b = np.einsum("uc,ucjk->cjk", per_count, covariances)
         mass = resp.sum(axis=0)
         by_stratum = np.stack(
             [np.bincount(index, weights=resp[:, c], minlength=n_strata) for c in range(components)],
@@ -411,6 +440,29 @@ def _uncensored(
     return values
 
 
+def _exceedances(
+    levels: NDArray[np.float32], *, threshold: float, pair_gap: float
+) -> tuple[NDArray[np.bool_], NDArray[np.bool_]]:
+    """For levels drawn as dimensions (chosen's, then rejected's) x pairs x draws: whether some
+    level is below the threshold, and whether chosen exceeds rejected by more than the gap on
+    some dimension (pairs x draws each)."""
+    d = len(levels) // 2
+    low = levels[0] < threshold
+    for row in levels[1:]:
+        low |= row < threshold
+    gap = (levels[0] - levels[d]) > pair_gap
+    for i in range(1, d):
+        gap |= (levels[i] - levels[d + i]) > pair_gap
+    return low, gap
+
+
+def _group_shares(hits: NDArray[np.bool_], groups: int) -> NDArray[np.float64]:
+    """pairs x groups: the share of each group's draws (equal blocks of columns) that hit."""
+    per_group = hits.shape[1] // groups
+    counts = np.count_nonzero(hits.reshape(len(hits), groups, per_group), axis=2)
+    return counts / per_group
+
+
 def fit_quality(
     ratings: Ratings,
     *,
@@ -448,7 +500,6 @@ def fit_quality(
     draws = max(step, per_pair // step * step)
 
     j = ratings.values.shape[1]
-    d = j // 2
     # The levels are read against these annotators' mean offset, which stands off the mean of
     # annotators in general by about the offsets' spread over the square root of their number:
     # one shift of each dimension, the same for every pair and both responses (gaps keep none).
@@ -459,10 +510,11 @@ def fit_quality(
     z = np.stack([half, -half], axis=1).reshape(-1, j)  # antithetic pairs side by side
     # each draw belongs to one of `groups` draws of the reference shift (antithetic too)
     group = (np.arange(len(z)) // 2) % groups
-    one_hot = np.eye(groups)[group] / np.bincount(group, minlength=groups)
     shift_half = rng.multivariate_normal(np.zeros(j), reference, size=(groups + 1) // 2)
     shifts = np.concatenate([shift_half, -shift_half])[:groups]
-    shift_draws = shifts[group]
+    # the draws ordered by group, so that a group's draws are one block of columns
+    order = np.argsort(group, kind="stable")
+    z, shift_draws = z[order], shifts[group[order]]
     p_low = np.zeros((ratings.n_pairs, groups), dtype=np.float32)
     p_gap = np.zeros((ratings.n_pairs, groups), dtype=np.float32)
     p_neither = np.zeros((ratings.n_pairs, groups), dtype=np.float32)
@@ -473,20 +525,21 @@ def fit_quality(
         weights, centres, covariances = mixture.posterior(observed, count, strata[members])
         level_mean[members] = np.einsum("pc,pcj->pj", weights, centres)
         for c in range(mixture.components):
-            # single precision: the draws' own error is far above float32's
-            spread_draws = (z @ np.linalg.cholesky(covariances[c]).T + shift_draws).astype(
-                np.float32
+            # single precision: the draws' own error is far above float32's; dimensions first,
+            # so that each test runs over whole blocks of pairs x draws
+            spread_draws = np.ascontiguousarray(
+                (z @ np.linalg.cholesky(covariances[c]).T + shift_draws).astype(np.float32).T
             )
+            centre = np.ascontiguousarray(centres[:, c, :].astype(np.float32).T)
             for start in range(0, len(members), 256):
                 rows = slice(start, start + 256)
-                chunk = members[rows]
-                levels = centres[rows, c, None, :].astype(np.float32) + spread_draws[None]
-                low = (levels < threshold).any(axis=2)
-                gap = ((levels[:, :, :d] - levels[:, :, d:]) > pair_gap).any(axis=2)
+                levels = centre[:, rows, None] + spread_draws[:, None, :]  # j x rows x draws
+                low, gap = _exceedances(levels, threshold=threshold, pair_gap=pair_gap)
                 w = weights[rows, c, None]
-                p_low[chunk] += w * (low @ one_hot)
-                p_gap[chunk] += w * (gap @ one_hot)
-                p_neither[chunk] += w * ((~low & ~gap) @ one_hot)
+                chunk = members[rows]
+                p_low[chunk] += w * _group_shares(low, groups)
+                p_gap[chunk] += w * _group_shares(gap, groups)
+                p_neither[chunk] += w * _group_shares(~low & ~gap, groups)
     return QualityFit(
         p_low=p_low,
         p_gap=p_gap,
