@@ -36,6 +36,7 @@ them on recorded crowd-kit outputs, and on the 1979 data).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 from numpy.typing import NDArray
@@ -62,6 +63,12 @@ class Labels:
     n_items: int
     n_workers: int
     n_classes: int
+
+    @cached_property
+    def answer(self) -> NDArray[np.int64]:
+        """Each answer's (annotator, label) as one index: annotator x classes + label."""
+        result: NDArray[np.int64] = self.worker * self.n_classes + self.label
+        return result
 
 
 @dataclass(frozen=True)
@@ -99,8 +106,7 @@ def _answer_counts(labels: Labels, posterior: NDArray[np.float64]) -> NDArray[np
     """workers x true class x given label: each annotator's answers weighted by the pairs'
     probability of each class."""
     k = labels.n_classes
-    flat = labels.worker * k + labels.label
-    counts = sum_rows(flat, posterior[labels.item], labels.n_workers * k)  # (w, l) x true
+    counts = sum_rows(labels.answer, posterior[labels.item], labels.n_workers * k)  # (w, l) x true
     return counts.reshape(labels.n_workers, k, k).transpose(0, 2, 1)
 
 
@@ -203,8 +209,10 @@ def _e_step(
         log_conf = np.log(confusion)
         log_prior = np.log(np.atleast_2d(prevalence))
     log_prior = log_prior[0] if strata is None else log_prior[strata]
+    # rows (annotator, label), columns the true class: one gather of each answer's row
+    by_answer = log_conf.transpose(0, 2, 1).reshape(-1, labels.n_classes)
     joint = log_prior + sum_rows(
-        labels.item, log_conf[labels.worker, :, labels.label], labels.n_items
+        labels.item, np.take(by_answer, labels.answer, axis=0), labels.n_items
     )
     top = joint.max(axis=1, keepdims=True)
     top = np.where(np.isfinite(top), top, 0.0)

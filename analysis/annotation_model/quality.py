@@ -235,12 +235,15 @@ class Mixture:
         observed: NDArray[np.float64],
         counts: float | NDArray[np.float64],
         strata: NDArray[np.int64] | None = None,
+        *,
+        log_density: NDArray[np.float64] | None = None,
     ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64], NDArray[np.intp]]:
         """As :meth:`posterior` for pairs with counts of their own (all above 0): the
-        covariances per distinct count (counts x c x j x j) and each pair's row of them."""
+        covariances per distinct count (counts x c x j x j) and each pair's row of them.
+        ``log_density``: :meth:`_log_density` of the same arguments, where the caller has it."""
         unique, index = _count_index(counts, len(observed))
-        log = self._log_density(observed, counts, strata)
-        log -= log.max(axis=1, keepdims=True)
+        log = self._log_density(observed, counts, strata) if log_density is None else log_density
+        log = log - log.max(axis=1, keepdims=True)
         weights = np.exp(log)
         weights /= weights.sum(axis=1, keepdims=True)
         centres = np.empty((len(observed), self.components, observed.shape[1]))
@@ -301,7 +304,7 @@ def deconvolve(
         log = mixture._log_density(means, counts, index)
         top = log.max(axis=1, keepdims=True)
         total = float((np.log(np.exp(log - top).sum(axis=1)) + top[:, 0]).sum())
-        resp, b, covariances, place = mixture.posteriors(means, counts, index)
+        resp, b, covariances, place = mixture.posteriors(means, counts, index, log_density=log)
         # each pair's posterior covariance, weighted by its responsibility, summed per component
         per_count = np.stack(
             [

@@ -728,7 +728,7 @@ def build_report(
     # Records are plain Python values already (NaN -> None in _records): no second pass.
     return with_records(
         json_safe(report),
-        pairs=[_nest_probabilities(r) for r in _records(table, list_columns=("flags",))],
+        pairs=_records(_nested_probabilities(table), list_columns=("flags",)),
         annotators=[_nest_accuracy(r) for r in _records(annotators)],
     )
 
@@ -743,13 +743,17 @@ def _with_model(table: pd.DataFrame, probabilities: pd.DataFrame) -> pd.DataFram
     return out
 
 
-def _nest_probabilities(record: Section) -> Section:
-    """report.json's pairs carry ``probabilities: {verdict: p}`` (pairs.csv: p_* columns)."""
-    out = {k: v for k, v in record.items() if k not in PROBABILITY_COLUMNS}
-    values = [record.get(column) for column in PROBABILITY_COLUMNS]
-    out["probabilities"] = (
-        None if any(v is None for v in values) else dict(zip(MODEL_VERDICTS, values, strict=True))
-    )
+def _nested_probabilities(table: pd.DataFrame) -> pd.DataFrame:
+    """report.json's pairs carry ``probabilities: {verdict: p}``, last, or null where the model
+    gives none (pairs.csv: p_* columns)."""
+    values = table[PROBABILITY_COLUMNS].to_numpy(dtype=np.float64)
+    defined = (~np.isnan(values).any(axis=1)).tolist()
+    nested = [
+        dict(zip(MODEL_VERDICTS, row, strict=True)) if ok else None
+        for row, ok in zip(values.tolist(), defined, strict=True)
+    ]
+    out = table.drop(columns=PROBABILITY_COLUMNS)
+    out["probabilities"] = pd.Series(nested, index=table.index, dtype=object)
     return out
 
 

@@ -4,10 +4,10 @@ analysis.report.build made."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+import orjson
 import pandas as pd
 
 from analysis.errors import UserError
@@ -65,25 +65,27 @@ CHUNK_RECORDS = 20_000
 
 
 def write_json(report: Report, path: Path) -> None:
-    """Compact JSON written piece by piece: the per-pair list of a million-annotation study
-    is never held as one string (json.dump would, or fall back to the slow Python encoder)."""
+    """Compact JSON in UTF-8 by orjson (ten times the standard encoder's speed on a study's
+    per-pair list), written piece by piece: the per-pair list of a million-annotation study is
+    never held as one string. The report is plain JSON types already (build.json_safe: NaN
+    and infinities are None)."""
 
-    def dumps(value: object) -> str:
-        return json.dumps(value, ensure_ascii=False, allow_nan=False)
+    def dumps(value: object) -> bytes:
+        return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS)
 
-    with path.open("w", encoding="utf-8") as handle:
-        handle.write("{")
+    with path.open("wb") as handle:
+        handle.write(b"{")
         for i, (key, value) in enumerate(report.items()):
-            handle.write(("," if i else "") + dumps(key) + ":")
+            handle.write((b"," if i else b"") + dumps(key) + b":")
             if isinstance(value, list) and len(value) > CHUNK_RECORDS:
-                handle.write("[")
+                handle.write(b"[")
                 for start in range(0, len(value), CHUNK_RECORDS):
                     chunk = dumps(value[start : start + CHUNK_RECORDS])[1:-1]
-                    handle.write(("," if start else "") + chunk)
-                handle.write("]")
+                    handle.write((b"," if start else b"") + chunk)
+                handle.write(b"]")
             else:
                 handle.write(dumps(value))
-        handle.write("}")
+        handle.write(b"}")
 
 
 def _flattened(frame: pd.DataFrame, column: str, *, prefix: str) -> pd.DataFrame:
