@@ -41,6 +41,8 @@ from functools import cached_property
 import numpy as np
 from numpy.typing import NDArray
 
+from analysis.annotation_model.rows import across, sum_rows
+
 PRIOR_CORRECT = 2.0
 PRIOR_WRONG = 1.0
 PRIOR_PREVALENCE = 1.0
@@ -90,16 +92,6 @@ def majority_start(labels: Labels) -> NDArray[np.float64]:
     np.add.at(counts, (labels.item, labels.label), 1.0)
     totals = counts.sum(axis=1, keepdims=True)
     return np.where(totals > 0, counts / np.maximum(totals, 1.0), 1.0 / labels.n_classes)
-
-
-def sum_rows(
-    index: NDArray[np.int64], values: NDArray[np.float64], size: int
-) -> NDArray[np.float64]:
-    """size x columns: the rows of ``values`` summed by ``index`` (np.add.at, but faster)."""
-    return np.stack(
-        [np.bincount(index, weights=values[:, c], minlength=size) for c in range(values.shape[1])],
-        axis=1,
-    )
 
 
 def _answer_counts(labels: Labels, posterior: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -214,10 +206,10 @@ def _e_step(
     joint = log_prior + sum_rows(
         labels.item, np.take(by_answer, labels.answer, axis=0), labels.n_items
     )
-    top = joint.max(axis=1, keepdims=True)
+    top = across(np.maximum, joint)[:, None]
     top = np.where(np.isfinite(top), top, 0.0)
     weights = np.exp(joint - top)
-    total = weights.sum(axis=1, keepdims=True)
+    total = across(np.add, weights)[:, None]
     log_likelihood = float((np.log(total) + top).sum())
     return weights / total, log_likelihood
 

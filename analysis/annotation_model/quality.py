@@ -38,6 +38,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from analysis.annotation_model.rows import across
 from analysis.distributions import normal_tail_draw
 
 DRAWS = 1000  # Monte Carlo draws per pair (half of them antithetic)
@@ -207,7 +208,7 @@ class Mixture:
             solved = np.einsum("nij,nj->ni", np.linalg.inv(chol)[index], observed - self.mean[c])
             out[:, c] += (
                 -np.log(np.diagonal(chol, axis1=1, axis2=2)).sum(axis=1)[index]
-                - 0.5 * (solved**2).sum(axis=1)
+                - 0.5 * across(np.add, solved**2)
                 - 0.5 * observed.shape[1] * np.log(2 * np.pi)
             )
         return out
@@ -243,9 +244,9 @@ class Mixture:
         ``log_density``: :meth:`_log_density` of the same arguments, where the caller has it."""
         unique, index = _count_index(counts, len(observed))
         log = self._log_density(observed, counts, strata) if log_density is None else log_density
-        log = log - log.max(axis=1, keepdims=True)
+        log = log - across(np.maximum, log)[:, None]
         weights = np.exp(log)
-        weights /= weights.sum(axis=1, keepdims=True)
+        weights /= across(np.add, weights)[:, None]
         centres = np.empty((len(observed), self.components, observed.shape[1]))
         covariances = np.empty((len(unique), *self.covariance.shape))
         for c in range(self.components):
@@ -302,8 +303,8 @@ def deconvolve(
     previous = -np.inf
     for _ in range(iterations):
         log = mixture._log_density(means, counts, index)
-        top = log.max(axis=1, keepdims=True)
-        total = float((np.log(np.exp(log - top).sum(axis=1)) + top[:, 0]).sum())
+        top = across(np.maximum, log)
+        total = float((np.log(across(np.add, np.exp(log - top[:, None]))) + top).sum())
         resp, b, covariances, place = mixture.posteriors(means, counts, index, log_density=log)
         # each pair's posterior covariance, weighted by its responsibility, summed per component
         per_count = np.stack(
