@@ -88,8 +88,7 @@ class PreferenceFit:
 def majority_start(labels: Labels) -> NDArray[np.float64]:
     """Each pair's share of answers per label (the 1979 paper's start); pairs without answers
     get equal shares."""
-    counts = np.zeros((labels.n_items, labels.n_classes))
-    np.add.at(counts, (labels.item, labels.label), 1.0)
+    counts = sum_rows(labels.item, np.eye(labels.n_classes)[labels.label], labels.n_items)
     totals = counts.sum(axis=1, keepdims=True)
     return np.where(totals > 0, counts / np.maximum(totals, 1.0), 1.0 / labels.n_classes)
 
@@ -98,13 +97,14 @@ def _answer_counts(labels: Labels, posterior: NDArray[np.float64]) -> NDArray[np
     """workers x true class x given label: each annotator's answers weighted by the pairs'
     probability of each class."""
     k = labels.n_classes
-    counts = sum_rows(labels.answer, posterior[labels.item], labels.n_workers * k)  # (w, l) x true
+    # (w, l) x true; np.take: several times faster than indexing rows with an array
+    counts = sum_rows(labels.answer, np.take(posterior, labels.item, axis=0), labels.n_workers * k)
     return counts.reshape(labels.n_workers, k, k).transpose(0, 2, 1)
 
 
 def answers_per_class(labels: Labels, posterior: NDArray[np.float64]) -> NDArray[np.float64]:
     """workers x classes: each annotator's expected number of answers on pairs of each class."""
-    return sum_rows(labels.worker, posterior[labels.item], labels.n_workers)
+    return sum_rows(labels.worker, np.take(posterior, labels.item, axis=0), labels.n_workers)
 
 
 def _coin(accuracy: NDArray[np.float64], k: int) -> NDArray[np.float64]:

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from analysis.annotation_model.rows import across
+from analysis.annotation_model.rows import across, sum_rows
 from analysis.distributions import normal_tail_draw
 
 DRAWS = 1000  # Monte Carlo draws per pair (half of them antithetic)
@@ -90,8 +90,7 @@ def _pair_means(
     ratings: Ratings, values: NDArray[np.float64]
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     k = np.bincount(ratings.pair, minlength=ratings.n_pairs).astype(np.float64)
-    sums = np.zeros((ratings.n_pairs, values.shape[1]))
-    np.add.at(sums, ratings.pair, values)
+    sums = sum_rows(ratings.pair, values, ratings.n_pairs)
     with np.errstate(invalid="ignore", divide="ignore"):
         means = sums / k[:, None]
     return k, means
@@ -116,8 +115,7 @@ def _offsets(ratings: Ratings) -> tuple[NDArray[np.float64], NDArray[np.float64]
         per_dim = (deviation[:, :d] + deviation[:, d:]) / 2
         workers = ratings.worker[multi]
         n = np.bincount(workers, minlength=ratings.n_workers).astype(np.float64)
-        raw = np.zeros((ratings.n_workers, d))
-        np.add.at(raw, workers, per_dim)
+        raw = sum_rows(workers, per_dim, ratings.n_workers)
         seen = n > 0
         raw[seen] /= n[seen, None]
         noise = np.array([np.mean((per_dim[:, j] - raw[workers, j]) ** 2) for j in range(d)])
@@ -394,8 +392,7 @@ def _fit_levels(
     k_eff = np.where(
         k_eff > 0, np.maximum(np.round(k_eff / COUNT_STEP), 1) * COUNT_STEP, 0.0
     ).astype(np.float64)
-    sums = np.zeros_like(means)
-    np.add.at(sums, ratings.pair, adjusted * weight[:, None])
+    sums = sum_rows(ratings.pair, adjusted * weight[:, None], ratings.n_pairs)
     with np.errstate(invalid="ignore", divide="ignore"):
         means = sums / k_eff[:, None]
     within = (adjusted - means[ratings.pair]) * np.sqrt(weight)[:, None]
