@@ -9,10 +9,10 @@ import pandas as pd
 import pytest
 
 from analysis.annotation_model.fit import PROBABILITY_COLUMNS, fit_model
-from analysis.annotation_model.preference import Labels, _e_step, fit_preference
+from analysis.annotation_model.preference import Labels, _e_step, fit_preference, posterior_draws
 from analysis.annotation_model.simulation import simulate_study
 from analysis.frames import code
-from analysis.population.estimates import true_share, truly_bad_left
+from analysis.population.estimates import true_share, true_weights, truly_bad_left
 from analysis.verdicts.shipping import OVER_BUDGET, valid_shipment
 from analysis.vocabulary import DIMENSIONS
 from annotate.cli import main
@@ -136,6 +136,50 @@ def test_a_census_has_only_the_pairs_own_uncertainty():
     estimate = true_share(p, strata, {"all": 4})
     assert estimate["share"] == pytest.approx(p.mean())
     assert estimate["variance"] == pytest.approx(np.mean(p * (1 - p)) / 4)
+
+
+def test_true_shares_hold_the_truth_when_the_model_is_fitted_to_the_sample_it_reads():
+    """400 benchmarks of 1,500 pairs, 300 labelled by three of ten annotators (accuracies 0.65
+    to 0.95), 80 % truly chosen: the model's prevalences come from the same 300 pairs, so its
+    estimate of their true share follows that share, and the sample's own sampling error
+    (of true indicators, not of the spread of p) passes into the estimate whole. Reading it
+    from the spread of p, as if each p were fixed, held the true share in 86 % of them and
+    the truly bad pairs left in 87 % (now 95 % and 94 %)."""
+    size, n, k, pool, studies = 1500, 300, 3, 10, 400
+    held_share = held_left = 0
+    strata = np.array(["all"] * n, dtype=object)
+    for seed in range(studies):
+        rng = np.random.default_rng(seed)
+        chosen = rng.random(size) < 0.8
+        labelled = rng.choice(size, n, replace=False)
+        accuracy = rng.uniform(0.65, 0.95, pool)
+        item = np.repeat(np.arange(n), k)
+        worker = np.concatenate([rng.choice(pool, k, replace=False) for _ in range(n)])
+        right = rng.random(n * k) < accuracy[worker]
+        label = np.where(right, ~chosen[labelled][item], chosen[labelled][item]).astype(int)
+        labels = Labels(item, worker, label, n_items=n, n_workers=pool, n_classes=2)
+        fit = fit_preference(labels)
+        draws = posterior_draws(labels, fit, draws=20, seed=seed)[:, :, 0]
+        p = draws.mean(axis=0)
+        kept = p > 0.5
+        share = true_share(
+            p, strata, {"all": size}, shared_variance=float(np.var(draws.mean(axis=1), ddof=1))
+        )
+        held_share += share["ci95"][0] <= chosen.mean() <= share["ci95"][1]
+        _, bad_weights, _ = true_weights(strata, {"all": size}, kept)
+        left = truly_bad_left(
+            p,
+            kept,
+            strata,
+            {"all": size},
+            shared_variance=float(np.var(draws @ bad_weights, ddof=1)),
+        )
+        truly_left = int((~chosen[labelled][kept]).sum()) + int(
+            (~np.delete(chosen, labelled)).sum()
+        )
+        held_left += left["ci95"][0] <= truly_left <= left["ci95"][1]
+    assert 0.92 <= held_share / studies <= 0.98, held_share / studies
+    assert 0.92 <= held_left / studies <= 0.98, held_left / studies
 
 
 def test_truly_bad_left_counts_the_kept_pairs_doubt_and_the_unlabelled_pairs_rate():
