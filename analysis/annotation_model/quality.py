@@ -461,7 +461,8 @@ def _group_shares(hits: NDArray[np.bool_], groups: int) -> NDArray[np.float64]:
     """pairs x groups: the share of each group's draws (equal blocks of columns) that hit."""
     per_group = hits.shape[1] // groups
     counts = np.count_nonzero(hits.reshape(len(hits), groups, per_group), axis=2)
-    return counts / per_group
+    shares: NDArray[np.float64] = counts / per_group
+    return shares
 
 
 def fit_quality(

@@ -188,7 +188,8 @@ def annotator_quality(
             a.get("value") if isinstance(a, dict) else None for a in figures["accuracy"]
         ]
         figures["model_accuracy_ci95"] = [
-            _interval_text(a.get("ci95")) if isinstance(a, dict) else "" for a in figures["accuracy"]
+            _interval_text(a.get("ci95")) if isinstance(a, dict) else ""
+            for a in figures["accuracy"]
         ]
     figures = figures.reindex(columns=wanted)
     table = activity.merge(figures, on="annotator", how="left")
