@@ -259,6 +259,27 @@ def fit_preference(
     )
 
 
+def _observed_prevalence_counts(
+    posterior: NDArray[np.float64], strata: NDArray[np.int64] | None
+) -> NDArray[np.float64]:
+    """strata x classes: the Dirichlet counts of the prevalences' posterior given the answers.
+    The expected class counts say how many pairs of each class there would be had the classes
+    been seen; the answers carry less, by the fraction of the information that is missing
+    (Louis 1982): the pairs' mean doubt, 1 - sum p^2, over the doubt of a pair drawn at the
+    prevalence. The counts are scaled down by it (plus the prior's)."""
+    index = np.zeros(len(posterior), dtype=np.int64) if strata is None else strata
+    size = int(index.max(initial=-1)) + 1
+    counts = sum_rows(index, posterior, size)
+    items = np.bincount(index, minlength=size).astype(np.float64)
+    doubt = np.bincount(index, weights=1.0 - (posterior**2).sum(axis=1), minlength=size)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        prevalence = counts / items[:, None]
+        missing = (doubt / items) / (1.0 - (prevalence**2).sum(axis=1))
+    missing = np.clip(np.nan_to_num(missing, nan=0.0), 0.0, 1.0)
+    observed: NDArray[np.float64] = counts * (1.0 - missing)[:, None] + PRIOR_PREVALENCE
+    return observed
+
+
 def posterior_draws(
     labels: Labels,
     fit: PreferenceFit,
@@ -269,14 +290,15 @@ def posterior_draws(
 ) -> NDArray[np.float64]:
     """draws x items x classes: the pairs' class probabilities under ``draws`` draws of the
     model's parameters from their posterior given the fit's expected counts (the prevalences
-    from a Dirichlet, each one-coin accuracy from its Beta under the pool prior, each full
-    confusion row from a Dirichlet). Their mean carries the parameters' uncertainty into each
+    from a Dirichlet whose counts are scaled to the information the answers carry,
+    :func:`_observed_prevalence_counts`; each one-coin accuracy from its Beta under the pool
+    prior, each full confusion row from a Dirichlet). Their mean carries the parameters' uncertainty into each
     pair's probabilities; their spread, the part of a benchmark-wide share's error that all
     pairs share."""
     rng = np.random.default_rng(seed)
     k = labels.n_classes
     counts = _answer_counts(labels, fit.posterior)
-    prevalence_counts = _prevalence_counts(fit.posterior, strata, priors=True)
+    prevalence_counts = _observed_prevalence_counts(fit.posterior, strata)
     rows = counts + PRIOR_WRONG + (PRIOR_CORRECT - PRIOR_WRONG) * np.eye(k)
     coin = fit.one_coin
     right = np.trace(counts[coin], axis1=1, axis2=2)
