@@ -114,26 +114,24 @@ def _annotators(labels: Labels, fit: PreferenceFit, names: pd.Index[str]) -> pd.
     near-random annotator towards the pool), with a normal interval. A near-random or
     adversarial annotator is named from the balanced accuracy (module constants)."""
     n = np.bincount(labels.worker, minlength=labels.n_workers).astype(np.float64)
-    right = np.bincount(
-        labels.worker,
-        weights=fit.posterior[labels.item, labels.label],
-        minlength=labels.n_workers,
-    )
+    # each answer's probability of being right: the pair's probability of the class it names
+    sure = fit.posterior[labels.item, labels.label]
+    right = np.bincount(labels.worker, weights=sure, minlength=labels.n_workers)
     with np.errstate(invalid="ignore", divide="ignore"):
         accuracy = np.where(n > 0, right / n, np.nan)
     lo, hi = jeffreys_interval(right.astype(np.float64), n)
     counted = fit.prevalence >= MIN_CLASS_SHARE
     per_class = answers_per_class(labels, fit.posterior)[:, counted]
-    hits = np.zeros((labels.n_workers, labels.n_classes))
-    np.add.at(hits, (labels.worker, labels.label), fit.posterior[labels.item, labels.label])
+    hits = np.bincount(
+        labels.answer, weights=sure, minlength=labels.n_workers * labels.n_classes
+    ).reshape(labels.n_workers, labels.n_classes)
     with np.errstate(invalid="ignore", divide="ignore"):
         recall = np.clip(hits[:, counted] / per_class, 0.0, 1.0)
         seen = ~np.isnan(recall)
-        balanced = np.where(
-            seen.any(axis=1), np.nansum(recall, axis=1) / np.maximum(seen.sum(axis=1), 1), np.nan
-        )
-        variance = np.nansum(recall * (1 - recall) / np.maximum(per_class, 1.0), axis=1) / (
-            np.maximum((~np.isnan(recall)).sum(axis=1), 1) ** 2
+        classes = np.maximum(seen.sum(axis=1), 1)
+        balanced = np.where(seen.any(axis=1), np.nansum(recall, axis=1) / classes, np.nan)
+        variance = (
+            np.nansum(recall * (1 - recall) / np.maximum(per_class, 1.0), axis=1) / classes**2
         )
     half = 1.959963984540054 * np.sqrt(variance)
     chance = 1.0 / max(int(counted.sum()), 1)
