@@ -612,6 +612,33 @@ def test_report_files_are_written_in_chunks_without_changing_them(tmp_path, monk
     assert written["flags"].tolist() == [";".join(p["flags"]) for p in report["pairs"]]
 
 
+def test_the_csv_writer_writes_what_pandas_would(tmp_path):
+    """append_csv stands in for DataFrame.to_csv: the same bytes for every kind of cell a
+    report's table holds (floats at the edges of their notation, missing values of every
+    dtype, text that needs quoting)."""
+    from analysis.report.files import append_csv
+
+    floats = [0.1, 1e-5, 1e-4, 1e15, 1e16, -0.0, 1.5999999999999996, float("nan"), float("inf")]
+    texts = ["plain", 'a "quote"', "comma, here", "line\nbreak", "", None, "'=1", "é ✓"]
+    size = max(len(floats), len(texts))
+    frame = pd.DataFrame(
+        {
+            "float": (floats * 2)[:size],
+            "int": range(size),
+            "nullable_int": pd.array([1, None] * (size // 2) + [3] * (size % 2), dtype="Int64"),
+            "bool": [True, False] * (size // 2) + [True] * (size % 2),
+            "text": (texts * 2)[:size],
+            "string": pd.array((texts * 2)[:size], dtype="string"),
+            "mixed": ([1, 2.5, "x", None, np.float64(0.3), np.int64(4), pd.NA, True] * 2)[:size],
+        }
+    )
+    append_csv(frame, tmp_path / "ours.csv", header=True)
+    append_csv(frame, tmp_path / "ours.csv", header=False)
+    frame.to_csv(tmp_path / "pandas.csv", index=False)
+    frame.to_csv(tmp_path / "pandas.csv", index=False, mode="a", header=False)
+    assert (tmp_path / "ours.csv").read_bytes() == (tmp_path / "pandas.csv").read_bytes()
+
+
 def test_charts_are_valid_plotly_figures():
     """The page renders figures without validation for speed: validate them here instead."""
     import plotly.graph_objects as go
