@@ -132,6 +132,29 @@ def test_a_huge_line_without_newline_is_read_in_bounded_memory(tmp_path):
         read_table(as_csv)
 
 
+@pytest.mark.parametrize("chunk_bytes", [1, 3, 7, 64])
+def test_the_quick_check_for_long_lines_agrees_with_reading_line_by_line(chunk_bytes):
+    """strict_input.lines_within (chunks) says a file is fine exactly when bounded_lines (one
+    line at a time) finds no line over the limit, whatever the chunks cut."""
+    import io
+    import random
+
+    from analysis.files import strict_input
+
+    generator = random.Random(chunk_bytes)
+    limit = 10
+    for _ in range(400):
+        lines = [
+            b"x" * generator.choice([0, 1, 9, 10, 11, 25]) for _ in range(generator.randint(0, 5))
+        ]
+        data = b"\n".join(lines) + (b"\n" if generator.random() < 0.5 else b"")
+        by_line = all(
+            line is not None for _, line, _ in strict_input.bounded_lines(io.BytesIO(data), limit)
+        )
+        quick = strict_input.lines_within(io.BytesIO(data), limit, chunk_bytes=chunk_bytes)
+        assert quick == by_line, data
+
+
 # --- import errors: one sentence naming line and field, the same on both databases ------------
 
 

@@ -92,6 +92,24 @@ def bounded_lines(handle: BinaryIO, limit: int) -> Iterator[tuple[int, bytes | N
         yield number, None, size
 
 
+def lines_within(handle: BinaryIO, limit: int, *, chunk_bytes: int = 1 << 22) -> bool:
+    """Whether no line of a binary file holds more than ``limit`` bytes before its newline (the
+    lines :func:`bounded_lines` yields whole), read in chunks of 4 MB: a check of a large file
+    that has no long line, where reading it line by line cost 0.14 s at 100,000 lines."""
+    current = 0  # bytes of the line the last chunk ended in
+    while chunk := handle.read(chunk_bytes):
+        pieces = chunk.split(b"\n")
+        if len(pieces) == 1:
+            current += len(chunk)
+            if current > limit:
+                return False
+            continue
+        if current + len(pieces[0]) > limit or max(map(len, pieces[1:-1]), default=0) > limit:
+            return False
+        current = len(pieces[-1])
+    return current <= limit
+
+
 MAX_PROBLEMS = 20  # a file with more is refused naming these; the rest are not checked
 
 
