@@ -260,11 +260,15 @@ def _unit_coincidences(counts: CountMatrix) -> NDArray[np.float64]:
     values = counts.astype(np.float64)
     n_units, n_values = values.shape
     m = values.sum(axis=1)
-    outer = values[:, :, None] * values[:, None, :]
+    # one row of products per value, over all units at once (numpy is slow over a short last
+    # axis, and this runs on every bootstrap pattern and every panel of leans)
+    outer = np.empty((n_units, n_values, n_values))
+    for c in range(n_values):
+        np.multiply(values, values[:, c : c + 1], out=outer[:, c, :])
     outer[:, np.arange(n_values), np.arange(n_values)] -= values
     pairable = m >= 2
+    outer /= np.where(pairable, m - 1, 1.0)[:, None, None]
     outer[~pairable] = 0.0
-    outer[pairable] /= (m[pairable] - 1)[:, None, None]
     return outer.reshape(n_units, n_values * n_values)
 
 

@@ -41,7 +41,7 @@ from functools import cached_property
 import numpy as np
 from numpy.typing import NDArray
 
-from analysis.annotation_model.rows import across, sum_rows
+from analysis.rows import across, sum_rows
 
 PRIOR_CORRECT = 2.0
 PRIOR_WRONG = 1.0

@@ -38,8 +38,8 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from analysis.annotation_model.rows import across, sum_rows
 from analysis.distributions import normal_tail_draw
+from analysis.rows import across, sum_rows
 
 DRAWS = 1000  # Monte Carlo draws per pair (half of them antithetic)
 MIN_DRAWS = 400

@@ -1,5 +1,6 @@
-"""Row-wise sums and reductions over long arrays of a few columns (classes, components), the
-model's commonest operations, in the forms numpy runs fastest."""
+"""Row-wise sums and reductions over long arrays of a few columns (classes, components, label
+values), the commonest operations of the model of annotation and of the annotators' lean
+spread, in the forms numpy runs fastest."""
 
 from __future__ import annotations
 
@@ -18,10 +19,10 @@ def sum_rows(
 
 
 def across(ufunc: np.ufunc, values: NDArray[np.float64]) -> NDArray[np.float64]:
-    """``ufunc.reduce(values, axis=1)`` for rows of a few columns (classes, components), one
+    """``ufunc.reduce(values, axis=-1)`` for rows of a few columns (classes, components), one
     column at a time: the same numbers, several times faster than numpy's reduction over a
     short last axis."""
-    out: NDArray[np.float64] = values[:, 0].copy()
-    for c in range(1, values.shape[1]):
-        ufunc(out, values[:, c], out=out)
+    out: NDArray[np.float64] = values[..., 0].copy()
+    for c in range(1, values.shape[-1]):
+        ufunc(out, values[..., c], out=out)
     return out
