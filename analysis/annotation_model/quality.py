@@ -193,19 +193,20 @@ class Mixture:
     def _log_density(
         self,
         observed: NDArray[np.float64],
-        counts: float | NDArray[np.float64],
+        counts: float | NDArray[np.float64] | CountGroups,
         strata: NDArray[np.int64] | None = None,
     ) -> NDArray[np.float64]:
         """pairs x components: log weight + log density of each pair's mean of ``counts``
-        ratings (one count for all, or one per pair)."""
-        unique, index = _count_index(counts, len(observed))
+        ratings (one count for all, or one per pair, or the pairs grouped by them)."""
+        groups = CountGroups.of(counts, len(observed))
+        unique = groups.unique
         out = self._log_weight(strata, len(observed)).copy()
         for c in range(self.components):
             total = self.covariance[c][None] + self.noise[None] / unique[:, None, None]
             chol = np.linalg.cholesky(total)
-            solved = np.einsum("nij,nj->ni", np.linalg.inv(chol)[index], observed - self.mean[c])
+            solved = groups.apply(np.linalg.inv(chol), observed - self.mean[c])
             out[:, c] += (
-                -np.log(np.diagonal(chol, axis1=1, axis2=2)).sum(axis=1)[index]
+                -np.log(np.diagonal(chol, axis1=1, axis2=2)).sum(axis=1)[groups.index]
                 - 0.5 * across(np.add, solved**2)
                 - 0.5 * observed.shape[1] * np.log(2 * np.pi)
             )
@@ -232,7 +233,7 @@ class Mixture:
     def posteriors(
         self,
         observed: NDArray[np.float64],
-        counts: float | NDArray[np.float64],
+        counts: float | NDArray[np.float64] | CountGroups,
         strata: NDArray[np.int64] | None = None,
         *,
         log_density: NDArray[np.float64] | None = None,
@@ -240,7 +241,8 @@ class Mixture:
         """As :meth:`posterior` for pairs with counts of their own (all above 0): the
         covariances per distinct count (counts x c x j x j) and each pair's row of them.
         ``log_density``: :meth:`_log_density` of the same arguments, where the caller has it."""
-        unique, index = _count_index(counts, len(observed))
+        groups = CountGroups.of(counts, len(observed))
+        unique, index = groups.unique, groups.index
         log = self._log_density(observed, counts, strata) if log_density is None else log_density
         log = log - across(np.maximum, log)[:, None]
         weights = np.exp(log)
@@ -250,20 +252,43 @@ class Mixture:
         for c in range(self.components):
             prior = self.covariance[c]
             gain = prior @ np.linalg.inv(prior[None] + self.noise[None] / unique[:, None, None])
-            centres[:, c, :] = self.mean[c] + np.einsum(
-                "nij,nj->ni", gain[index], observed - self.mean[c]
-            )
+            centres[:, c, :] = self.mean[c] + groups.apply(gain, observed - self.mean[c])
             covariances[:, c] = _psd(prior[None] - gain @ prior)
         return weights, centres, covariances, index
 
 
-def _count_index(
-    counts: float | NDArray[np.float64], n: int
-) -> tuple[NDArray[np.float64], NDArray[np.intp]]:
-    """The distinct rating counts and each pair's place among them."""
-    every = np.broadcast_to(np.asarray(counts, dtype=np.float64), (n,))
-    unique, index = np.unique(every, return_inverse=True)
-    return unique, index.reshape(-1)
+@dataclass(frozen=True)
+class CountGroups:
+    """The pairs grouped by their (effective) rating count: the distinct counts, each pair's
+    place among them, and the pairs in order of it. A pair's matrix depends only on its
+    count, so a product of every pair's matrix with its vector is a few matrix products (one
+    per count, there are a handful) instead of a gather of a matrix per pair."""
+
+    unique: NDArray[np.float64]
+    index: NDArray[np.intp]
+    order: NDArray[np.intp]
+    bounds: NDArray[np.intp]
+
+    @classmethod
+    def of(cls, counts: float | NDArray[np.float64] | CountGroups, n: int) -> CountGroups:
+        if isinstance(counts, CountGroups):
+            return counts
+        every = np.broadcast_to(np.asarray(counts, dtype=np.float64), (n,))
+        unique, index = np.unique(every, return_inverse=True)
+        index = index.reshape(-1)
+        order = np.argsort(index, kind="stable")
+        bounds = np.searchsorted(index[order], np.arange(len(unique) + 1))
+        return cls(unique, index, order, bounds)
+
+    def apply(
+        self, matrices: NDArray[np.float64], vectors: NDArray[np.float64]
+    ) -> NDArray[np.float64]:
+        """Each pair's ``matrices[its count] @ vectors[pair]`` (matrices: counts x j x k)."""
+        out = np.empty((len(vectors), matrices.shape[1]))
+        for u in range(len(self.unique)):
+            members = self.order[self.bounds[u] : self.bounds[u + 1]]
+            out[members] = vectors[members] @ matrices[u].T
+        return out
 
 
 def deconvolve(
@@ -298,12 +323,13 @@ def deconvolve(
     covariance = np.array([moments for _ in range(components)])
     weight = np.full((n_strata, components), 1.0 / components)
     mixture = Mixture(weight, mean, covariance, noise)
+    groups = CountGroups.of(counts, n)
     previous = -np.inf
     for _ in range(iterations):
-        log = mixture._log_density(means, counts, index)
+        log = mixture._log_density(means, groups, index)
         top = across(np.maximum, log)
         total = float((np.log(across(np.add, np.exp(log - top[:, None]))) + top).sum())
-        resp, b, covariances, place = mixture.posteriors(means, counts, index, log_density=log)
+        resp, b, covariances, place = mixture.posteriors(means, groups, index, log_density=log)
         # each pair's posterior covariance, weighted by its responsibility, summed per component
         per_count = np.stack(
             [
