@@ -107,7 +107,8 @@ def drawn_weights(
         weights = np.empty((min(rows, resamples - start), n_patterns))
         for row in weights:
             row[:] = np.bincount(
-                inverse[rng.integers(0, n, size=n, dtype=index_type)], minlength=n_patterns
+                np.take(inverse, rng.integers(0, n, size=n, dtype=index_type)),
+                minlength=n_patterns,
             )
         yield weights
 
