@@ -45,6 +45,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -56,7 +57,13 @@ from analysis.agreement.bootstrap import (
     grouped_units,
 )
 from analysis.agreement.lean_spread import lean_variances
-from analysis.agreement.panel import Panel, SumStatistic, annotator_effects
+from analysis.agreement.panel import (
+    Panel,
+    SumStatistic,
+    annotator_effects,
+    content_key,
+    remembered,
+)
 
 # The evidence rule (:func:`annotator_evidence`): the annotator-aware interval needs at least
 # MIN_EVIDENCE_PAIRS pairs that MIN_ANNOTATORS or more annotators rated. Why pairs and not
@@ -205,7 +212,7 @@ def annotator_interval(
     )
     draws = annotator_draws(panel.n_annotators, share=answered) if answered > 0 else None
     bootstrap = (
-        annotator_bootstrap(statistic, counts, own, unit=panel.unit, draws=draws)
+        annotator_bootstrap(statistic, counts, own, unit=panel.unit, draws=draws, memo=panel.memo)
         if draws is not None
         else None
     )
@@ -319,6 +326,7 @@ def annotator_bootstrap(
     *,
     unit: np.ndarray,
     draws: np.ndarray,
+    memo: dict[tuple[str, bytes], Any] | None = None,
 ) -> Callable[[np.ndarray], float]:
     """Bootstrap variance over annotators of a majority-type statistic, times K / (K - 1).
 
@@ -333,7 +341,10 @@ def annotator_bootstrap(
     the same happens, so the noise floor (this bootstrap on the panel's shuffles) takes that
     shift out. The returned function takes each annotation's annotator (the panel's or a
     shuffle's codes; what does not depend on them is prepared once); one answer per annotator
-    and unit is assumed (an annotator with two counts both when it stands in).
+    and unit is assumed (an annotator with two counts both when it stands in). With ``memo``
+    (a panel's, :func:`analysis.agreement.panel.remembered`) the re-labelled units are kept
+    for the next majority statistic on the same answers (label agreement and label confirmed
+    share them).
 
     Against the annotators' variance over panels (docs/intervals.md), its excess over the
     floor was 1.14 of it for the benchmark's panel of three at 100 pairs (the jackknife's
@@ -370,12 +381,14 @@ def annotator_bootstrap(
     rows = max(1, BATCH_CELLS // per_draw)
     group_type = np.uint16 if k * k < 2**16 else np.int64
 
-    def variance(codes: np.ndarray) -> float:
+    def relabelled(codes: np.ndarray) -> list[np.ndarray]:
+        """Per chunk of draws, each unit's re-labelled counts (a mixed-radix code, chunk x
+        units), or with the table how many units have each code (chunk x codes)."""
         group = (codes[left] * k + codes[right]).astype(group_type)
         by_group = np.argsort(group, kind="stable")
         entry_unit, entry_digit = pair_unit[by_group], pair_digit[by_group]
         bounds = np.concatenate([[0], np.cumsum(np.bincount(group, minlength=k * k))])
-        values = []
+        out = []
         for start in range(0, len(draws), rows):
             chunk = draws[start : start + rows]
             keys = (np.arange(k)[None, :] * k + chunk).ravel()
@@ -390,10 +403,29 @@ def annotator_bootstrap(
             ).astype(np.int64)
             if table:
                 which = np.arange(len(chunk)).repeat(n_units) * n_codes + code
-                counted = np.bincount(which, minlength=len(chunk) * n_codes)
-                sums = counted.reshape(len(chunk), n_codes) @ pattern_features
+                out.append(
+                    np.bincount(which, minlength=len(chunk) * n_codes).reshape(len(chunk), n_codes)
+                )
             else:
-                resampled = (code[:, None] // base ** np.arange(width)) % base
+                out.append(code.reshape(len(chunk), n_units))
+        return out
+
+    # What the re-labellings depend on besides the codes. With the table they are small
+    # histograms that no statistic enters, remembered for the next one on the same answers.
+    relabel_key = content_key(unit, vote, draws) if table and memo is not None else None
+
+    def variance(codes: np.ndarray) -> float:
+        if relabel_key is not None and memo is not None:
+            key = ("relabelled", relabel_key + content_key(codes))
+            chunks = remembered(memo, key, lambda: relabelled(codes))
+        else:
+            chunks = relabelled(codes)
+        values = []
+        for chunk in chunks:
+            if table:
+                sums = chunk @ pattern_features
+            else:
+                resampled = (chunk.reshape(-1, 1) // base ** np.arange(width)) % base
                 sums = statistic.features(resampled).reshape(len(chunk), n_units, -1).sum(axis=1)
             values.append(statistic.finish(sums))
         value = np.concatenate(values)

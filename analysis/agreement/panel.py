@@ -13,8 +13,10 @@ annotators' lasting leans read from it (:func:`main_effect_ratio`).
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
+from typing import Any, TypeVar
 
 import numpy as np
 import pandas as pd
@@ -71,6 +73,11 @@ class Panel:
     # (neutral alpha shows chosen as "first" or "second" by a coin per pair); None: the same.
     columns: np.ndarray | None = None
     seed: int = 0
+    # What was derived from this panel for one statistic and is asked for again by another
+    # (the preference statistics share their labels' main effects and re-labellings), under
+    # (what it is, content_key of the arrays it came from): :func:`remembered`. with_traits'
+    # copy keeps it, as it keeps the annotators and shuffles everything here depends on.
+    memo: dict[tuple[str, bytes], Any] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def of(
@@ -119,6 +126,30 @@ class Panel:
         return np.asarray(indicator @ values)
 
 
+T = TypeVar("T")
+
+
+def content_key(*arrays: np.ndarray) -> bytes:
+    """A digest of the arrays' types, shapes and contents: the key of what a panel derived
+    from them (:func:`remembered`)."""
+    digest = hashlib.blake2b(digest_size=16)
+    for array in arrays:
+        array = np.ascontiguousarray(array)
+        digest.update(f"{array.dtype.str}{array.shape};".encode())
+        digest.update(array.data)
+    return digest.digest()
+
+
+def remembered(
+    memo: dict[tuple[str, bytes], Any], key: tuple[str, bytes], compute: Callable[[], T]
+) -> T:
+    """``memo[key]``, computed once."""
+    if key not in memo:
+        memo[key] = compute()
+    value: T = memo[key]
+    return value
+
+
 def main_effect_ratio(panel: Panel, traits: np.ndarray) -> float:
     """How far the annotators' lasting main effects exceed what chance gives: ``H / H0``.
 
@@ -162,8 +193,15 @@ def annotator_effects(panel: Panel, traits: np.ndarray) -> MainEffects | None:
     """The annotators' main effects (:class:`MainEffects`) read from ``traits``, one row per
     annotation. Residual: an annotation's row minus its pair's mean, over pairs with two or
     more annotations; an annotator's effect is the mean of its residuals. None when no pair
-    has two (nothing to compare)."""
+    has two (nothing to compare). Computed once per panel and traits (:func:`remembered`):
+    the preference statistics read the same labels."""
     traits = np.asarray(traits, dtype=np.float64).reshape(len(panel.unit), -1)
+    return remembered(
+        panel.memo, ("effects", content_key(traits)), lambda: _annotator_effects(panel, traits)
+    )
+
+
+def _annotator_effects(panel: Panel, traits: np.ndarray) -> MainEffects | None:
     n_units = int(panel.unit.max(initial=-1)) + 1
     size = np.bincount(panel.unit, minlength=n_units)
     used = size[panel.unit] >= 2
