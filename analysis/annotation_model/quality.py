@@ -268,6 +268,7 @@ class CountGroups:
     index: NDArray[np.intp]
     order: NDArray[np.intp]
     bounds: NDArray[np.intp]
+    in_order: bool  # the pairs come in order of their count: each group is a slice
 
     @classmethod
     def of(cls, counts: float | NDArray[np.float64] | CountGroups, n: int) -> CountGroups:
@@ -278,7 +279,7 @@ class CountGroups:
         index = index.reshape(-1)
         order = np.argsort(index, kind="stable")
         bounds = np.searchsorted(index[order], np.arange(len(unique) + 1))
-        return cls(unique, index, order, bounds)
+        return cls(unique, index, order, bounds, in_order=bool((np.diff(index) >= 0).all()))
 
     def apply(
         self, matrices: NDArray[np.float64], vectors: NDArray[np.float64]
@@ -286,7 +287,11 @@ class CountGroups:
         """Each pair's ``matrices[its count] @ vectors[pair]`` (matrices: counts x j x k)."""
         out = np.empty((len(vectors), matrices.shape[1]))
         for u in range(len(self.unique)):
-            members = self.order[self.bounds[u] : self.bounds[u + 1]]
+            members = (
+                slice(self.bounds[u], self.bounds[u + 1])
+                if self.in_order
+                else self.order[self.bounds[u] : self.bounds[u + 1]]
+            )
             out[members] = vectors[members] @ matrices[u].T
         return out
 
@@ -307,11 +312,16 @@ def deconvolve(
     (Bovy, Hogg and Roweis 2011, EM), started from a random split of the pairs. With
     ``strata`` (each pair's, 0, 1, ...) each stratum has weights of its own."""
     n, j = means.shape
+    # the pairs in order of their count (the fit does not depend on their order): the
+    # products with a matrix per count are then slices (CountGroups)
+    by_count = np.argsort(counts, kind="stable")
+    means, counts = means[by_count], counts[by_count]
+    strata = None if strata is None else strata[by_count]
     index = np.zeros(n, dtype=np.int64) if strata is None else strata
     n_strata = max(n_strata, int(index.max(initial=0)) + 1)
     per_stratum = np.bincount(index, minlength=n_strata).astype(np.float64)
     components = max(1, min(components, n // (4 * j)))
-    split = np.random.default_rng(seed).integers(components, size=n)
+    split = np.asarray(np.random.default_rng(seed).integers(components, size=n))[by_count]
     mean = np.array(
         [
             means[split == c].mean(axis=0) if (split == c).any() else means.mean(axis=0)
