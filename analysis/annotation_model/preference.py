@@ -121,7 +121,8 @@ def _prevalence_counts(
     """strata x classes: the expected number of pairs of each class (plus the prior's)."""
     counts: NDArray[np.float64]
     if strata is None:
-        counts = posterior.sum(axis=0)[None, :]
+        # column by column: numpy's sum down a tall array of three columns is ten times slower
+        counts = np.array([column.sum() for column in posterior.T])[None, :]
     else:
         counts = sum_rows(strata, posterior, int(strata.max(initial=-1)) + 1)
     return counts + PRIOR_PREVALENCE if priors else counts
