@@ -53,7 +53,11 @@ def _versions(
     annotations: pd.DataFrame, latest: Mapping[str, int]
 ) -> tuple[np.ndarray, np.ndarray]:
     """(each row's version, its pair's latest version); a row without one is of the latest."""
-    newest = annotations["pair_id"].map(lambda p: latest.get(p, 1)).to_numpy(dtype=np.int64)
+    newest = (
+        annotations["pair_id"].map(latest).fillna(1).to_numpy(dtype=np.int64)
+        if latest
+        else np.ones(len(annotations), dtype=np.int64)
+    )
     if "pair_version" not in annotations:
         return newest, newest
     given = pd.to_numeric(annotations["pair_version"], errors="coerce").to_numpy(
@@ -72,9 +76,12 @@ def select_versions(
     if mode not in VERSION_CHOICES:
         raise ValueError(f"version must be one of {', '.join(VERSION_CHOICES)}, got {mode!r}")
     version, newest = _versions(annotations, latest)
-    earlier = annotations[version < newest].reset_index(drop=True)
+    older = version < newest
+    earlier = annotations[older].reset_index(drop=True)
     if mode == LATEST:
-        return annotations[version >= newest].reset_index(drop=True), earlier
+        if not older.any():  # no pair revised: every row counts, no copy
+            return annotations.reset_index(drop=True), earlier
+        return annotations[~older].reset_index(drop=True), earlier
     order = pd.DataFrame(
         {"pair_id": annotations["pair_id"], "annotator": annotations["annotator"], "v": version}
     )
