@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import json
 
 import krippendorff
@@ -610,6 +611,27 @@ def test_report_files_are_written_in_chunks_without_changing_them(tmp_path, monk
     written = pd.read_csv(tmp_path / "p.csv", keep_default_na=False)
     assert written["pair_id"].tolist() == [p["pair_id"] for p in report["pairs"]]
     assert written["flags"].tolist() == [";".join(p["flags"]) for p in report["pairs"]]
+
+
+def test_a_chunk_without_probabilities_keeps_the_probability_columns(tmp_path, monkeypatch):
+    """pairs.csv is written a chunk of pairs at a time; a chunk none of whose pairs the model
+    gave probabilities (none labelled) still writes every p_<verdict> column, empty."""
+    import analysis.report.files as report_module
+
+    report = report_of(random_table(6).to_dict("records"))
+    pairs = [dict(p) for p in report["pairs"]]
+    assert pairs[0]["probabilities"]
+    for p in pairs[2:]:
+        p["probabilities"] = None
+    monkeypatch.setattr(report_module, "CHUNK_RECORDS", 2)
+    report_module.write_records_csv(pairs, tmp_path / "p.csv", list_columns=("flags",))
+    with (tmp_path / "p.csv").open(newline="", encoding="utf-8") as handle:
+        header, *rows = list(csv.reader(handle))
+    assert len(rows) == len(pairs)
+    assert {len(row) for row in rows} == {len(header)}, "a row with fewer cells than the header"
+    p_columns = [i for i, name in enumerate(header) if name.startswith("p_")]
+    assert p_columns and all(row[i] == "" for row in rows[2:] for i in p_columns)
+    assert all(rows[0][i] for i in p_columns)
 
 
 def test_the_csv_writer_writes_what_pandas_would(tmp_path):

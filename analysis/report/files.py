@@ -89,10 +89,9 @@ def write_json(report: Report, path: Path) -> None:
         handle.write(b"}")
 
 
-def _flattened(frame: pd.DataFrame, column: str, *, prefix: str) -> pd.DataFrame:
+def _flattened(frame: pd.DataFrame, column: str, *, prefix: str, keys: list[str]) -> pd.DataFrame:
     """A column of {key: value} dicts (or None) as one column per key, in its place."""
     values = frame[column].tolist()
-    keys = next((list(v) for v in values if v), [])
     where = list(frame.columns).index(column)
     out = frame.drop(columns=[column])
     for offset, key in enumerate(keys):
@@ -123,6 +122,9 @@ def write_records_csv(
         path.write_text("", encoding="utf-8")
         return
     columns = list(records[0])
+    # the p_<verdict> columns named from the whole list: a chunk may hold no pair the model
+    # gave probabilities, and still writes the header's columns
+    keys = next((list(r["probabilities"]) for r in records if r.get("probabilities")), [])
     for start in range(0, len(records), CHUNK_RECORDS):
         chunk = pd.DataFrame.from_records(records[start : start + CHUNK_RECORDS], columns=columns)
         for column in list_columns:
@@ -130,7 +132,7 @@ def write_records_csv(
         for column in chunk.columns[chunk.columns.str.endswith("_means")]:
             chunk[column] = chunk[column].map(lambda v: ";".join(f"{x:g}" for x in v))
         if "probabilities" in chunk:  # report.json's {verdict: p}: one p_<verdict> column each
-            chunk = _flattened(chunk, "probabilities", prefix="p_")
+            chunk = _flattened(chunk, "probabilities", prefix="p_", keys=keys)
         if "earlier_versions" in chunk:  # a list of versions: one readable cell
             chunk["earlier_versions"] = chunk["earlier_versions"].map(versions.history_text)
         # pair ids and annotator names come from imported files: no cell may be a formula
